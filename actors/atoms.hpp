@@ -1,0 +1,15 @@
+#pragma once
+/// Atoms shared by the engine's actors (CAF 0.17 atoms hold at most 10 characters).
+
+#include <caf/atom.hpp>
+
+namespace sy::actors {
+
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using wake_atom = caf::atom_constant<caf::atom("wake")>;
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
+using done_atom = caf::atom_constant<caf::atom("done")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+
+}  // namespace sy::actors

@@ -1,0 +1,174 @@
+#include "actors/attempt.hpp"
+
+#include <utility>
+
+#include <chrono>
+#include <random>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "actors/ask.hpp"
+#include "runtime/backoff.hpp"
+#include "runtime/log.hpp"
+
+namespace sy::actors {
+namespace asio = boost::asio;
+namespace {
+
+constexpr std::chrono::milliseconds writer_timeout{30'000};
+
+std::string random_token() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+double random_unit() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
+std::string excerpt(const std::string& body) {
+  return body.size() <= 300 ? body : body.substr(0, 300) + "...";
+}
+
+/// Keeps the lease and the JetStream message alive while the gateway works: every third of the
+/// lease TTL, commit a later expiry and send an in-progress ack.
+asio::awaitable<void> heartbeat(engine_context& ctx, storage::extend_lease_op op,
+                                std::shared_ptr<runtime::js_message> msg,
+                                std::shared_ptr<asio::steady_timer> timer) {
+  const auto period = std::chrono::milliseconds(std::max<int64_t>(ctx.cfg.lease_ttl_ms / 3, 50));
+  for (;;) {
+    boost::system::error_code ec;
+    timer->expires_after(period);
+    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) co_return;  // cancelled: the attempt is over
+    op.expires_at_ms = ctx.clock.now_ms() + ctx.cfg.lease_ttl_ms;
+    auto r = co_await ask<write_reply>(ctx.sys, ctx.writer, write_request{op}, writer_timeout);
+    if (r && r->reply && r->reply->what != storage::op_reply::kind::done) {
+      log::warn("attempt", "lease lost while running", {{"task_id", op.task_id},
+                                                         {"attempt", op.attempt}});
+      co_return;
+    }
+    (void)msg->in_progress();
+  }
+}
+
+}  // namespace
+
+attempt_verdict judge(const runtime::gateway_outcome& o, bool releasing) {
+  if (!o.got_response && releasing)
+    return {storage::attempt_end::released, "shutdown", "the engine shut down mid-request"};
+  if (o.got_response && o.status_code >= 200 && o.status_code < 300)
+    return {storage::attempt_end::succeeded, {}, {}};
+  if (o.got_response && !o.retryable)
+    return {storage::attempt_end::rejected, "gateway_rejected",
+            "the gateway answered " + std::to_string(o.status_code) + ": " + excerpt(o.body)};
+  if (o.got_response)
+    return {storage::attempt_end::retry, "gateway_error",
+            "the gateway answered " + std::to_string(o.status_code) + " after " +
+                std::to_string(o.tries) + " tries: " + excerpt(o.body)};
+  return {storage::attempt_end::retry, "gateway_unreachable",
+          "the gateway could not be reached after " + std::to_string(o.tries) +
+              " tries: " + o.error};
+}
+
+asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
+                                  std::shared_ptr<runtime::js_message> msg) {
+  ++ctx.running;
+  struct running_guard {
+    engine_context& ctx;
+    ~running_guard() { --ctx.running; }
+  } guard{ctx};
+  auto parsed = storage::parse_task_message(msg->data());
+  if (!parsed) {
+    log::error("attempt", "not a task message; terminated", {{"subject", msg->subject()}});
+    (void)msg->term();
+    co_return;
+  }
+  auto [task_id, attempt] = *parsed;
+  storage::start_attempt_op start{task_id, attempt, random_token(), ctx.holder,
+                                  ctx.clock.now_ms(), ctx.cfg.lease_ttl_ms};
+  auto started = co_await ask<write_reply>(ctx.sys, ctx.writer, write_request{start},
+                                           writer_timeout);
+  if (!started || !started->reply) {
+    log::warn("attempt", "could not start; redelivering later",
+              {{"task_id", task_id}, {"error", started ? started->err.message
+                                                        : started.error().message}});
+    (void)msg->nak_with_delay(1'000);
+    co_return;
+  }
+  const auto& rep = *started->reply;
+  using kind = storage::op_reply::kind;
+  if (rep.what == kind::not_yet) {
+    (void)msg->nak_with_delay(rep.delay_ms);
+    co_return;
+  }
+  if (rep.what != kind::done) {
+    log::debug("attempt", "stale delivery dropped", {{"task_id", task_id}, {"attempt", attempt}});
+    (void)msg->ack();
+    co_return;
+  }
+  const auto& job = *rep.job;
+  auto* gw = ctx.gateway_for(model);
+  runtime::gateway_outcome outcome;
+  if (gw == nullptr) {
+    outcome.got_response = true;
+    outcome.status_code = 404;
+    outcome.body = R"({"error":{"message":"no gateway serves this model","code":"model_not_found"}})";
+  } else {
+    auto abort = std::make_shared<runtime::abort_handle>();
+    auto reg = ctx.inflight.add(abort);
+    auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+    asio::co_spawn(ctx.exec,
+                   heartbeat(ctx, {task_id, attempt, start.token, 0}, msg, timer),
+                   asio::detached);
+    log::debug("attempt", "sending", {{"job_id", job.id}, {"attempt", attempt}});
+    outcome = co_await gw->send({job.endpoint, job.body}, abort);
+    timer->cancel();
+    ctx.inflight.remove(reg);
+  }
+  auto verdict = judge(outcome, ctx.releasing.load());
+  storage::finish_attempt_op finish;
+  finish.task_id = task_id;
+  finish.attempt = attempt;
+  finish.token = start.token;
+  finish.end = verdict.end;
+  if (outcome.got_response) finish.response = storage::gateway_result{outcome.status_code,
+                                                                       outcome.body};
+  finish.error_code = verdict.error_code;
+  finish.error_message = verdict.error_message;
+  finish.backoff_ms = runtime::backoff_delay_ms(attempt - 1, ctx.cfg.requeue_initial_backoff_ms,
+                                                ctx.cfg.requeue_max_backoff_ms, random_unit());
+  finish.now_ms = ctx.clock.now_ms();
+  finish.subject = ctx.js.task_subject(model);
+  auto done = co_await ask<write_reply>(ctx.sys, ctx.writer, write_request{finish},
+                                        writer_timeout);
+  if (!done || !done->reply) {
+    // The outcome is not recorded; the lease will expire and the reaper re-queues the task.
+    log::error("attempt", "could not record the outcome",
+               {{"job_id", job.id}, {"error", done ? done->err.message : done.error().message}});
+    (void)msg->nak_with_delay(ctx.cfg.lease_ttl_ms);
+    co_return;
+  }
+  log::debug("attempt", "finished",
+            {{"job_id", job.id}, {"attempt", attempt}, {"end", verdict.error_code.empty()
+                                                                    ? "succeeded"
+                                                                    : verdict.error_code},
+             {"status", done->reply->job ? storage::to_string(done->reply->job->status) : ""},
+             {"fenced", done->reply->what == kind::stale}});
+  if (verdict.end == storage::attempt_end::released) {
+    (void)msg->nak_with_delay(0);
+  } else {
+    (void)msg->ack();
+  }
+}
+
+}  // namespace sy::actors

@@ -1,0 +1,34 @@
+#pragma once
+/// The global concurrency budget shared by every model dispatcher: at most `limit` attempts run
+/// at once across all models. A dispatcher that finds the budget empty queues itself as a waiter;
+/// released slots wake waiters in FIFO order, so a hot model cannot starve another one.
+/// Thread-safe (dispatchers acquire on their threads, attempts release on Asio threads).
+
+#include <deque>
+#include <functional>
+#include <mutex>
+
+namespace sy::actors {
+
+class global_budget {
+ public:
+  explicit global_budget(int limit) : free_(limit) {}
+
+  /// Takes up to `want` slots. When none is free, remembers `wake` (called once, later, when
+  /// slots are released) and returns 0.
+  int acquire(int want, uint64_t waiter_id, std::function<void()> wake);
+  /// Gives `n` slots back and wakes waiters.
+  void release(int n);
+  int free() const;
+
+ private:
+  struct waiter {
+    uint64_t id;
+    std::function<void()> wake;
+  };
+  mutable std::mutex mu_;
+  int free_;
+  std::deque<waiter> waiters_;
+};
+
+}  // namespace sy::actors

@@ -1,0 +1,214 @@
+#include "actors/engine.hpp"
+
+#include <utility>
+
+#include <chrono>
+
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include "actors/ask.hpp"
+#include "actors/submission.hpp"
+#include "config/sha256.hpp"
+#include "runtime/log.hpp"
+
+namespace sy::actors {
+namespace {
+
+constexpr std::chrono::milliseconds submit_timeout{30'000};
+constexpr const char* node_prefix = "local/";
+
+/// Deterministic task id (seed 000): a re-ingest rewrites the same task instead of adding one.
+std::string task_id_for(const std::string& job_id, int index) {
+  return config::sha256_hex(job_id + ":" + std::to_string(index)).substr(0, 32);
+}
+
+/// Waits until `done()` or the deadline, checking every few milliseconds (shutdown only).
+template <class F>
+bool wait_until(F done, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+}  // namespace
+
+engine::engine(deps d) : deps_(d) {}
+
+result<std::unique_ptr<engine>> engine::start(deps d) {
+  std::unique_ptr<engine> e{new engine(d)};
+  e->caf_cfg_.set("scheduler.max-threads", 2);
+  e->caf_cfg_.set("logger.console", caf::atom("none"));
+  e->sys_ = std::make_unique<caf::actor_system>(e->caf_cfg_);
+  e->ctx_ = std::make_unique<engine_context>(*e->sys_, d.cfg, d.clock, d.js, e->exec_);
+  auto& ctx = *e->ctx_;
+  ctx.holder = node_prefix + e->ids_.next(d.clock.now_ms());
+  if (d.cfg.gateway) {
+    ctx.gateways["*"] = std::make_unique<runtime::gateway_client>(e->exec_.get_executor(),
+                                                                  *d.cfg.gateway);
+  }
+  for (const auto& [model, gw] : d.cfg.model_gateways)
+    ctx.gateways[model] = std::make_unique<runtime::gateway_client>(e->exec_.get_executor(), gw);
+
+  engine* self = e.get();
+  ctx.writer = spawn_storage_writer(*e->sys_, d.env,
+                                    static_cast<size_t>(d.cfg.group_commit_max_ops), [self] {
+                                      if (self->relay_ready_)
+                                        caf::anon_send(self->relay_, wake_atom::value);
+                                    });
+  e->relay_ = spawn_outbox_relay(*e->sys_, d.env, ctx.writer, d.js, {});
+  e->relay_ready_ = true;
+
+  {
+    auto txn = d.env.begin_read();
+    txn.scan(storage::db::meta, storage::known_model_prefix, [&](auto key, auto) {
+      if (key.substr(0, storage::known_model_prefix.size()) != storage::known_model_prefix)
+        return false;
+      e->wanted_models_.insert(std::string(key.substr(storage::known_model_prefix.size())));
+      return true;
+    });
+  }
+  for (const auto& [model, gw] : d.cfg.model_gateways) e->wanted_models_.insert(model);
+  e->watcher_ = std::thread([self] { self->watch_models(); });
+  e->reaper_ = spawn_lease_reaper(ctx, d.env, node_prefix);
+
+  e->work_.emplace(e->exec_.get_executor());
+  for (int i = 0; i < 2; ++i) e->exec_threads_.emplace_back([self] { self->exec_.run(); });
+  log::info("engine", "started", {{"holder", ctx.holder},
+                                  {"models", e->wanted_models_.size()},
+                                  {"global_concurrency", d.cfg.global_concurrency},
+                                  {"per_model_concurrency", d.cfg.per_model_concurrency}});
+  return e;
+}
+
+engine::~engine() { shutdown(); }
+
+void engine::watch_models() {
+  std::unique_lock lock{models_mu_};
+  while (!stop_watcher_) {
+    std::vector<std::string> missing;
+    for (const auto& m : wanted_models_)
+      if (!dispatchers_.count(m)) missing.push_back(m);
+    for (const auto& model : missing) {
+      lock.unlock();
+      auto sub = deps_.js.subscribe_tasks(model);
+      lock.lock();
+      if (!sub) {
+        log::warn("engine", "cannot subscribe to a model's queue yet; retrying",
+                  {{"model", model}, {"error", sub.error().message}});
+        continue;
+      }
+      if (stop_watcher_) break;
+      dispatchers_[model] = spawn_model_dispatcher(*ctx_, model, std::move(sub.value()));
+      log::info("engine", "dispatching model", {{"model", model}});
+    }
+    bool retry = false;
+    for (const auto& m : wanted_models_) retry = retry || !dispatchers_.count(m);
+    if (retry) {
+      models_cv_.wait_for(lock, std::chrono::seconds(1));
+    } else {
+      models_cv_.wait(lock);
+    }
+  }
+}
+
+boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
+  if (ctx_->stopping) co_return make_error("shutting_down", "the server is shutting down");
+  auto model = s.body["model"].get<std::string>();
+  if (!ctx_->gateway_for(model))
+    co_return make_error("model_not_found",
+                         "no gateway is configured for model '" + model + "'", "body.model");
+  const int64_t now = deps_.clock.now_ms();
+  storage::job_record job;
+  job.id = "job_" + ids_.next(now);
+  job.tenant = s.tenant;
+  job.endpoint = s.endpoint;
+  job.model = model;
+  job.body = s.body.dump();
+  job.metadata = s.metadata;
+  job.idempotency_key = s.idempotency_key;
+  job.request_hash = request_hash(s);
+  job.task_id = task_id_for(job.id, 0);
+  job.max_attempts = s.max_attempts > 0 ? s.max_attempts : deps_.cfg.default_max_attempts;
+  job.created_at_ms = job.updated_at_ms = now;
+  storage::task_record task;
+  task.id = job.task_id;
+  task.job_id = job.id;
+  task.tenant = job.tenant;
+  task.model = model;
+  task.max_attempts = job.max_attempts;
+  storage::outbox_record publish{0, storage::task_message_id(task.id, 1),
+                                 deps_.js.task_subject(model),
+                                 storage::task_message_payload(task.id, 1)};
+  {
+    std::lock_guard lock{models_mu_};
+    if (wanted_models_.insert(model).second) models_cv_.notify_all();
+  }
+  auto r = co_await ask<write_reply>(
+      *sys_, ctx_->writer,
+      write_request{storage::create_job_op{std::move(job), std::move(task), std::move(publish)}},
+      submit_timeout);
+  if (!r) co_return r.error();
+  if (!r->reply) co_return r->err;
+  auto& rep = *r->reply;
+  using kind = storage::op_reply::kind;
+  if (rep.what == kind::conflict)
+    co_return make_error("idempotency_conflict",
+                         "Idempotency-Key '" + s.idempotency_key + "' was already used for a "
+                         "different request (job " + rep.job->id + ")",
+                         "Idempotency-Key");
+  co_return submit_outcome{std::move(*rep.job), rep.what == kind::done};
+}
+
+result<storage::job_record> engine::get(const std::string& tenant, const std::string& id) {
+  auto txn = deps_.env.begin_read();
+  auto job = storage::get_job(txn, id);
+  if (!job || job->tenant != tenant)
+    return make_error("job_not_found", "no job with id '" + id + "'", "id");
+  return std::move(*job);
+}
+
+bool engine::ready() const { return !ctx_->stopping && deps_.js.connected(); }
+
+void engine::shutdown() {
+  if (shut_down_.exchange(true)) return;
+  auto& ctx = *ctx_;
+  ctx.stopping = true;
+  log::info("engine", "shutting down", {{"running_attempts", ctx.running.load()}});
+  auto grace = std::chrono::milliseconds(deps_.cfg.shutdown_timeout_ms);
+  if (!wait_until([&] { return ctx.running == 0; }, grace)) {
+    log::warn("engine", "shutdown timeout: returning running attempts to the queue",
+              {{"running_attempts", ctx.running.load()}});
+    ctx.releasing = true;
+    ctx.inflight.abort_all();
+    wait_until([&] { return ctx.running == 0; }, std::chrono::seconds(5));
+  }
+  {
+    caf::scoped_actor self{*sys_};
+    self->request(relay_, std::chrono::seconds(5), drain_atom::value)
+        .receive([](bool empty) {
+                   if (!empty) log::warn("engine", "outbox not empty at shutdown; kept for next start");
+                 },
+                 [](caf::error&) { log::warn("engine", "outbox flush timed out"); });
+  }
+  {
+    std::lock_guard lock{models_mu_};
+    stop_watcher_ = true;
+    models_cv_.notify_all();
+  }
+  if (watcher_.joinable()) watcher_.join();
+  for (auto& [m, d] : dispatchers_) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(reaper_, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(relay_, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(ctx.writer, caf::exit_reason::user_shutdown);
+  work_.reset();
+  exec_.stop();
+  for (auto& t : exec_threads_) t.join();
+  sys_.reset();  // waits for every actor to finish
+  log::info("engine", "stopped");
+}
+
+}  // namespace sy::actors

@@ -1,0 +1,83 @@
+#pragma once
+/// The engine: the actor system and everything it runs — storage writer, outbox relay, lease
+/// reaper, one dispatcher per model, and the Asio threads that run attempts against gateways.
+/// It implements `job_service` for the API. Start with `engine::start`, stop with `shutdown()`
+/// (graceful) before destroying it.
+
+#include <utility>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+
+#include "actors/engine_context.hpp"
+#include "actors/job_service.hpp"
+#include "actors/lease_reaper.hpp"
+#include "actors/model_dispatcher.hpp"
+#include "actors/outbox_relay.hpp"
+#include "actors/storage_writer.hpp"
+#include "runtime/ulid.hpp"
+
+namespace sy::actors {
+
+class engine final : public job_service {
+ public:
+  /// Everything the engine runs on; all must outlive the engine.
+  struct deps {
+    const config::settings& cfg;
+    storage::environment& env;
+    runtime::js_client& js;
+    const runtime::clock& clock;
+  };
+
+  static result<std::unique_ptr<engine>> start(deps d);
+  ~engine() override;
+
+  boost::asio::awaitable<result<submit_outcome>> submit(submission s) override;
+  result<storage::job_record> get(const std::string& tenant, const std::string& id) override;
+
+  /// Ready to accept work: storage open and NATS connected.
+  bool ready() const;
+  /// Stops dispatching, lets running attempts finish up to `shutdown_timeout_ms`, gives the rest
+  /// back to the queue, publishes what the outbox holds, and stops every actor. Idempotent.
+  void shutdown();
+  /// Attempts running right now (for tests and metrics).
+  size_t running_attempts() const { return ctx_->running.load(); }
+
+ private:
+  explicit engine(deps d);
+  void watch_models();
+
+  deps deps_;
+  caf::actor_system_config caf_cfg_;
+  std::unique_ptr<caf::actor_system> sys_;
+  boost::asio::io_context exec_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::vector<std::thread> exec_threads_;
+  std::unique_ptr<engine_context> ctx_;
+  runtime::ulid_generator ids_;
+  outbox_relay_actor relay_;
+  std::atomic<bool> relay_ready_{false};
+  lease_reaper_actor reaper_;
+
+  // Models with a dispatcher, and models wanted (the watcher thread subscribes them, since a
+  // subscription is a blocking NATS call and may need retrying while NATS is down).
+  std::mutex models_mu_;
+  std::condition_variable models_cv_;
+  std::set<std::string> wanted_models_;
+  std::map<std::string, model_dispatcher_actor> dispatchers_;
+  bool stop_watcher_ = false;
+  std::thread watcher_;
+  std::atomic<bool> shut_down_{false};
+};
+
+}  // namespace sy::actors

@@ -1,0 +1,66 @@
+#pragma once
+/// What the engine's actors and attempt runners share. Owned by `engine`; it outlives every actor
+/// and coroutine that points at it (the engine stops them before it is destroyed).
+
+#include <utility>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <boost/asio/io_context.hpp>
+#include <caf/actor_system.hpp>
+
+#include "actors/budget.hpp"
+#include "actors/storage_writer.hpp"
+#include "config/settings.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/gateway_client.hpp"
+#include "runtime/jetstream.hpp"
+
+namespace sy::actors {
+
+/// The attempts running right now, so that shutdown can abort them.
+class inflight_registry {
+ public:
+  uint64_t add(std::shared_ptr<runtime::abort_handle> h);
+  void remove(uint64_t id);
+  size_t size() const;
+  /// Aborts every running attempt (each then releases its task back to the queue).
+  void abort_all();
+
+ private:
+  mutable std::mutex mu_;
+  uint64_t next_ = 1;
+  std::map<uint64_t, std::shared_ptr<runtime::abort_handle>> running_;
+};
+
+struct engine_context {
+  engine_context(caf::actor_system& s, const config::settings& c, const runtime::clock& k,
+                 runtime::js_client& j, boost::asio::io_context& e)
+      : sys(s), cfg(c), clock(k), js(j), exec(e), budget(c.global_concurrency) {}
+
+  caf::actor_system& sys;
+  const config::settings& cfg;
+  const runtime::clock& clock;
+  runtime::js_client& js;
+  boost::asio::io_context& exec;  ///< attempt runners and gateway clients run here
+  storage_writer_actor writer;
+  global_budget budget;
+  std::string holder;  ///< lease holder id of this process: "<node>/<boot ULID>"
+  std::map<std::string, std::unique_ptr<runtime::gateway_client>> gateways;  ///< by model; "*"
+  inflight_registry inflight;
+  std::atomic<bool> stopping{false};   ///< shutdown began: dispatchers fetch no more
+  std::atomic<bool> releasing{false};  ///< aborted attempts give their task back, uncounted
+  std::atomic<size_t> running{0};      ///< attempts between delivery and ack
+
+  /// The client for `model`, or nullptr when no gateway serves it.
+  runtime::gateway_client* gateway_for(const std::string& model) const {
+    auto it = gateways.find(cfg.gateway ? std::string("*") : model);
+    return it == gateways.end() ? nullptr : it->second.get();
+  }
+};
+
+}  // namespace sy::actors

@@ -1,0 +1,86 @@
+#include "actors/lease_reaper.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "runtime/log.hpp"
+
+namespace sy::actors {
+namespace {
+
+struct reaper_state {
+  engine_context* ctx = nullptr;
+  storage::environment* env = nullptr;
+  std::string node_prefix;
+  static inline const char* name = "lease_reaper";
+};
+
+using reaper_ptr = lease_reaper_actor::stateful_pointer<reaper_state>;
+
+int reap(reaper_ptr self) {
+  auto& st = self->state;
+  auto& ctx = *st.ctx;
+  const int64_t now = ctx.clock.now_ms();
+  std::vector<std::pair<storage::lease_record, std::string>> dead;  // lease, model
+  {
+    auto txn = st.env->begin_read();
+    for (auto& l : storage::read_leases(txn)) {
+      if (!lease_is_dead(l, now, ctx.holder, st.node_prefix)) continue;
+      auto task = storage::get_task(txn, l.task_id);
+      dead.emplace_back(std::move(l), task ? task->model : std::string{});
+    }
+  }
+  for (auto& [lease, model] : dead) {
+    storage::finish_attempt_op op;
+    op.task_id = lease.task_id;
+    op.attempt = lease.attempt;
+    op.token = lease.token;
+    op.end = storage::attempt_end::retry;
+    op.error_code = "lease_expired";
+    op.error_message = lease.holder == ctx.holder || lease.holder.rfind(st.node_prefix, 0) != 0
+                           ? "the attempt's lease expired without a heartbeat"
+                           : "the engine stopped while the attempt was running";
+    op.now_ms = now;
+    op.subject = ctx.js.task_subject(model);
+    log::warn("reaper", "expiring lease", {{"task_id", lease.task_id},
+                                           {"attempt", lease.attempt},
+                                           {"holder", lease.holder}});
+    self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
+        .then([](write_reply& r) {
+          if (!r.reply) log::error("reaper", "expiring a lease failed", {{"error", r.err.message}});
+        });
+  }
+  return static_cast<int>(dead.size());
+}
+
+lease_reaper_actor::behavior_type reaper(reaper_ptr self, engine_context* ctx,
+                                         storage::environment* env, std::string node_prefix) {
+  self->state.ctx = ctx;
+  self->state.env = env;
+  self->state.node_prefix = std::move(node_prefix);
+  self->send(self, tick_atom::value);
+  return {
+      [=](tick_atom) {
+        reap(self);
+        self->delayed_send(self, std::chrono::milliseconds(ctx->cfg.reaper_interval_ms),
+                           tick_atom::value);
+      },
+  };
+}
+
+}  // namespace
+
+bool lease_is_dead(const storage::lease_record& l, int64_t now_ms, const std::string& my_holder,
+                   const std::string& node_prefix) {
+  if (l.expires_at_ms <= now_ms) return true;
+  // An earlier run of this node cannot be holding anything any more.
+  return l.holder != my_holder && l.holder.rfind(node_prefix, 0) == 0;
+}
+
+lease_reaper_actor spawn_lease_reaper(engine_context& ctx, storage::environment& env,
+                                      std::string node_prefix) {
+  return ctx.sys.spawn(reaper, &ctx, &env, std::move(node_prefix));
+}
+
+}  // namespace sy::actors

@@ -1,0 +1,113 @@
+#include "actors/outbox_relay.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "runtime/log.hpp"
+
+namespace sy::actors {
+namespace {
+
+struct relay_state {
+  storage::environment* env = nullptr;
+  runtime::js_client* js = nullptr;
+  storage_writer_actor writer;
+  outbox_relay_options opts;
+  uint64_t cursor = 0;       ///< next sequence to read
+  bool retry_scheduled = false;
+  bool nats_down_logged = false;
+  static inline const char* name = "outbox_relay";
+};
+
+using relay_ptr = outbox_relay_actor::stateful_pointer<relay_state>;
+
+/// Publishes batches until the outbox is empty (true) or a publish fails (false).
+bool drain(relay_ptr self) {
+  auto& st = self->state;
+  for (;;) {
+    std::vector<storage::outbox_record> records;
+    {
+      auto txn = st.env->begin_read();
+      records = storage::read_outbox(txn, st.cursor, st.opts.batch);
+    }
+    if (records.empty()) {
+      // Deletions are in flight through the writer; everything below the cursor was acked.
+      return true;
+    }
+    std::vector<runtime::pub_msg> msgs;
+    msgs.reserve(records.size());
+    for (const auto& r : records) msgs.push_back({r.subject, r.msg_id, r.payload});
+    auto acked = st.js->publish_batch(msgs, st.opts.publish_timeout_ms);
+    storage::outbox_ack_op done;
+    bool all = true;
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (i < acked.size() && acked[i]) {
+        done.seqs.push_back(records[i].seq);
+      } else {
+        all = false;
+      }
+    }
+    if (!done.seqs.empty()) {
+      self->request(st.writer, caf::infinite, write_request{std::move(done)})
+          .then([](write_reply& r) {
+            if (!r.reply) log::warn("outbox", "deleting acked records failed", {{"error", r.err.message}});
+          });
+    }
+    if (!all) {
+      // Keep the cursor at the first record not acked so that it is retried (a record acked
+      // after one that failed is re-published too; JetStream drops it by its Nats-Msg-Id).
+      for (size_t i = 0; i < records.size(); ++i)
+        if (i >= acked.size() || !acked[i]) {
+          st.cursor = records[i].seq;
+          break;
+        }
+      if (!st.nats_down_logged) {
+        log::warn("outbox", "publishing to JetStream failed; records stay queued and are retried",
+                  {{"pending_from_seq", st.cursor}, {"connected", st.js->connected()}});
+        st.nats_down_logged = true;
+      }
+      return false;
+    }
+    if (st.nats_down_logged) {
+      log::info("outbox", "publishing to JetStream resumed", {{"seq", records.back().seq}});
+      st.nats_down_logged = false;
+    }
+    st.cursor = records.back().seq + 1;
+  }
+}
+
+void on_wake(relay_ptr self) {
+  if (drain(self)) return;
+  if (!self->state.retry_scheduled) {
+    self->state.retry_scheduled = true;
+    self->delayed_send(self, self->state.opts.retry_interval, wake_atom::value);
+  }
+}
+
+outbox_relay_actor::behavior_type relay(relay_ptr self, storage::environment* env,
+                                        storage_writer_actor writer, runtime::js_client* js,
+                                        outbox_relay_options opts) {
+  self->state.env = env;
+  self->state.js = js;
+  self->state.writer = std::move(writer);
+  self->state.opts = opts;
+  self->send(self, wake_atom::value);  // publish what a previous run left behind
+  return {
+      [=](wake_atom) {
+        self->state.retry_scheduled = false;
+        on_wake(self);
+      },
+      [=](drain_atom) -> bool { return drain(self); },
+  };
+}
+
+}  // namespace
+
+outbox_relay_actor spawn_outbox_relay(caf::actor_system& sys, storage::environment& env,
+                                      storage_writer_actor writer, runtime::js_client& js,
+                                      outbox_relay_options opts) {
+  return sys.spawn<caf::detached>(relay, &env, std::move(writer), &js, opts);
+}
+
+}  // namespace sy::actors

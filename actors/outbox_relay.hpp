@@ -1,0 +1,35 @@
+#pragma once
+/// The outbox relay: publishes committed outbox records to JetStream with their deterministic
+/// Nats-Msg-Id and deletes a record (through the storage writer) only after JetStream acked it.
+/// While NATS is unreachable the records stay in LMDB and the relay retries every
+/// `retry_interval`; submissions keep being accepted meanwhile. Runs detached because a publish
+/// waits for acks. Owns: its read cursor into the outbox (in memory; restarts from the beginning).
+
+#include <chrono>
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/storage_writer.hpp"
+#include "runtime/jetstream.hpp"
+#include "storage/lmdb_env.hpp"
+
+namespace sy::actors {
+
+/// `wake`: new records were committed. `drain`: publish everything now (shutdown); replies true
+/// when the outbox is empty afterwards.
+using outbox_relay_actor =
+    caf::typed_actor<caf::reacts_to<wake_atom>, caf::replies_to<drain_atom>::with<bool>>;
+
+struct outbox_relay_options {
+  size_t batch = 512;
+  int64_t publish_timeout_ms = 5'000;
+  std::chrono::milliseconds retry_interval{500};
+};
+
+outbox_relay_actor spawn_outbox_relay(caf::actor_system& sys, storage::environment& env,
+                                      storage_writer_actor writer, runtime::js_client& js,
+                                      outbox_relay_options opts);
+
+}  // namespace sy::actors

@@ -1,0 +1,122 @@
+#include "actors/storage_writer.hpp"
+
+#include <utility>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "runtime/log.hpp"
+
+namespace sy::actors {
+namespace {
+
+using promise = caf::typed_response_promise<write_reply>;
+
+struct writer_state {
+  storage::environment* env = nullptr;
+  size_t max_ops = 4096;
+  std::function<void()> on_outbox;
+  std::vector<std::pair<storage::write_op, promise>> pending;
+  bool flush_scheduled = false;
+  static inline const char* name = "storage_writer";
+};
+
+using writer_ptr = storage_writer_actor::stateful_pointer<writer_state>;
+
+void fail_all(std::vector<std::pair<storage::write_op, promise>>& batch, const sy::error& e) {
+  for (auto& [op, rp] : batch) rp.deliver(write_reply{std::nullopt, e});
+}
+
+/// Applies `batch` in one transaction. Returns the replies, or the error that failed the batch.
+/// A full map is grown and the batch retried from scratch (the aborted attempt left nothing).
+result<std::vector<storage::op_reply>> commit_batch(
+    storage::environment& env, const std::vector<std::pair<storage::write_op, promise>>& batch) {
+  for (int grow_round = 0;; ++grow_round) {
+    auto txn = env.begin_write();
+    if (!txn) return txn.error();
+    std::vector<storage::op_reply> replies;
+    replies.reserve(batch.size());
+    std::optional<sy::error> failure;
+    for (const auto& [op, rp] : batch) {
+      auto r = storage::apply(*txn, op);
+      if (!r) {
+        failure = r.error();
+        break;
+      }
+      replies.push_back(std::move(r.value()));
+    }
+    if (!failure) {
+      auto st = txn->commit();
+      if (st) return replies;
+      failure = st.error();
+    }
+    txn->abort();
+    if (failure->code != "map_full" || grow_round >= 16) return *failure;
+    if (auto st = env.grow(); !st) return st.error();
+    log::info("storage", "map grown", {{"map_bytes", env.map_bytes()}});
+  }
+}
+
+void flush(writer_ptr self) {
+  auto& st = self->state;
+  st.flush_scheduled = false;
+  std::vector<std::pair<storage::write_op, promise>> batch;
+  if (st.pending.size() <= st.max_ops) {
+    batch.swap(st.pending);
+  } else {
+    auto cut = st.pending.begin() + static_cast<std::ptrdiff_t>(st.max_ops);
+    batch.assign(std::make_move_iterator(st.pending.begin()), std::make_move_iterator(cut));
+    st.pending.erase(st.pending.begin(), cut);
+    st.flush_scheduled = true;
+    self->send(self, flush_atom::value);
+  }
+  if (batch.empty()) return;
+  auto replies = commit_batch(*st.env, batch);
+  if (!replies) {
+    log::error("storage", "group commit failed",
+               {{"ops", batch.size()}, {"code", replies.error().code},
+                {"error", replies.error().message}});
+    fail_all(batch, make_error("storage_unavailable",
+                               "the job store could not commit: " + replies.error().message));
+    return;
+  }
+  bool wake_relay = false;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    wake_relay = wake_relay || replies.value()[i].outbox_appended;
+    batch[i].second.deliver(write_reply{std::move(replies.value()[i]), {}});
+  }
+  if (wake_relay && st.on_outbox) st.on_outbox();
+}
+
+storage_writer_actor::behavior_type writer(writer_ptr self, storage::environment* env,
+                                           size_t max_ops, std::function<void()> on_outbox) {
+  self->state.env = env;
+  self->state.max_ops = max_ops == 0 ? 1 : max_ops;
+  self->state.on_outbox = std::move(on_outbox);
+  return {
+      [=](write_request& req) -> promise {
+        auto rp = self->make_response_promise<write_reply>();
+        self->state.pending.emplace_back(std::move(req.op), rp);
+        // The flush message queues behind every request already in the mailbox, so all of them
+        // join this commit: that is the group commit.
+        if (!self->state.flush_scheduled) {
+          self->state.flush_scheduled = true;
+          self->send(self, flush_atom::value);
+        }
+        return rp;
+      },
+      [=](flush_atom) { flush(self); },
+  };
+}
+
+}  // namespace
+
+storage_writer_actor spawn_storage_writer(caf::actor_system& sys, storage::environment& env,
+                                          size_t max_ops_per_commit,
+                                          std::function<void()> on_outbox) {
+  return sys.spawn<caf::detached>(writer, &env, max_ops_per_commit, std::move(on_outbox));
+}
+
+}  // namespace sy::actors

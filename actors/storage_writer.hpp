@@ -1,0 +1,46 @@
+#pragma once
+/// The storage writer: the one actor that owns the LMDB write transaction (DESIGN.md). Requests
+/// queue in its mailbox; it applies every request that has arrived since the last commit in one
+/// transaction and commits once (one fsync), then answers each request. A full map is grown and
+/// the batch retried; any other storage failure fails the whole batch (nothing partial commits).
+/// Runs detached (its own thread) because a commit blocks on fsync.
+
+#include <functional>
+#include <optional>
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/typed_actor.hpp>
+#include <caf/replies_to.hpp>
+
+#include "actors/atoms.hpp"
+#include "config/result.hpp"
+#include "storage/lmdb_env.hpp"
+#include "storage/ops.hpp"
+
+namespace sy::actors {
+
+/// One state-machine operation to apply (storage/ops.hpp).
+struct write_request {
+  storage::write_op op;
+};
+
+/// Its outcome once committed: the reply, or why the batch failed.
+struct write_reply {
+  std::optional<storage::op_reply> reply;
+  sy::error err;  ///< set when `reply` is empty
+};
+
+using storage_writer_actor =
+    caf::typed_actor<caf::replies_to<write_request>::with<write_reply>,
+                     caf::reacts_to<flush_atom>>;
+
+/// Spawns the writer. `on_outbox` is called (from the writer's thread) after every commit that
+/// appended outbox records; it must not block (it sends a message to the relay).
+storage_writer_actor spawn_storage_writer(caf::actor_system& sys, storage::environment& env,
+                                          size_t max_ops_per_commit,
+                                          std::function<void()> on_outbox);
+
+}  // namespace sy::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sy::actors::write_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sy::actors::write_reply)

@@ -1,0 +1,142 @@
+#include "actors/submission.hpp"
+
+#include <array>
+#include <string_view>
+#include <utility>
+
+#include "config/sha256.hpp"
+
+namespace sy::actors {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 3> known_endpoints = {"/v1/chat/completions",
+                                                             "/v1/embeddings", "/v1/completions"};
+constexpr std::array<std::string_view, 4> known_fields = {"endpoint", "body", "metadata",
+                                                          "max_attempts"};
+constexpr size_t max_metadata_keys = 16;
+constexpr size_t max_metadata_key_chars = 64;
+constexpr size_t max_metadata_value_chars = 512;
+
+bool contains(const auto& list, std::string_view value) {
+  for (auto item : list)
+    if (item == value) return true;
+  return false;
+}
+
+status check_fields(const json& j) {
+  for (const auto& [key, value] : j.items()) {
+    if (!contains(known_fields, key))
+      return make_error("unknown_parameter",
+                        "Unrecognized request argument supplied: " + key +
+                            ". Allowed: endpoint, body, metadata, "
+                            "max_attempts.",
+                        key);
+  }
+  return ok;
+}
+
+result<std::string> parse_endpoint(const json& j) {
+  auto it = j.find("endpoint");
+  if (it == j.end() || !it->is_string() || !contains(known_endpoints, it->get<std::string>()))
+    return make_error("invalid_endpoint",
+                      "'endpoint' must be one of /v1/chat/completions, /v1/embeddings, "
+                      "/v1/completions.",
+                      "endpoint");
+  return it->get<std::string>();
+}
+
+result<json> parse_body(const json& j) {
+  auto it = j.find("body");
+  if (it == j.end() || !it->is_object())
+    return make_error("invalid_body",
+                      "'body' is required and must be a JSON object holding "
+                      "the OpenAI request.",
+                      "body");
+  auto model = it->find("model");
+  if (model == it->end() || !model->is_string() || model->get_ref<const std::string&>().empty())
+    return make_error("missing_model", "'body.model' is required and must be a non-empty string.",
+                      "body.model");
+  auto stream = it->find("stream");
+  if (stream != it->end() && stream->is_boolean() && stream->get<bool>())
+    return make_error("streaming_unsupported",
+                      "Streaming is not supported for jobs; remove 'body.stream' or set it to "
+                      "false.",
+                      "body.stream");
+  return *it;
+}
+
+sy::error metadata_error(std::string message, std::string param = "metadata") {
+  return make_error("invalid_metadata", std::move(message), std::move(param));
+}
+
+result<json> parse_metadata(const json& j) {
+  auto it = j.find("metadata");
+  if (it == j.end() || it->is_null()) return json::object();
+  if (!it->is_object()) return metadata_error("'metadata' must be a JSON object of strings.");
+  if (it->size() > max_metadata_keys) return metadata_error("'metadata' may hold at most 16 keys.");
+  for (const auto& [key, value] : it->items()) {
+    if (key.empty() || key.size() > max_metadata_key_chars)
+      return metadata_error("Metadata keys must be 1 to 64 characters long.", "metadata." + key);
+    if (!value.is_string() || value.get_ref<const std::string&>().size() > max_metadata_value_chars)
+      return metadata_error("Metadata values must be strings of at most 512 characters.",
+                            "metadata." + key);
+  }
+  return *it;
+}
+
+result<int> parse_max_attempts(const json& j, int cap) {
+  auto it = j.find("max_attempts");
+  if (it == j.end() || it->is_null()) return 0;
+  auto bad = make_error("invalid_max_attempts",
+                        "'max_attempts' must be an integer from 1 to " + std::to_string(cap) + ".",
+                        "max_attempts");
+  if (it->is_number_unsigned()) {
+    auto v = it->get<uint64_t>();
+    if (v < 1 || v > static_cast<uint64_t>(cap)) return bad;
+    return static_cast<int>(v);
+  }
+  if (it->is_number_integer()) {
+    auto v = it->get<int64_t>();
+    if (v < 1 || v > cap) return bad;
+    return static_cast<int>(v);
+  }
+  return bad;
+}
+
+}  // namespace
+
+result<submission> parse_submission(const json& j, std::string tenant, std::string idempotency_key,
+                                    int max_attempts_cap) {
+  if (!j.is_object())
+    return make_error("invalid_request", "The request body must be a JSON object.");
+  if (auto s = check_fields(j); !s) return s.error();
+  auto endpoint = parse_endpoint(j);
+  if (!endpoint) return endpoint.error();
+  auto body = parse_body(j);
+  if (!body) return body.error();
+  auto metadata = parse_metadata(j);
+  if (!metadata) return metadata.error();
+  auto attempts = parse_max_attempts(j, max_attempts_cap);
+  if (!attempts) return attempts.error();
+  submission s;
+  s.tenant = std::move(tenant);
+  s.endpoint = std::move(*endpoint);
+  s.body = std::move(*body);
+  s.metadata = std::move(*metadata);
+  s.max_attempts = *attempts;
+  s.idempotency_key = std::move(idempotency_key);
+  return s;
+}
+
+std::string request_hash(const submission& s) {
+  // nlohmann's object is a std::map, so dump() emits keys sorted at every level: canonical.
+  json canonical = {{"endpoint", s.endpoint},
+                    {"body", s.body},
+                    {"metadata", s.metadata},
+                    {"max_attempts", s.max_attempts}};
+  return config::sha256_hex(canonical.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+}  // namespace sy::actors

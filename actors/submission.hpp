@@ -1,0 +1,31 @@
+#pragma once
+/// Turning a client's JSON request into a validated `actors::submission`, and the request hash
+/// that idempotency compares. Pure functions: no I/O, no clock; any thread may call them.
+/// Shared by the HTTP API and (later) the NATS intake, so both accept exactly the same input.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/job_service.hpp"
+#include "config/result.hpp"
+
+namespace sy::actors {
+
+/// Default upper bound for a client-supplied `max_attempts`.
+inline constexpr int default_max_attempts_cap = 100;
+
+/// Validates a `POST /v1/jobs` document and builds the submission for `tenant`.
+/// Errors (code, param): invalid_request (not an object), unknown_parameter (<field>),
+/// invalid_endpoint (endpoint), invalid_body (body), missing_model (body.model),
+/// streaming_unsupported (body.stream), invalid_metadata (metadata[.<key>]),
+/// invalid_max_attempts (max_attempts). Nothing is stored when it fails.
+result<submission> parse_submission(const nlohmann::json& j, std::string tenant,
+                                    std::string idempotency_key,
+                                    int max_attempts_cap = default_max_attempts_cap);
+
+/// Hex SHA-256 of the canonical JSON of {endpoint, body, metadata, max_attempts}: the same
+/// request gives the same hash whatever the key order; the tenant and the key are not part of it.
+std::string request_hash(const submission& s);
+
+}  // namespace sy::actors

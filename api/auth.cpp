@@ -1,0 +1,60 @@
+#include "api/auth.hpp"
+
+#include <cctype>
+#include <utility>
+
+#include "config/sha256.hpp"
+
+namespace sy::api {
+namespace {
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  return true;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+/// The key of a `Bearer <key>` header value (scheme case-insensitive), empty when malformed.
+std::string_view bearer_key(std::string_view header) {
+  header = trim(header);
+  constexpr std::string_view scheme = "bearer";
+  if (header.size() <= scheme.size() || !iequals(header.substr(0, scheme.size()), scheme))
+    return {};
+  if (header[scheme.size()] != ' ' && header[scheme.size()] != '\t') return {};
+  return trim(header.substr(scheme.size()));
+}
+
+}  // namespace
+
+authenticator::authenticator(std::vector<config::api_key_entry> keys) : keys_(std::move(keys)) {}
+
+result<std::string> authenticator::tenant_for(std::string_view authorization_header) const {
+  if (keys_.empty()) return std::string(default_tenant);
+  if (trim(authorization_header).empty())
+    return make_error("missing_api_key",
+                      "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");
+  std::string_view key = bearer_key(authorization_header);
+  auto invalid = make_error("invalid_api_key", "Incorrect API key provided.");
+  if (key.empty()) return invalid;
+  std::string presented = config::sha256_hex(key);
+  // Compare with every configured hash and never stop early: the time taken does not depend on
+  // which entry (if any) matched.
+  const config::api_key_entry* match = nullptr;
+  for (const auto& entry : keys_) {
+    bool equal = config::constant_time_equal(presented, entry.sha256_hex);
+    if (equal && match == nullptr) match = &entry;
+  }
+  if (match == nullptr) return invalid;
+  return match->tenant;
+}
+
+}  // namespace sy::api

@@ -1,0 +1,91 @@
+#include "api/errors.hpp"
+
+#include <array>
+
+#include <nlohmann/json.hpp>
+
+namespace sy::api {
+namespace {
+
+constexpr std::string_view invalid_request = "invalid_request_error";
+constexpr std::string_view auth = "authentication_error";
+constexpr std::string_view server = "server_error";
+
+// Keep in step with docs/api.md ("Errors").
+constexpr std::array<error_info, 26> table = {{
+    {"invalid_json", 400, invalid_request, "The request body is not valid JSON."},
+    {"invalid_request", 400, invalid_request, "The request body must be a JSON object."},
+    {"invalid_endpoint", 400, invalid_request,
+     "'endpoint' must be one of /v1/chat/completions, /v1/embeddings, /v1/completions."},
+    {"invalid_body", 400, invalid_request, "'body' is required and must be a JSON object."},
+    {"missing_model", 400, invalid_request, "'body.model' is required."},
+    {"streaming_unsupported", 400, invalid_request, "Streaming is not supported for jobs."},
+    {"invalid_metadata", 400, invalid_request, "'metadata' is invalid."},
+    {"invalid_max_attempts", 400, invalid_request, "'max_attempts' is out of range."},
+    {"unknown_parameter", 400, invalid_request, "Unrecognized request argument supplied."},
+    {"invalid_idempotency_key", 400, invalid_request,
+     "The Idempotency-Key header must be 1 to 255 printable ASCII characters."},
+    {"missing_api_key", 401, auth,
+     "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'."},
+    {"invalid_api_key", 401, auth, "Incorrect API key provided."},
+    {"not_found", 404, invalid_request, "Unknown route."},
+    {"job_not_found", 404, invalid_request, "No such job."},
+    {"model_not_found", 404, invalid_request, "No gateway serves this model."},
+    {"method_not_allowed", 405, invalid_request, "Method not allowed for this route."},
+    {"body_too_large", 413, invalid_request, "The request body is too large."},
+    {"unsupported_media_type", 415, invalid_request,
+     "The request body must be sent with 'Content-Type: application/json'."},
+    {"idempotency_conflict", 422, invalid_request,
+     "This Idempotency-Key was already used with a different request."},
+    {"internal_error", 500, server, "The server had an error while processing your request."},
+    {"storage_unavailable", 503, server, "Storage is unavailable; retry later."},
+    {"shutting_down", 503, server, "The server is shutting down; retry on another node."},
+    {"not_ready", 503, server, "The server is not ready yet."},
+    {"request_timeout", 408, invalid_request, "The request was not received in time."},
+    {"header_too_large", 431, invalid_request, "The request headers are too large."},
+    {"bad_request", 400, invalid_request, "The request is not valid HTTP/1.1."},
+}};
+
+const error_info* find_row(std::string_view code) {
+  for (const auto& row : table)
+    if (row.code == code) return &row;
+  return nullptr;
+}
+
+}  // namespace
+
+std::span<const error_info> all_errors() { return table; }
+
+const error_info& lookup_error(std::string_view code) {
+  if (const error_info* row = find_row(code)) return *row;
+  static const error_info& internal = *find_row("internal_error");
+  return internal;
+}
+
+std::string error_body(const sy::error& e) {
+  const error_info& row = lookup_error(e.code);
+  bool known = row.code == e.code;
+  std::string message = known && !e.message.empty() ? e.message : std::string(row.default_message);
+  nlohmann::json env = {
+      {"error",
+       {{"message", message},
+        {"type", row.type},
+        {"param", e.param.empty() || !known ? nlohmann::json(nullptr) : nlohmann::json(e.param)},
+        {"code", row.code}}}};
+  return env.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+boost::beast::http::response<boost::beast::http::string_body> error_response(const sy::error& e,
+                                                                             unsigned version,
+                                                                             bool keep_alive) {
+  namespace http = boost::beast::http;
+  http::response<http::string_body> res{static_cast<http::status>(lookup_error(e.code).status),
+                                        version};
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(keep_alive);
+  res.body() = error_body(e);
+  res.prepare_payload();
+  return res;
+}
+
+}  // namespace sy::api

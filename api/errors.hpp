@@ -1,0 +1,42 @@
+#pragma once
+/// THE table of client-visible errors: every error a client can see over HTTP is listed here
+/// (and in docs/api.md), with its HTTP status, its OpenAI error `type` and a default message.
+/// An error code that is not in the table is answered as `internal_error` (500).
+
+#include <utility>  // before any Asio/Beast header
+
+#include <span>
+#include <string_view>
+
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "config/result.hpp"
+
+namespace sy::api {
+
+/// One row of the error table.
+struct error_info {
+  std::string_view code;             ///< stable snake_case code, e.g. "invalid_json"
+  unsigned status;                   ///< HTTP status
+  std::string_view type;             ///< OpenAI `type`: invalid_request_error, server_error, ...
+  std::string_view default_message;  ///< used when the error carries no message
+};
+
+/// Every row, in the order docs/api.md lists them.
+std::span<const error_info> all_errors();
+
+/// The row for `code`; the `internal_error` row when the code is unknown.
+const error_info& lookup_error(std::string_view code);
+
+/// The OpenAI error envelope `{"error":{"message","type","param","code"}}` for `e`
+/// (param is null when empty; an unknown code is rendered as internal_error).
+std::string error_body(const sy::error& e);
+
+/// A complete response with the envelope, the table's status and `Content-Type:
+/// application/json`. The caller adds route-specific headers (Allow, x-request-id).
+boost::beast::http::response<boost::beast::http::string_body> error_response(const sy::error& e,
+                                                                             unsigned version,
+                                                                             bool keep_alive);
+
+}  // namespace sy::api

@@ -1,0 +1,237 @@
+#include "api/http_server.hpp"
+
+#include <chrono>
+#include <future>
+#include <optional>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+
+#include "api/detail/connection.hpp"
+#include "api/detail/listen_address.hpp"
+
+namespace sy::api {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::ip::tcp;
+using detail::connection;
+using parser_t = http::request_parser<http::string_body>;
+
+auto use_ec(beast::error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+
+/// Reads one request: the header, a `100 Continue` when the client asked for it, then the body.
+asio::awaitable<void> read_request(connection& c, beast::flat_buffer& buffer, parser_t& parser,
+                                   beast::error_code& ec) {
+  co_await http::async_read_header(c.stream, buffer, parser, use_ec(ec));
+  if (ec) co_return;
+  if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
+    http::response<http::empty_body> cont{http::status::continue_, parser.get().version()};
+    co_await http::async_write(c.stream, cont, use_ec(ec));
+    if (ec) co_return;
+  }
+  if (!parser.is_done()) co_await http::async_read(c.stream, buffer, parser, use_ec(ec));
+}
+
+/// The client-visible error for a failed read, or nothing when the connection just ends
+/// (end of stream, timeout, reset, cancelled by a graceful stop).
+std::optional<sy::error> read_failure(const beast::error_code& ec) {
+  if (ec == http::error::body_limit)
+    return make_error("body_too_large", "The request body is larger than the server's limit.");
+  if (ec == http::error::header_limit)
+    return make_error("header_too_large", "The request headers are too large.");
+  if (ec == http::error::end_of_stream || ec == http::error::partial_message) return std::nullopt;
+  if (ec.category() == http::make_error_code(http::error::bad_target).category())
+    return make_error("bad_request", "The request is not valid HTTP/1.1: " + ec.message() + ".");
+  return std::nullopt;
+}
+
+/// Answers an unreadable request and closes "lingeringly": half-close, then discard what the
+/// client still sends for a short while, so the error is not lost to a TCP reset.
+asio::awaitable<void> reject(connection& c, const sy::error& e, unsigned version,
+                             int64_t drain_ms) {
+  auto res = detail::request_handler::early_error(e, version, /*keep_alive=*/false);
+  beast::error_code ec;
+  c.stream.expires_after(std::chrono::milliseconds(drain_ms));
+  co_await http::async_write(c.stream, res, use_ec(ec));
+  if (ec) co_return;
+  c.stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  char sink[16 * 1024];
+  while (!ec) co_await c.stream.async_read_some(asio::buffer(sink), use_ec(ec));
+}
+
+}  // namespace
+
+http_server::http_server(const config::settings& settings, actors::job_service& service,
+                         std::function<bool()> ready)
+    : work_(asio::make_work_guard(ioc_)),
+      acceptor_(asio::make_strand(ioc_)),
+      handler_(settings, service, std::move(ready), stopping_),
+      max_body_bytes_(static_cast<uint64_t>(settings.max_body_bytes)),
+      read_timeout_ms_(settings.http_read_timeout_ms),
+      shutdown_timeout_ms_(settings.shutdown_timeout_ms),
+      threads_count_(settings.http_threads < 1 ? 1 : settings.http_threads) {}
+
+result<std::unique_ptr<http_server>> http_server::start(const config::settings& settings,
+                                                        actors::job_service& service,
+                                                        std::function<bool()> ready) {
+  std::unique_ptr<http_server> server(new http_server(settings, service, std::move(ready)));
+  if (auto s = server->listen(settings.listen); !s) return s.error();
+  asio::co_spawn(server->acceptor_.get_executor(), server->accept_loop(), asio::detached);
+  for (int i = 0; i < server->threads_count_; ++i)
+    server->threads_.emplace_back([s = server.get()] { s->ioc_.run(); });
+  return server;
+}
+
+status http_server::listen(const std::string& address) {
+  auto endpoint = detail::parse_listen_address(address);
+  if (!endpoint) return endpoint.error();
+  beast::error_code ec;
+  auto fail = [&](const char* what) {
+    return make_error(
+        "listen_failed",
+        std::string("Cannot listen on ") + address + ": " + what + " failed: " + ec.message() + ".",
+        "listen");
+  };
+  acceptor_.open(endpoint->protocol(), ec);
+  if (ec) return fail("open");
+  acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (ec) return fail("setsockopt");
+  acceptor_.bind(*endpoint, ec);
+  if (ec) return fail("bind");
+  acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return fail("listen");
+  port_ = acceptor_.local_endpoint(ec).port();
+  return ok;
+}
+
+asio::awaitable<void> http_server::accept_loop() {
+  for (;;) {
+    beast::error_code ec;
+    auto socket = co_await acceptor_.async_accept(asio::make_strand(ioc_), use_ec(ec));
+    if (ec) {
+      if (stopping_.load() || !acceptor_.is_open()) co_return;
+      // Out of file descriptors and the like: back off briefly instead of spinning.
+      asio::steady_timer pause(acceptor_.get_executor(), std::chrono::milliseconds(50));
+      co_await pause.async_wait(use_ec(ec));
+      continue;
+    }
+    socket.set_option(tcp::no_delay(true), ec);
+    auto conn = std::make_shared<connection>(std::move(socket));
+    track(conn);
+    asio::co_spawn(conn->stream.get_executor(), serve(conn), asio::detached);
+  }
+}
+
+asio::awaitable<void> http_server::serve(std::shared_ptr<connection> conn) {
+  beast::flat_buffer buffer;
+  beast::error_code ec;
+  while (!stopping_.load()) {
+    parser_t parser;
+    parser.body_limit(max_body_bytes_);
+    conn->stream.expires_after(std::chrono::milliseconds(read_timeout_ms_));
+    co_await read_request(*conn, buffer, parser, ec);
+    if (ec) {
+      if (auto e = read_failure(ec))
+        co_await reject(*conn, *e, parser.is_header_done() ? parser.get().version() : 11,
+                        read_timeout_ms_ < 1000 ? read_timeout_ms_ : 1000);
+      break;
+    }
+    conn->busy = true;
+    request_started();
+    conn->stream.expires_never();  // the job service bounds its own time
+    std::optional<detail::response> res;
+    try {
+      res = co_await handler_.handle(parser.release());
+    } catch (const std::exception&) {
+      // Our own bug or a throwing library call that escaped its adapter: answer, do not crash.
+    }
+    if (!res)
+      res = detail::request_handler::early_error(make_error("internal_error", ""), 11,
+                                                 /*keep_alive=*/false);
+    if (stopping_.load()) res->keep_alive(false);
+    conn->stream.expires_after(std::chrono::milliseconds(read_timeout_ms_));
+    co_await http::async_write(conn->stream, *res, use_ec(ec));
+    conn->busy = false;
+    request_finished();
+    if (ec || !res->keep_alive()) break;
+  }
+  conn->stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  conn->stream.close();
+  untrack(conn.get());
+}
+
+void http_server::track(const std::shared_ptr<connection>& conn) {
+  std::lock_guard lock(mutex_);
+  conns_.emplace(conn.get(), conn);
+}
+
+void http_server::untrack(const connection* conn) {
+  std::lock_guard lock(mutex_);
+  conns_.erase(conn);
+}
+
+void http_server::request_started() {
+  std::lock_guard lock(mutex_);
+  ++in_flight_;
+}
+
+void http_server::request_finished() {
+  std::lock_guard lock(mutex_);
+  if (--in_flight_ == 0) drained_.notify_all();
+}
+
+void http_server::stop_accepting() {
+  if (stopping_.exchange(true)) return;
+  // Close the listener on its strand and wait for it, so no connection is accepted after we
+  // return (a caller may then tell a load balancer or start a new process on the port).
+  auto closed = std::make_shared<std::promise<void>>();
+  asio::post(acceptor_.get_executor(), [this, closed] {
+    beast::error_code ec;
+    acceptor_.close(ec);
+    closed->set_value();
+  });
+  closed->get_future().wait_for(std::chrono::milliseconds(shutdown_timeout_ms_));
+  std::vector<std::shared_ptr<connection>> live;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& [key, weak] : conns_)
+      if (auto c = weak.lock()) live.push_back(std::move(c));
+  }
+  // Idle connections wait for a request that must not come any more: cancel their read.
+  // Busy ones finish their request and close after the response.
+  for (auto& c : live)
+    asio::post(c->stream.get_executor(), [c] {
+      if (!c->busy) c->stream.cancel();
+    });
+  std::unique_lock lock(mutex_);
+  drained_.wait_for(lock, std::chrono::milliseconds(shutdown_timeout_ms_),
+                    [this] { return in_flight_ == 0; });
+}
+
+void http_server::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  stop_accepting();
+  work_.reset();
+  ioc_.stop();
+  for (auto& t : threads_)
+    if (t.joinable()) t.join();
+}
+
+http_server::~http_server() { stop(); }
+
+}  // namespace sy::api

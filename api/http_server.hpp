@@ -1,0 +1,92 @@
+#pragma once
+/// The HTTP/1.1 front door (Boost.Beast, C++20 coroutines). It runs on its own io_context with
+/// `settings.http_threads` threads; each connection is a coroutine on its own strand. Requests
+/// are read with `http_read_timeout_ms` (slow or half-open clients are cut off) and a body limit
+/// of `max_body_bytes` (413). Handlers never block an io thread: a submission awaits the job
+/// service's durable commit. Threads: `start`, `stop_accepting` and `stop` are called by the
+/// owner (runtime), never from an io thread.
+
+#include <utility>  // before any Asio/Beast header
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "actors/job_service.hpp"
+#include "api/detail/request_handler.hpp"
+#include "config/result.hpp"
+#include "config/settings.hpp"
+
+namespace sy::api {
+
+namespace detail {
+struct connection;
+}
+
+class http_server {
+ public:
+  /// Binds `settings.listen` (HOST:PORT, IPv4 or [IPv6]; port 0 picks a free port) and starts
+  /// serving. `ready` answers /readyz. `service` must outlive the server.
+  /// Errors: invalid_listen (unparsable address), listen_failed (bind/listen refused).
+  static result<std::unique_ptr<http_server>> start(const config::settings& settings,
+                                                    actors::job_service& service,
+                                                    std::function<bool()> ready);
+
+  /// Stops `stop()`s the server if still running.
+  ~http_server();
+  http_server(const http_server&) = delete;
+  http_server& operator=(const http_server&) = delete;
+
+  /// The port actually bound (useful with port 0).
+  uint16_t port() const { return port_; }
+
+  /// Graceful: closes the listener and idle connections, lets in-flight requests finish (their
+  /// responses say `Connection: close`), and returns when none is left or after
+  /// `shutdown_timeout_ms`. /readyz answers 503 from now on.
+  void stop_accepting();
+
+  /// Stops the io threads (after `stop_accepting` when it has not run) and joins them.
+  void stop();
+
+ private:
+  http_server(const config::settings& settings, actors::job_service& service,
+              std::function<bool()> ready);
+  status listen(const std::string& address);
+  boost::asio::awaitable<void> accept_loop();
+  boost::asio::awaitable<void> serve(std::shared_ptr<detail::connection> conn);
+  void track(const std::shared_ptr<detail::connection>& conn);
+  void untrack(const detail::connection* conn);
+  void request_started();
+  void request_finished();
+
+  boost::asio::io_context ioc_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::atomic<bool> stopping_{false};
+  detail::request_handler handler_;
+  uint64_t max_body_bytes_;
+  int64_t read_timeout_ms_;
+  int64_t shutdown_timeout_ms_;
+  int threads_count_;
+  uint16_t port_ = 0;
+
+  std::mutex mutex_;  ///< guards conns_ and in_flight_
+  std::condition_variable drained_;
+  std::unordered_map<const detail::connection*, std::weak_ptr<detail::connection>> conns_;
+  int in_flight_ = 0;
+  bool stopped_ = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace sy::api

@@ -1,0 +1,16 @@
+#pragma once
+/// The client-visible JSON of a job (`"object": "job"`), shared by every route that returns one.
+
+#include <nlohmann/json.hpp>
+
+#include "storage/records.hpp"
+
+namespace sy::api {
+
+/// {"id","object":"job","status","endpoint","model","created_at","started_at","completed_at",
+/// "finished_at","attempts","max_attempts","metadata","result","error"}. Times are unix seconds
+/// or null; `completed_at` and `finished_at` are both the time the job reached any terminal
+/// state. `result.body` is the gateway's body parsed as JSON when it is JSON, else the string.
+nlohmann::json job_to_json(const storage::job_record& job);
+
+}  // namespace sy::api

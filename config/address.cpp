@@ -1,0 +1,118 @@
+#include "config/address.hpp"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <iterator>
+
+#include "config/detail/text.hpp"
+
+namespace sy::config {
+namespace {
+
+sy::error bad(std::string message) { return make_error("invalid_config", std::move(message)); }
+
+/// Splits "host:port" or "[v6]:port"; `port_text` is empty when there is no port.
+bool split_host_port(std::string_view text, std::string_view& host, std::string_view& port_text,
+                     bool& has_port) {
+  has_port = false;
+  if (!text.empty() && text.front() == '[') {
+    auto close = text.find(']');
+    if (close == std::string_view::npos) return false;
+    host = text.substr(1, close - 1);
+    auto rest = text.substr(close + 1);
+    if (rest.empty()) return true;
+    if (rest.front() != ':') return false;
+    has_port = true;
+    port_text = rest.substr(1);
+    return true;
+  }
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) {
+    host = text;
+    return true;
+  }
+  if (text.find(':') != colon) return false;  // a bare IPv6 address needs brackets
+  host = text.substr(0, colon);
+  port_text = text.substr(colon + 1);
+  has_port = true;
+  return true;
+}
+
+bool parse_port(std::string_view text, uint16_t& port) {
+  int64_t value = 0;
+  if (!detail::parse_int64(text, value) || value < 0 || value > 65535) return false;
+  port = static_cast<uint16_t>(value);
+  return true;
+}
+
+bool valid_host(std::string_view host) {
+  if (host.empty()) return false;
+  for (char c : host) {
+    if (c == '/' || c == '@' || c == '?' || c == '#' || c == ' ' || c == '[' || c == ']') {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+result<host_port> parse_host_port(std::string_view text) {
+  std::string_view host, port_text;
+  bool has_port = false;
+  host_port out;
+  if (!split_host_port(text, host, port_text, has_port) || !has_port || !valid_host(host) ||
+      !parse_port(port_text, out.port)) {
+    return bad("expected HOST:PORT (e.g. 127.0.0.1:8080 or [::1]:8080), got " +
+               detail::quoted(text));
+  }
+  out.host = std::string(host);
+  return out;
+}
+
+bool is_loopback_host(std::string_view host) {
+  if (host == "localhost" || host == "::1") return true;
+  in_addr v4{};
+  std::string host_text(host);
+  if (inet_pton(AF_INET, host_text.c_str(), &v4) == 1) {
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  }
+  in6_addr v6{};
+  if (inet_pton(AF_INET6, host_text.c_str(), &v6) == 1) {
+    in6_addr loopback = IN6ADDR_LOOPBACK_INIT;
+    return std::equal(std::begin(v6.s6_addr), std::end(v6.s6_addr), std::begin(loopback.s6_addr));
+  }
+  return false;
+}
+
+result<gateway_url> parse_gateway_url(std::string_view url) {
+  constexpr std::string_view scheme = "http://";
+  if (url.substr(0, 8) == "https://") return bad("https gateways are not supported yet");
+  if (url.substr(0, scheme.size()) != scheme) {
+    return bad("expected a URL http://host:port[/prefix], got " + detail::quoted(url));
+  }
+  auto rest = url.substr(scheme.size());
+  if (rest.find_first_of("?#@ ") != std::string_view::npos) {
+    return bad("a gateway URL may not have user info, a query or a fragment, got " +
+               detail::quoted(url));
+  }
+  auto slash = rest.find('/');
+  auto authority = rest.substr(0, slash);
+  std::string_view host, port_text;
+  bool has_port = false;
+  gateway_url out;
+  if (!split_host_port(authority, host, port_text, has_port) || !valid_host(host) ||
+      (has_port && !parse_port(port_text, out.port)) || (has_port && out.port == 0)) {
+    return bad("expected a URL http://host:port[/prefix], got " + detail::quoted(url));
+  }
+  out.host = std::string(host);
+  if (slash != std::string_view::npos) {
+    auto prefix = rest.substr(slash);
+    while (!prefix.empty() && prefix.back() == '/') prefix.remove_suffix(1);
+    out.prefix = std::string(prefix);
+  }
+  return out;
+}
+
+}  // namespace sy::config

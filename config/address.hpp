@@ -1,0 +1,38 @@
+#pragma once
+/// Parsing of the addresses in the settings: the listen address (HOST:PORT) and gateway URLs
+/// (http://host[:port][/prefix]). The gateway executor and the HTTP server use these parsers so
+/// that what validation accepted is exactly what they connect to or bind.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "config/result.hpp"
+
+namespace sy::config {
+
+/// A host (IPv6 without brackets) and a port.
+struct host_port {
+  std::string host;
+  uint16_t port = 0;
+};
+
+/// Parses "HOST:PORT" ("127.0.0.1:8080", "[::1]:0", "localhost:8080"); port 0..65535.
+result<host_port> parse_host_port(std::string_view text);
+
+/// True for 127.0.0.0/8, ::1 and "localhost": hosts only this machine can reach.
+bool is_loopback_host(std::string_view host);
+
+/// A gateway endpoint. `prefix` is "" or starts with '/' and has no trailing '/'; the request
+/// path (e.g. /v1/chat/completions) is appended to it.
+struct gateway_url {
+  std::string host;
+  uint16_t port = 80;
+  std::string prefix;
+};
+
+/// Parses "http://host[:port][/prefix]" (port defaults to 80). https is refused with "https
+/// gateways are not supported yet"; user info, query and fragment are refused.
+result<gateway_url> parse_gateway_url(std::string_view url);
+
+}  // namespace sy::config

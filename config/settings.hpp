@@ -1,0 +1,78 @@
+#pragma once
+/// The validated, immutable settings of one `switchyard serve` process. Each setting is declared
+/// once in config/settings_table.cpp (name, type, default, bounds, description); this struct is
+/// the result of file → environment → flags, validated once. Units are in the names.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sy::config {
+
+/// One OpenAI-compatible gateway and how we talk to it.
+struct gateway_settings {
+  std::string url;  ///< e.g. http://127.0.0.1:8000 (scheme http; path prefix allowed, e.g. /v1 is NOT appended)
+  int64_t request_timeout_ms = 60'000;
+  int max_retries = 2;  ///< retries within one attempt (connection errors, timeouts, 429, 5xx)
+  int64_t initial_backoff_ms = 200;
+  int64_t max_backoff_ms = 10'000;
+  std::string api_key_file;  ///< optional; its trimmed content is sent as `Authorization: Bearer`
+  std::string api_key;       ///< loaded from api_key_file at validation time (never logged)
+  int max_connections = 64;  ///< keep-alive pool size
+};
+
+/// A configured API key: stored only as the hex SHA-256 of the key, mapped to a tenant.
+struct api_key_entry {
+  std::string sha256_hex;
+  std::string tenant;
+};
+
+struct settings {
+  // --- server
+  std::string listen = "127.0.0.1:8080";  ///< HOST:PORT; port 0 picks a free port
+  std::string data_dir = "./data";
+  int http_threads = 2;
+  int64_t max_body_bytes = 1 << 20;
+  int64_t http_read_timeout_ms = 30'000;
+  int64_t shutdown_timeout_ms = 10'000;
+  std::string log_level = "info";
+
+  // --- NATS
+  std::string nats_url;  ///< empty: start and supervise a private nats-server
+  std::string nats_server_bin = "nats-server";
+  std::string stream_prefix = "SY";    ///< streams are <prefix>_TASKS, ...
+  std::string subject_prefix = "sy";   ///< subjects are <prefix>.tasks.<model>, ...
+  int64_t ack_wait_ms = 30'000;        ///< JetStream transport lease
+
+  // --- gateways: exactly one of `gateway` (global) or `model_gateways` (model → gateway)
+  std::optional<gateway_settings> gateway;
+  std::map<std::string, gateway_settings> model_gateways;
+
+  // --- execution
+  int per_model_concurrency = 10;
+  int global_concurrency = 100;
+  int default_max_attempts = 3;
+  int64_t lease_ttl_ms = 30'000;
+  int64_t requeue_initial_backoff_ms = 1'000;
+  int64_t requeue_max_backoff_ms = 60'000;
+  int64_t reaper_interval_ms = 1'000;
+  int64_t reconcile_after_ms = 60'000;  ///< re-publish queued tasks idle longer than this
+
+  // --- storage
+  int64_t lmdb_initial_map_bytes = int64_t{1} << 30;
+  int64_t group_commit_max_ops = 4096;
+
+  // --- tenants
+  std::vector<api_key_entry> api_keys;  ///< empty: one `default` tenant, no auth, loopback only
+
+  /// The gateway for `model`, or nullptr when no gateway serves it.
+  const gateway_settings* gateway_for(const std::string& model) const {
+    if (gateway) return &*gateway;
+    auto it = model_gateways.find(model);
+    return it == model_gateways.end() ? nullptr : &it->second;
+  }
+};
+
+}  // namespace sy::config

@@ -1,0 +1,373 @@
+#include "config/settings_table.hpp"
+
+#include <cctype>
+
+#include "config/detail/text.hpp"
+#include "config/duration.hpp"
+
+namespace sy::config {
+namespace {
+
+constexpr int64_t k_second = 1'000;
+constexpr int64_t k_hour = 3'600'000;
+constexpr int64_t k_day = 24 * k_hour;
+
+using vt = value_type;
+using sd = setting_def;
+
+std::vector<setting_def> build_settings_table() {
+  return {
+      // --- server
+      sd{.name = "listen",
+         .flag = "--listen",
+         .type = vt::text,
+         .description = "Address of the HTTP API, HOST:PORT (port 0 picks a free port). A "
+                        "non-loopback host requires api_keys.",
+         .field = &settings::listen},
+      sd{.name = "data_dir",
+         .flag = "--data-dir",
+         .type = vt::text,
+         .description = "Directory holding the LMDB environment and the private nats-server's "
+                        "store.",
+         .field = &settings::data_dir},
+      sd{.name = "http_threads",
+         .flag = "--http-threads",
+         .type = vt::integer,
+         .min = 1,
+         .max = 64,
+         .description = "Threads running the HTTP server.",
+         .field = &settings::http_threads},
+      sd{.name = "max_body_bytes",
+         .flag = "--max-body-bytes",
+         .type = vt::integer,
+         .min = 1024,
+         .max = int64_t{1} << 32,
+         .description = "Largest accepted request body, in bytes; a larger body is answered 413.",
+         .field = &settings::max_body_bytes},
+      sd{.name = "http_read_timeout_ms",
+         .flag = "--http-read-timeout-ms",
+         .type = vt::duration_ms,
+         .min = 1,
+         .max = k_hour,
+         .description = "Time allowed to read one request (headers and body) before the "
+                        "connection is closed, in ms.",
+         .field = &settings::http_read_timeout_ms},
+      sd{.name = "shutdown_timeout_ms",
+         .flag = "--shutdown-timeout-ms",
+         .type = vt::duration_ms,
+         .min = 1,
+         .max = k_hour,
+         .description = "On SIGTERM/SIGINT, how long in-flight requests may finish before their "
+                        "tasks go back to the queue, in ms.",
+         .field = &settings::shutdown_timeout_ms},
+      sd{.name = "log_level",
+         .flag = "--log-level",
+         .type = vt::text,
+         .description = "One of trace, debug, info, warn, error.",
+         .field = &settings::log_level},
+      // --- NATS
+      sd{.name = "nats_url",
+         .flag = "--nats",
+         .type = vt::text,
+         .description = "NATS server or cluster URL(s), comma-separated. Empty: start and "
+                        "supervise a private `nats-server -js` on loopback, store under data_dir.",
+         .field = &settings::nats_url},
+      sd{.name = "nats_server_bin",
+         .flag = "--nats-server-bin",
+         .type = vt::text,
+         .description = "nats-server executable for the private server (searched in PATH).",
+         .field = &settings::nats_server_bin},
+      sd{.name = "stream_prefix",
+         .flag = "--stream-prefix",
+         .type = vt::text,
+         .description = "Prefix of JetStream stream names: <prefix>_TASKS, <prefix>_DLQ, ...",
+         .field = &settings::stream_prefix},
+      sd{.name = "subject_prefix",
+         .flag = "--subject-prefix",
+         .type = vt::text,
+         .description = "Prefix of NATS subjects: <prefix>.tasks.<model>, ...",
+         .field = &settings::subject_prefix},
+      sd{.name = "ack_wait_ms",
+         .flag = "--ack-wait-ms",
+         .type = vt::duration_ms,
+         .min = k_second,
+         .max = k_hour,
+         .description = "JetStream AckWait: the transport lease of a delivered task message, "
+                        "in ms.",
+         .field = &settings::ack_wait_ms},
+      // --- gateways
+      sd{.name = "gateway",
+         .flag = "--gateway",
+         .type = vt::gateway,
+         .description = "The one global OpenAI-compatible gateway, http://host:port[/prefix], "
+                        "used for every model. Exclusive with model_gateways."},
+      sd{.name = "model_gateways",
+         .flag = "",
+         .type = vt::gateway_map,
+         .description = "Map model name -> gateway (URL or gateway map), YAML only. Exclusive "
+                        "with gateway."},
+      // --- execution
+      sd{.name = "per_model_concurrency",
+         .flag = "--per-model-concurrency",
+         .type = vt::integer,
+         .min = 1,
+         .max = 10'000,
+         .description = "Most requests in flight to one model at a time (at most "
+                        "global_concurrency).",
+         .field = &settings::per_model_concurrency},
+      sd{.name = "global_concurrency",
+         .flag = "--global-concurrency",
+         .type = vt::integer,
+         .min = 1,
+         .max = 10'000,
+         .description = "Most requests in flight across all models together.",
+         .field = &settings::global_concurrency},
+      sd{.name = "default_max_attempts",
+         .flag = "--default-max-attempts",
+         .type = vt::integer,
+         .min = 1,
+         .max = 100,
+         .description = "Attempts per task when the job does not set max_attempts.",
+         .field = &settings::default_max_attempts},
+      sd{.name = "lease_ttl_ms",
+         .flag = "--lease-ttl-ms",
+         .type = vt::duration_ms,
+         .min = k_second,
+         .max = k_day,
+         .description = "How long an attempt's lease lasts unless extended; long requests "
+                        "extend it, in ms.",
+         .field = &settings::lease_ttl_ms},
+      sd{.name = "requeue_initial_backoff_ms",
+         .flag = "--requeue-initial-backoff-ms",
+         .type = vt::duration_ms,
+         .min = 1,
+         .max = k_day,
+         .description = "Delay before a failed attempt's task is retried; doubles per attempt, "
+                        "in ms.",
+         .field = &settings::requeue_initial_backoff_ms},
+      sd{.name = "requeue_max_backoff_ms",
+         .flag = "--requeue-max-backoff-ms",
+         .type = vt::duration_ms,
+         .min = 1,
+         .max = k_day,
+         .description = "Upper bound of the requeue delay, in ms.",
+         .field = &settings::requeue_max_backoff_ms},
+      sd{.name = "reaper_interval_ms",
+         .flag = "--reaper-interval-ms",
+         .type = vt::duration_ms,
+         .min = 10,
+         .max = k_hour,
+         .description = "How often the lease reaper looks for expired leases, in ms.",
+         .field = &settings::reaper_interval_ms},
+      sd{.name = "reconcile_after_ms",
+         .flag = "--reconcile-after-ms",
+         .type = vt::duration_ms,
+         .min = k_second,
+         .max = 7 * k_day,
+         .description = "Re-publish a queued task that has had no lease or delivery for this "
+                        "long, in ms.",
+         .field = &settings::reconcile_after_ms},
+      // --- storage
+      sd{.name = "lmdb_initial_map_bytes",
+         .flag = "--lmdb-initial-map-bytes",
+         .type = vt::integer,
+         .min = int64_t{1} << 20,
+         .max = int64_t{1} << 40,
+         .description = "Initial LMDB map size in bytes; the map grows when full.",
+         .field = &settings::lmdb_initial_map_bytes},
+      sd{.name = "group_commit_max_ops",
+         .flag = "--group-commit-max-ops",
+         .type = vt::integer,
+         .min = 1,
+         .max = 1'000'000,
+         .description = "Most write requests the storage writer commits in one transaction.",
+         .field = &settings::group_commit_max_ops},
+      // --- tenants
+      sd{.name = "api_keys",
+         .flag = "",
+         .type = vt::api_keys,
+         .description = "List of {sha256: <64 hex>, tenant: name} or {key_file: path, tenant: "
+                        "name}, YAML only. Empty: one `default` tenant, no auth, loopback only."},
+  };
+}
+
+using gd = gateway_field_def;
+
+std::vector<gateway_field_def> build_gateway_table() {
+  return {
+      gd{.name = "url",
+         .flag = "",
+         .type = vt::text,
+         .description = "http://host:port[/prefix]; the OpenAI path (/v1/chat/completions) is "
+                        "appended to the prefix. https is not supported yet.",
+         .field = &gateway_settings::url},
+      gd{.name = "request_timeout_ms",
+         .flag = "",
+         .type = vt::duration_ms,
+         .min = 1,
+         .max = k_hour,
+         .description = "Time allowed for one HTTP request to the gateway, in ms.",
+         .field = &gateway_settings::request_timeout_ms},
+      gd{.name = "max_retries",
+         .flag = "",
+         .type = vt::integer,
+         .min = 0,
+         .max = 100,
+         .description = "Retries within one attempt on connection errors, timeouts, 429, 5xx.",
+         .field = &gateway_settings::max_retries},
+      gd{.name = "initial_backoff_ms",
+         .flag = "",
+         .type = vt::duration_ms,
+         .min = 1,
+         .max = k_hour,
+         .description = "First retry delay (exponential with jitter), in ms.",
+         .field = &gateway_settings::initial_backoff_ms},
+      gd{.name = "max_backoff_ms",
+         .flag = "",
+         .type = vt::duration_ms,
+         .min = 1,
+         .max = k_hour,
+         .description = "Upper bound of the retry delay, in ms.",
+         .field = &gateway_settings::max_backoff_ms},
+      gd{.name = "api_key_file",
+         .flag = "",
+         .type = vt::text,
+         .description = "File whose trimmed content is sent as `Authorization: Bearer`. "
+                        "Empty: no header.",
+         .field = &gateway_settings::api_key_file},
+      gd{.name = "max_connections",
+         .flag = "",
+         .type = vt::integer,
+         .min = 1,
+         .max = 10'000,
+         .description = "Keep-alive connection pool size for this gateway.",
+         .field = &gateway_settings::max_connections},
+  };
+}
+
+template <class Def>
+const Def* find_in(const std::vector<Def>& table, std::string_view key) {
+  for (const auto& def : table) {
+    if (def.name == key) return &def;
+  }
+  // The issue spells durations without the unit (request_timeout: 30s); accept that spelling.
+  for (const auto& def : table) {
+    if (def.type == vt::duration_ms && def.name.size() == key.size() + 3 &&
+        def.name.substr(0, key.size()) == key) {
+      return &def;
+    }
+  }
+  return nullptr;
+}
+
+sy::error type_error(std::string_view where, std::string_view name, std::string_view what,
+                     std::string_view text) {
+  return make_error(
+      "invalid_config",
+      std::string(where) + ": expected " + std::string(what) + ", got " + detail::quoted(text),
+      std::string(name));
+}
+
+}  // namespace
+
+std::string_view type_name(value_type type) {
+  switch (type) {
+    case vt::text:
+      return "TEXT";
+    case vt::integer:
+      return "INT";
+    case vt::duration_ms:
+      return "DURATION";
+    case vt::gateway:
+      return "URL";
+    case vt::gateway_map:
+      return "MAP";
+    case vt::api_keys:
+      return "LIST";
+  }
+  return "TEXT";
+}
+
+const std::vector<setting_def>& settings_table() {
+  static const std::vector<setting_def> table = build_settings_table();
+  return table;
+}
+
+const std::vector<gateway_field_def>& gateway_table() {
+  static const std::vector<gateway_field_def> table = build_gateway_table();
+  return table;
+}
+
+const setting_def* find_setting(std::string_view key) { return find_in(settings_table(), key); }
+
+const gateway_field_def* find_gateway_field(std::string_view key) {
+  return find_in(gateway_table(), key);
+}
+
+std::string env_name(std::string_view name) {
+  std::string out = "SWITCHYARD_";
+  for (char c : name) {
+    out.push_back(c == '.' || c == '-'
+                      ? '_'
+                      : static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  }
+  return out;
+}
+
+template <class S>
+status assign(S& target, const field_def<S>& def, std::string_view text, std::string_view where) {
+  std::string name(def.name);
+  if (auto* text_member = std::get_if<std::string S::*>(&def.field)) {
+    target.*(*text_member) = std::string(detail::trim(text));
+    return ok;
+  }
+  int64_t number = 0;
+  if (def.type == vt::duration_ms) {
+    auto parsed = parse_duration_ms(text);
+    if (!parsed) {
+      return make_error("invalid_config", std::string(where) + ": " + parsed.error().message, name);
+    }
+    number = *parsed;
+  } else if (!detail::parse_int64(detail::trim(text), number)) {
+    return type_error(where, name, "an integer", text);
+  }
+  if (auto* int_member = std::get_if<int S::*>(&def.field)) {
+    if (number < INT32_MIN || number > INT32_MAX) {
+      return type_error(where, name, "a 32-bit integer", text);
+    }
+    target.*(*int_member) = static_cast<int>(number);
+    return ok;
+  }
+  if (auto* long_member = std::get_if<int64_t S::*>(&def.field)) {
+    target.*(*long_member) = number;
+    return ok;
+  }
+  return make_error("invalid_config", std::string(where) + ": cannot be set from text", name);
+}
+
+template <class S>
+std::optional<int64_t> number_value(const S& source, const field_def<S>& def) {
+  if (auto* int_member = std::get_if<int S::*>(&def.field)) return source.*(*int_member);
+  if (auto* long_member = std::get_if<int64_t S::*>(&def.field)) return source.*(*long_member);
+  return std::nullopt;
+}
+
+template <class S>
+std::string format_value(const S& source, const field_def<S>& def) {
+  if (auto* text_member = std::get_if<std::string S::*>(&def.field)) {
+    return source.*(*text_member);
+  }
+  auto number = number_value(source, def);
+  if (!number) return {};
+  return def.type == vt::duration_ms ? format_duration_ms(*number) : std::to_string(*number);
+}
+
+template status assign(settings&, const setting_def&, std::string_view, std::string_view);
+template status assign(gateway_settings&, const gateway_field_def&, std::string_view,
+                       std::string_view);
+template std::string format_value(const settings&, const setting_def&);
+template std::string format_value(const gateway_settings&, const gateway_field_def&);
+template std::optional<int64_t> number_value(const settings&, const setting_def&);
+template std::optional<int64_t> number_value(const gateway_settings&, const gateway_field_def&);
+
+}  // namespace sy::config

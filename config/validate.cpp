@@ -1,0 +1,189 @@
+#include "config/validate.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "config/address.hpp"
+#include "config/api_keys.hpp"
+#include "config/detail/text.hpp"
+#include "config/settings_table.hpp"
+
+namespace sy::config {
+namespace {
+
+sy::error invalid(const std::string& param, const std::string& message) {
+  return make_error("invalid_config", param + ": " + message, param);
+}
+
+template <class S>
+status check_bounds(const S& s, const std::vector<field_def<S>>& table, const std::string& path) {
+  for (const auto& def : table) {
+    auto value = number_value(s, def);
+    if (!value || (*value >= def.min && *value <= def.max)) continue;
+    std::string name = path + std::string(def.name);
+    return invalid(name, "must be between " + std::to_string(def.min) + " and " +
+                             std::to_string(def.max) + ", got " + std::to_string(*value));
+  }
+  return ok;
+}
+
+/// Letters, digits, '_' and '-' (JetStream stream names and NATS subject tokens).
+bool is_name_token(std::string_view text) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+  });
+}
+
+status check_server(const settings& s) {
+  auto listen = parse_host_port(s.listen);
+  if (!listen) return invalid("listen", listen.error().message);
+  if (s.api_keys.empty() && !is_loopback_host(listen->host)) {
+    return invalid("listen", "refusing to listen on " + s.listen +
+                                 " without api_keys (configure api_keys, or listen on loopback)");
+  }
+  if (s.data_dir.empty()) return invalid("data_dir", "must not be empty");
+  static const std::set<std::string> levels = {"trace", "debug", "info", "warn", "error"};
+  if (!levels.contains(s.log_level)) {
+    return invalid("log_level", "must be one of trace, debug, info, warn, error, got " +
+                                    detail::quoted(s.log_level));
+  }
+  return ok;
+}
+
+status check_nats(const settings& s) {
+  if (s.nats_url.find_first_of(" \t\r\n") != std::string::npos) {
+    return invalid("nats_url", "must not contain whitespace (separate URLs with commas)");
+  }
+  if (s.nats_url.empty() && s.nats_server_bin.empty()) {
+    return invalid("nats_server_bin", "must not be empty when nats_url is empty");
+  }
+  if (!is_name_token(s.stream_prefix)) {
+    return invalid("stream_prefix", "may contain only letters, digits, '_' and '-', got " +
+                                        detail::quoted(s.stream_prefix));
+  }
+  std::string_view subject = s.subject_prefix;
+  bool tokens_ok = !subject.empty() && subject.front() != '.' && subject.back() != '.';
+  for (size_t start = 0; tokens_ok && start <= subject.size();) {
+    size_t dot = std::min(subject.find('.', start), subject.size());
+    tokens_ok = is_name_token(subject.substr(start, dot - start));
+    start = dot + 1;
+  }
+  if (!tokens_ok) {
+    return invalid("subject_prefix",
+                   "must be dot-separated tokens of letters, digits, '_' "
+                   "and '-', got " +
+                       detail::quoted(s.subject_prefix));
+  }
+  return ok;
+}
+
+status check_execution(const settings& s) {
+  if (s.per_model_concurrency > s.global_concurrency) {
+    return invalid("per_model_concurrency", "must not exceed global_concurrency (" +
+                                                std::to_string(s.global_concurrency) + "), got " +
+                                                std::to_string(s.per_model_concurrency));
+  }
+  if (s.requeue_initial_backoff_ms > s.requeue_max_backoff_ms) {
+    return invalid("requeue_initial_backoff_ms", "must not exceed requeue_max_backoff_ms (" +
+                                                     std::to_string(s.requeue_max_backoff_ms) +
+                                                     "), got " +
+                                                     std::to_string(s.requeue_initial_backoff_ms));
+  }
+  return ok;
+}
+
+/// Checks one gateway (`path` is "gateway" or "model_gateways.<model>") and loads its key.
+status check_gateway(gateway_settings& g, const std::string& path) {
+  if (g.url.empty()) {
+    return invalid(path + ".url", "is required (e.g. http://127.0.0.1:8000)");
+  }
+  if (auto url = parse_gateway_url(g.url); !url) {
+    return invalid(path + ".url", url.error().message);
+  }
+  if (auto st = check_bounds(g, gateway_table(), path + "."); !st) return st;
+  if (g.initial_backoff_ms > g.max_backoff_ms) {
+    return invalid(path + ".initial_backoff_ms", "must not exceed max_backoff_ms (" +
+                                                     std::to_string(g.max_backoff_ms) + "), got " +
+                                                     std::to_string(g.initial_backoff_ms));
+  }
+  if (!g.api_key_file.empty()) {
+    auto content = detail::read_file(g.api_key_file, path + ".api_key_file");
+    if (!content) return content.error();
+    g.api_key = std::string(detail::trim(*content));
+    if (g.api_key.empty()) {
+      return invalid(path + ".api_key_file",
+                     "file " + detail::quoted(g.api_key_file) + " is empty");
+    }
+  }
+  return ok;
+}
+
+status check_gateways(settings& s) {
+  if (s.gateway && !s.model_gateways.empty()) {
+    return invalid("gateway",
+                   "both gateway and model_gateways are set; configure exactly one "
+                   "(a global gateway, or a gateway per model)");
+  }
+  if (s.gateway) return check_gateway(*s.gateway, "gateway");
+  for (auto& [model, g] : s.model_gateways) {
+    if (model.empty()) return invalid("model_gateways", "a model name is empty");
+    if (auto st = check_gateway(g, "model_gateways." + model); !st) return st;
+  }
+  return ok;
+}
+
+bool is_tenant_name(std::string_view name) {
+  return name.size() <= 64 &&
+         std::all_of(name.begin(), name.end(),
+                     [](char c) {
+                       return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||
+                              c == '.';
+                     }) &&
+         !name.empty();
+}
+
+status check_api_keys(settings& s) {
+  std::set<std::string> hashes;
+  for (size_t i = 0; i < s.api_keys.size(); ++i) {
+    auto& entry = s.api_keys[i];
+    std::string path = "api_keys[" + std::to_string(i) + "]";
+    if (!is_sha256_hex(entry.sha256_hex)) {
+      return invalid(path + ".sha256", "must be 64 hex characters (switchyard hash-key KEY)");
+    }
+    std::transform(entry.sha256_hex.begin(), entry.sha256_hex.end(), entry.sha256_hex.begin(),
+                   [](char c) { return static_cast<char>(std::tolower(c)); });
+    if (!is_tenant_name(entry.tenant)) {
+      return invalid(path + ".tenant", "must be 1 to 64 letters, digits, '_', '-' or '.', got " +
+                                           detail::quoted(entry.tenant));
+    }
+    if (!hashes.insert(entry.sha256_hex).second) {
+      return invalid(path, "the same key is configured twice");
+    }
+  }
+  return ok;
+}
+
+}  // namespace
+
+result<settings> validate(settings s) {
+  if (auto st = check_bounds(s, settings_table(), ""); !st) return st.error();
+  if (auto st = check_api_keys(s); !st) return st.error();
+  if (auto st = check_server(s); !st) return st.error();
+  if (auto st = check_nats(s); !st) return st.error();
+  if (auto st = check_execution(s); !st) return st.error();
+  if (auto st = check_gateways(s); !st) return st.error();
+  return s;
+}
+
+std::vector<std::string> warnings(const settings& s) {
+  std::vector<std::string> out;
+  if (!s.gateway && s.model_gateways.empty()) {
+    out.push_back(
+        "no gateway is configured (set --gateway URL or model_gateways); every job "
+        "will fail with model_not_found");
+  }
+  return out;
+}
+
+}  // namespace sy::config

@@ -1,0 +1,207 @@
+// yaml-cpp throws on malformed documents and on conversions; this file is its one adapter. We
+// only read node types and scalar text, and parse values ourselves with the settings table.
+
+#include "config/yaml_loader.hpp"
+
+#include <set>
+
+#include <yaml-cpp/yaml.h>
+
+#include "config/detail/text.hpp"
+#include "config/settings_table.hpp"
+#include "config/sha256.hpp"
+
+namespace sy::config {
+namespace {
+
+sy::error yaml_error(std::string_view origin, const std::string& path, const std::string& what) {
+  return make_error("invalid_config", std::string(origin) + ": " + path + ": " + what, path);
+}
+
+/// " (did you mean 'x'?)" when a known key is within two edits of `key`.
+template <class Table>
+std::string suggestion(std::string_view key, const Table& table) {
+  std::string best;
+  size_t best_distance = 3;
+  for (const auto& def : table) {
+    size_t distance = detail::edit_distance(key, def.name);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = std::string(def.name);
+    }
+  }
+  return best.empty() ? std::string{} : " (did you mean " + detail::quoted(best) + "?)";
+}
+
+/// The text of a scalar node; a null node is "" (e.g. `nats_url:` left empty).
+result<std::string> scalar_text(const YAML::Node& node, std::string_view origin,
+                                const std::string& path) {
+  if (node.IsNull()) return std::string{};
+  if (!node.IsScalar()) return yaml_error(origin, path, "expected a single value");
+  return node.Scalar();
+}
+
+/// Records `def_name` as set; error when two spellings (x and x_ms) name the same setting.
+status note_once(std::set<std::string>& seen, std::string_view def_name, std::string_view origin,
+                 const std::string& path) {
+  if (!seen.insert(std::string(def_name)).second) {
+    return yaml_error(origin, path,
+                      "given twice (as " + std::string(def_name) + " and without the _ms suffix)");
+  }
+  return ok;
+}
+
+status apply_gateway_fields(gateway_settings& g, const YAML::Node& node, std::string_view origin,
+                            const std::string& path) {
+  std::set<std::string> seen;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    const std::string key_path = path + "." + key;
+    const gateway_field_def* def = find_gateway_field(key);
+    if (def == nullptr) {
+      return yaml_error(origin, key_path,
+                        "unknown gateway setting" + suggestion(key, gateway_table()));
+    }
+    if (auto st = note_once(seen, def->name, origin, key_path); !st) return st;
+    auto text = scalar_text(it->second, origin, key_path);
+    if (!text) return text.error();
+    std::string where = std::string(origin) + ": " + key_path;
+    if (auto st = assign(g, *def, *text, where); !st) return st;
+  }
+  return ok;
+}
+
+/// A gateway given as a URL string or as a map of gateway fields, merged into `g`.
+status apply_gateway(gateway_settings& g, const YAML::Node& node, std::string_view origin,
+                     const std::string& path) {
+  if (node.IsScalar()) {
+    g.url = std::string(detail::trim(node.Scalar()));
+    return ok;
+  }
+  if (!node.IsMap()) {
+    return yaml_error(origin, path, "expected a URL or a map with url, request_timeout_ms, ...");
+  }
+  return apply_gateway_fields(g, node, origin, path);
+}
+
+status apply_model_gateways(settings& s, const YAML::Node& node, std::string_view origin) {
+  s.model_gateways.clear();
+  if (node.IsNull()) return ok;
+  if (!node.IsMap()) return yaml_error(origin, "model_gateways", "expected a map model -> gateway");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string model = it->first.Scalar();
+    gateway_settings g;
+    if (auto st = apply_gateway(g, it->second, origin, "model_gateways." + model); !st) return st;
+    s.model_gateways[model] = std::move(g);
+  }
+  return ok;
+}
+
+/// One `{sha256: ..., tenant: ...}` or `{key_file: ..., tenant: ...}` entry.
+result<api_key_entry> parse_api_key(const YAML::Node& node, std::string_view origin,
+                                    const std::string& path) {
+  if (!node.IsMap()) {
+    return yaml_error(origin, path,
+                      "expected {sha256: <64 hex>, tenant: name} or "
+                      "{key_file: path, tenant: name}");
+  }
+  std::string sha256, key_file;
+  api_key_entry entry;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    auto text = scalar_text(it->second, origin, path + "." + key);
+    if (!text) return text.error();
+    if (key == "sha256")
+      sha256 = *text;
+    else if (key == "key_file")
+      key_file = *text;
+    else if (key == "tenant")
+      entry.tenant = *text;
+    else if (key == "key") {
+      return yaml_error(origin, path + ".key",
+                        "plain keys are not accepted in the file; "
+                        "store its hash (switchyard hash-key KEY) as sha256, or use key_file");
+    } else {
+      return yaml_error(origin, path + "." + key,
+                        "unknown key (expected sha256, key_file, tenant)");
+    }
+  }
+  if (sha256.empty() == key_file.empty()) {
+    return yaml_error(origin, path, "give exactly one of sha256 and key_file");
+  }
+  if (!key_file.empty()) {
+    auto content = detail::read_file(key_file, path + ".key_file");
+    if (!content) return content.error();
+    auto key = detail::trim(*content);
+    if (key.empty())
+      return yaml_error(origin, path + ".key_file", "file " + key_file + " is empty");
+    sha256 = sha256_hex(key);
+  }
+  entry.sha256_hex = sha256;
+  return entry;
+}
+
+status apply_api_keys(settings& s, const YAML::Node& node, std::string_view origin) {
+  s.api_keys.clear();
+  if (node.IsNull()) return ok;
+  if (!node.IsSequence()) return yaml_error(origin, "api_keys", "expected a list");
+  for (size_t i = 0; i < node.size(); ++i) {
+    auto entry = parse_api_key(node[i], origin, "api_keys[" + std::to_string(i) + "]");
+    if (!entry) return entry.error();
+    s.api_keys.push_back(std::move(*entry));
+  }
+  return ok;
+}
+
+status apply_setting(settings& s, const setting_def& def, const YAML::Node& value,
+                     std::string_view origin, const std::string& key) {
+  switch (def.type) {
+    case value_type::gateway:
+      if (value.IsNull()) {
+        s.gateway.reset();
+        return ok;
+      }
+      if (!s.gateway) s.gateway.emplace();
+      return apply_gateway(*s.gateway, value, origin, key);
+    case value_type::gateway_map:
+      return apply_model_gateways(s, value, origin);
+    case value_type::api_keys:
+      return apply_api_keys(s, value, origin);
+    default: {
+      auto text = scalar_text(value, origin, key);
+      if (!text) return text.error();
+      return assign(s, def, *text, std::string(origin) + ": " + key);
+    }
+  }
+}
+
+status apply_root(settings& s, const YAML::Node& root, std::string_view origin) {
+  if (!root.IsDefined() || root.IsNull()) return ok;
+  if (!root.IsMap()) {
+    return make_error("invalid_config", std::string(origin) + ": expected a map of settings");
+  }
+  std::set<std::string> seen;
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    const setting_def* def = find_setting(key);
+    if (def == nullptr) {
+      return yaml_error(origin, key, "unknown setting" + suggestion(key, settings_table()));
+    }
+    if (auto st = note_once(seen, def->name, origin, key); !st) return st;
+    if (auto st = apply_setting(s, *def, it->second, origin, key); !st) return st;
+  }
+  return ok;
+}
+
+}  // namespace
+
+status apply_yaml(settings& s, std::string_view yaml_text, std::string_view origin) {
+  if (detail::trim(yaml_text).empty()) return ok;
+  try {
+    return apply_root(s, YAML::Load(std::string(yaml_text)), origin);
+  } catch (const YAML::Exception& e) {
+    return make_error("invalid_config", std::string(origin) + ": not valid YAML: " + e.what());
+  }
+}
+
+}  // namespace sy::config

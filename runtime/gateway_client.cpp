@@ -1,0 +1,457 @@
+#include "runtime/gateway_client.hpp"
+
+// GCC 12 reports a false -Wmismatched-new-delete on Asio's awaitable frames at -O2 (their
+// operator new/delete pair is matched; a known GCC false positive). Silenced for this file only.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <deque>
+#include <random>
+#include <vector>
+
+#include "runtime/backoff.hpp"
+
+namespace sy::runtime {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using strand_t = asio::strand<asio::any_io_executor>;
+using error_code = boost::system::error_code;
+using abort_ptr = std::shared_ptr<abort_handle>;
+using http_request = http::request<http::string_body>;
+
+// ---------------------------------------------------------------------------------------------
+// abort_handle
+
+void abort_handle::abort() {
+  std::function<void()> fn;
+  {
+    std::lock_guard lock(mu_);
+    if (aborted_) return;
+    aborted_ = true;
+    fn = std::move(canceller_);
+  }
+  if (fn) fn();  // outside the lock: the canceller only posts to the client's strand
+}
+
+bool abort_handle::aborted() const {
+  std::lock_guard lock(mu_);
+  return aborted_;
+}
+
+bool abort_handle::set_canceller(std::function<void()> fn) {
+  std::lock_guard lock(mu_);
+  if (aborted_) return false;
+  canceller_ = std::move(fn);
+  return true;
+}
+
+void abort_handle::clear_canceller() {
+  std::lock_guard lock(mu_);
+  canceller_ = nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+namespace {
+
+constexpr uint64_t kMaxResponseBytes = uint64_t{64} << 20;
+constexpr size_t kErrorBodyExcerpt = 200;
+
+auto use_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+
+bool is_aborted(const abort_ptr& abort) { return abort && abort->aborted(); }
+
+/// The parts of a gateway URL that a request needs.
+struct gateway_url {
+  std::string authority;  ///< host[:port] as written, for the Host header
+  std::string host;
+  std::string port;
+  std::string prefix;  ///< path prefix without a trailing slash, possibly empty
+  std::string error;   ///< why the URL is unusable; empty when it is fine
+};
+
+bool valid_port(const std::string& port) {
+  int value = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  return ec == std::errc{} && end == port.data() + port.size() && value > 0 && value < 65536;
+}
+
+gateway_url parse_url(const std::string& url) {
+  constexpr std::string_view scheme = "http://";
+  auto bad = [&](const std::string& why) {
+    gateway_url out;
+    out.error = "invalid gateway url '" + url + "': " + why;
+    return out;
+  };
+  if (url.rfind(scheme, 0) != 0) return bad("must start with http://");
+  const std::string rest = url.substr(scheme.size());
+  const size_t slash = rest.find('/');
+  gateway_url out;
+  out.authority = rest.substr(0, slash);
+  out.prefix = slash == std::string::npos ? "" : rest.substr(slash);
+  while (!out.prefix.empty() && out.prefix.back() == '/') out.prefix.pop_back();
+  const std::string& a = out.authority;
+  size_t colon = std::string::npos;
+  if (!a.empty() && a[0] == '[') {  // IPv6 literal
+    const size_t close = a.find(']');
+    if (close == std::string::npos) return bad("has an unterminated IPv6 address");
+    out.host = a.substr(1, close - 1);
+    if (close + 1 < a.size() && a[close + 1] == ':') colon = close + 1;
+  } else {
+    colon = a.rfind(':');
+    out.host = a.substr(0, colon);
+  }
+  out.port = colon == std::string::npos ? "80" : a.substr(colon + 1);
+  if (out.host.empty()) return bad("has no host");
+  if (!valid_port(out.port)) return bad("has an invalid port");
+  return out;
+}
+
+/// One keep-alive connection. Owned by the pool while idle, by one send while busy.
+struct connection {
+  explicit connection(const strand_t& ex) : stream(ex) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  bool connected = false;
+};
+using conn_ptr = std::shared_ptr<connection>;
+
+/// What one send is waiting on right now, so that an abort can cancel exactly that.
+/// Touched only on the client's strand (the abort posts there).
+struct wait_state {
+  conn_ptr conn;
+  std::shared_ptr<asio::steady_timer> timer;
+
+  void cancel() {
+    if (conn) conn->stream.close();
+    if (timer) timer->cancel();
+  }
+};
+
+/// The result of one HTTP exchange on one connection.
+struct exchange {
+  bool attempted = false;     ///< a connection was taken and the exchange begun
+  bool got_response = false;
+  bool reusable = false;      ///< the connection may go back to the pool
+  bool stale = false;         ///< failed before any response byte, not by timeout or abort
+  int status = 0;
+  std::string body;
+  std::string request_id;
+  std::string error;
+  int64_t retry_after_s = -1;  ///< Retry-After in seconds, -1 when absent or not a number
+};
+
+int64_t parse_retry_after(std::string_view value) {
+  int64_t seconds = -1;
+  auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
+  return ec == std::errc{} && end == value.data() + value.size() && seconds >= 0 ? seconds : -1;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// impl
+
+struct gateway_client::impl {
+  impl(asio::any_io_executor ex, sy::config::gateway_settings s)
+      : strand(asio::make_strand(std::move(ex))),
+        settings(std::move(s)),
+        url(parse_url(settings.url)),
+        rng(std::random_device{}()) {}
+
+  asio::awaitable<gateway_outcome> run(gateway_request request, abort_ptr abort);
+
+  strand_t strand;
+  const sy::config::gateway_settings settings;
+  const gateway_url url;
+  std::atomic<int> open_count{0};
+
+ private:
+  http_request build(gateway_request request) const;
+  asio::awaitable<exchange> try_once(const http_request& req, wait_state& ws,
+                                     const abort_ptr& abort);
+  asio::awaitable<conn_ptr> acquire(bool fresh, bool& reused, wait_state& ws,
+                                    const abort_ptr& abort);
+  asio::awaitable<exchange> exchange_on(connection& c, const http_request& req,
+                                        const abort_ptr& abort);
+  asio::awaitable<bool> sleep(int64_t ms, wait_state& ws, const abort_ptr& abort);
+  void release(conn_ptr c, bool reusable);
+  void drop_idle();
+  void notify_one();
+  std::string describe(const error_code& ec) const;
+  int64_t retry_delay_ms(int retry, const exchange& ex);
+  void apply(gateway_outcome& out, exchange&& ex) const;
+
+  // Pool state, strand only.
+  std::vector<conn_ptr> idle_;
+  int open_ = 0;
+  std::deque<std::shared_ptr<asio::steady_timer>> waiters_;
+  std::mt19937_64 rng;
+};
+
+http_request gateway_client::impl::build(gateway_request request) const {
+  std::string target = url.prefix;
+  if (request.path.empty() || request.path[0] != '/') target += '/';
+  target += request.path;
+  http_request req{http::verb::post, target, 11};
+  req.set(http::field::host, url.authority);
+  req.set(http::field::content_type, "application/json");
+  req.set(http::field::accept, "application/json");
+  req.set(http::field::user_agent, "switchyard/0.1");
+  if (!settings.api_key.empty()) req.set(http::field::authorization, "Bearer " + settings.api_key);
+  req.keep_alive(true);
+  req.body() = std::move(request.body);
+  req.prepare_payload();
+  return req;
+}
+
+asio::awaitable<gateway_outcome> gateway_client::impl::run(gateway_request request,
+                                                           abort_ptr abort) {
+  gateway_outcome out;
+  if (!url.error.empty()) {
+    out.error = url.error;
+    co_return out;
+  }
+  auto ws = std::make_shared<wait_state>();
+  auto canceller = [w = std::weak_ptr<wait_state>(ws), s = strand] {
+    asio::post(s, [w] {
+      if (auto p = w.lock()) p->cancel();
+    });
+  };
+  if (abort && !abort->set_canceller(canceller)) {
+    out.error = "aborted";
+    co_return out;
+  }
+  const http_request req = build(std::move(request));
+  for (int retry = 0;; ++retry) {
+    exchange ex = co_await try_once(req, *ws, abort);
+    out.tries += ex.attempted ? 1 : 0;
+    const int64_t delay_ms = retry_delay_ms(retry, ex);
+    apply(out, std::move(ex));
+    if (is_aborted(abort) || !out.retryable || retry >= settings.max_retries) break;
+    if (!co_await sleep(delay_ms, *ws, abort)) break;
+  }
+  if (abort) abort->clear_canceller();
+  if (is_aborted(abort)) {
+    const int tries = out.tries;
+    out = gateway_outcome{};
+    out.error = "aborted";
+    out.tries = tries;
+  }
+  co_return out;
+}
+
+void gateway_client::impl::apply(gateway_outcome& out, exchange&& ex) const {
+  out.got_response = ex.got_response;
+  out.status_code = ex.status;
+  out.request_id = std::move(ex.request_id);
+  if (!ex.got_response) {
+    out.body.clear();
+    out.retryable = true;
+    out.error = std::move(ex.error);
+    return;
+  }
+  out.retryable = retryable_status(ex.status);
+  out.error.clear();
+  if (ex.status < 200 || ex.status > 299) {
+    out.error = "gateway answered HTTP " + std::to_string(ex.status);
+    if (!ex.body.empty()) out.error += ": " + ex.body.substr(0, kErrorBodyExcerpt);
+  }
+  out.body = std::move(ex.body);
+}
+
+int64_t gateway_client::impl::retry_delay_ms(int retry, const exchange& ex) {
+  const bool throttled = ex.got_response && (ex.status == 429 || ex.status == 503);
+  if (throttled && ex.retry_after_s >= 0) {
+    const int64_t cap = std::max<int64_t>(settings.max_backoff_ms, 0);
+    return ex.retry_after_s > cap / 1000 ? cap : ex.retry_after_s * 1000;
+  }
+  std::uniform_real_distribution<double> jitter(0.0, 1.0);
+  return backoff_delay_ms(retry, settings.initial_backoff_ms, settings.max_backoff_ms, jitter(rng));
+}
+
+asio::awaitable<exchange> gateway_client::impl::try_once(const http_request& req, wait_state& ws,
+                                                         const abort_ptr& abort) {
+  bool fresh = false;
+  for (;;) {
+    bool reused = false;
+    conn_ptr c = co_await acquire(fresh, reused, ws, abort);
+    if (!c) co_return exchange{};
+    ws.conn = c;
+    exchange ex = co_await exchange_on(*c, req, abort);
+    ws.conn.reset();
+    release(c, ex.reusable && !is_aborted(abort));
+    // A pooled connection that the gateway closed while it sat idle fails before any response
+    // byte; that is not the gateway failing this request, so try once more on a new connection.
+    if (ex.stale && reused && !fresh && !is_aborted(abort)) {
+      fresh = true;
+      continue;
+    }
+    co_return ex;
+  }
+}
+
+asio::awaitable<conn_ptr> gateway_client::impl::acquire(bool fresh, bool& reused, wait_state& ws,
+                                                        const abort_ptr& abort) {
+  const int cap = std::max(1, settings.max_connections);
+  for (;;) {
+    if (is_aborted(abort)) co_return nullptr;
+    if (fresh) drop_idle();
+    if (!idle_.empty()) {
+      conn_ptr c = std::move(idle_.back());
+      idle_.pop_back();
+      reused = true;
+      co_return c;
+    }
+    if (open_ < cap) {
+      open_count = ++open_;
+      reused = false;
+      co_return std::make_shared<connection>(strand);
+    }
+    auto t = std::make_shared<asio::steady_timer>(strand, asio::steady_timer::time_point::max());
+    waiters_.push_back(t);
+    ws.timer = t;
+    error_code ec;
+    co_await t->async_wait(use_ec(ec));
+    ws.timer.reset();
+    auto it = std::find(waiters_.begin(), waiters_.end(), t);
+    if (it != waiters_.end()) {
+      waiters_.erase(it);  // cancelled by an abort, not woken by a release
+    } else if (is_aborted(abort)) {
+      notify_one();  // woken, but giving up: pass the wake-up on
+    }
+  }
+}
+
+void gateway_client::impl::release(conn_ptr c, bool reusable) {
+  if (reusable && c->connected) {
+    idle_.push_back(std::move(c));
+  } else {
+    c->stream.close();
+    open_count = --open_;
+  }
+  notify_one();
+}
+
+void gateway_client::impl::drop_idle() {
+  for (auto& c : idle_) c->stream.close();
+  open_ -= static_cast<int>(idle_.size());
+  open_count = open_;
+  idle_.clear();
+}
+
+void gateway_client::impl::notify_one() {
+  if (waiters_.empty()) return;
+  auto t = std::move(waiters_.front());
+  waiters_.pop_front();
+  t->cancel();
+}
+
+std::string gateway_client::impl::describe(const error_code& ec) const {
+  if (ec == beast::error::timeout) {
+    return "timeout after " + std::to_string(settings.request_timeout_ms) + " ms";
+  }
+  if (ec == http::error::end_of_stream || ec == asio::error::eof) {
+    return "connection closed by the gateway";
+  }
+  return ec.message();
+}
+
+asio::awaitable<exchange> gateway_client::impl::exchange_on(connection& c, const http_request& req,
+                                                            const abort_ptr& abort) {
+  exchange ex;
+  ex.attempted = true;
+  error_code ec;
+  c.stream.expires_after(std::chrono::milliseconds(settings.request_timeout_ms));
+  if (!c.connected) {
+    const std::string where = url.host + ":" + url.port;
+    tcp::resolver resolver(strand);
+    auto endpoints = co_await resolver.async_resolve(url.host, url.port, use_ec(ec));
+    if (!ec && is_aborted(abort)) ec = asio::error::operation_aborted;
+    if (ec) {
+      ex.error = "resolve " + where + ": " + describe(ec);
+      co_return ex;
+    }
+    co_await c.stream.async_connect(endpoints, use_ec(ec));
+    if (ec) {
+      ex.error = "connect " + where + ": " + describe(ec);
+      co_return ex;
+    }
+    c.connected = true;
+  }
+  co_await http::async_write(c.stream, req, use_ec(ec));
+  const bool cut = ec && ec != beast::error::timeout && ec != asio::error::operation_aborted;
+  if (ec) {
+    ex.stale = cut;
+    ex.error = "write request: " + describe(ec);
+    co_return ex;
+  }
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kMaxResponseBytes);
+  co_await http::async_read(c.stream, c.buffer, parser, use_ec(ec));
+  if (ec) {
+    ex.stale = !parser.got_some() && ec != beast::error::timeout &&
+               ec != asio::error::operation_aborted;
+    ex.error = "read response: " + describe(ec);
+    co_return ex;
+  }
+  c.stream.expires_never();
+  auto& res = parser.get();
+  ex.got_response = true;
+  ex.status = static_cast<int>(res.result_int());
+  ex.request_id = std::string(res["x-request-id"]);
+  ex.retry_after_s = parse_retry_after(res[http::field::retry_after]);
+  ex.reusable = res.keep_alive();
+  ex.body = std::move(res.body());
+  co_return ex;
+}
+
+asio::awaitable<bool> gateway_client::impl::sleep(int64_t ms, wait_state& ws,
+                                                  const abort_ptr& abort) {
+  if (is_aborted(abort)) co_return false;
+  auto t = std::make_shared<asio::steady_timer>(strand, std::chrono::milliseconds(ms));
+  ws.timer = t;
+  error_code ec;
+  co_await t->async_wait(use_ec(ec));
+  ws.timer.reset();
+  co_return !is_aborted(abort);
+}
+
+// ---------------------------------------------------------------------------------------------
+// gateway_client
+
+gateway_client::gateway_client(asio::any_io_executor executor,
+                               sy::config::gateway_settings settings)
+    : impl_(std::make_shared<impl>(std::move(executor), std::move(settings))) {}
+
+gateway_client::~gateway_client() = default;
+
+asio::awaitable<gateway_outcome> gateway_client::send(gateway_request request,
+                                                      std::shared_ptr<abort_handle> abort) {
+  // The exchange runs on the client's strand, whatever executor the caller's coroutine uses.
+  auto self = impl_;
+  co_return co_await asio::co_spawn(self->strand, self->run(std::move(request), std::move(abort)),
+                                    asio::use_awaitable);
+}
+
+int gateway_client::open_connections() const { return impl_->open_count.load(); }
+
+}  // namespace sy::runtime

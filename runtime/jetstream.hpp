@@ -1,0 +1,164 @@
+#pragma once
+/// A thin RAII layer over nats.c for Switchyard's JetStream layout (docs/jetstream.md): one
+/// connection with unlimited reconnects, idempotent creation of the streams, one durable pull
+/// consumer per model, batched publishing with deduplication ids, and explicit acks.
+///
+/// Threads: `js_client` members may be called from any thread, except that publish_batch() is
+/// called by one thread only (the outbox relay): it owns the connection's asynchronous-publish
+/// state while it runs. `pull_subscription::fetch` is called by one thread per subscription.
+/// `js_message` acks may be sent from any thread, one thread per message at a time. A message or
+/// subscription keeps the connection alive, so it may outlive the `js_client` that made it.
+
+#include <nats/nats.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/result.hpp"
+
+namespace sy::runtime {
+
+/// A model name made safe as ONE subject token and as a consumer name: `[A-Za-z0-9-]` are kept,
+/// every other byte (including '_' itself, '.', '*', '>' and spaces) becomes `_XX` (uppercase
+/// hex). The mapping is injective, so distinct models never share a subject or a consumer, and
+/// model_from_token() reverses it. An empty model gives an empty (invalid) token.
+std::string subject_token(std::string_view model);
+
+/// The inverse of subject_token(); nullopt when `token` is not a valid encoding.
+std::optional<std::string> model_from_token(std::string_view token);
+
+/// Names and timings of the JetStream layout. Streams are `<stream_prefix>_TASKS|EVENTS|DLQ`,
+/// subjects start with `<subject_prefix>.`.
+struct js_layout {
+  std::string stream_prefix = "SY";
+  std::string subject_prefix = "sy";
+  int64_t ack_wait_ms = 30000;            ///< consumer AckWait: the transport lease
+  int64_t duplicate_window_ms = 120000;   ///< Nats-Msg-Id deduplication window of every stream
+};
+
+/// One message to publish. `msg_id` (may be empty) becomes the `Nats-Msg-Id` header.
+struct pub_msg {
+  std::string subject, msg_id, payload;
+};
+
+namespace detail {
+struct js_conn;
+struct js_sub;
+}  // namespace detail
+
+/// A message delivered by a pull consumer. Move-only owner of the underlying `natsMsg`.
+/// Exactly one of ack / nak_with_delay / term ends the delivery; in_progress may come before.
+class js_message {
+ public:
+  js_message(js_message&& other) noexcept;
+  js_message& operator=(js_message&& other) noexcept;
+  js_message(const js_message&) = delete;
+  js_message& operator=(const js_message&) = delete;
+  ~js_message();
+
+  /// The payload; valid while this object lives.
+  std::string_view data() const;
+  /// The subject it was published on, e.g. `sy.tasks.gpt-4o`.
+  std::string_view subject() const;
+  /// How many times JetStream has delivered this message (1 on the first delivery).
+  uint64_t delivered() const { return delivered_; }
+  /// The stream sequence number (unique per stream; useful in logs).
+  uint64_t stream_sequence() const { return stream_seq_; }
+
+  /// Done: the work-queue stream removes the message.
+  status ack();
+  /// Redeliver after `delay_ms` (a scheduled retry).
+  status nak_with_delay(int64_t delay_ms);
+  /// Still working: restarts the AckWait timer (JetStream "+WPI").
+  status in_progress();
+  /// Never redeliver (a poisoned message).
+  status term();
+
+ private:
+  friend class pull_subscription;
+  js_message(natsMsg* msg, std::shared_ptr<detail::js_sub> sub);
+  status check(natsStatus s, const char* what) const;
+
+  natsMsg* msg_ = nullptr;
+  std::shared_ptr<detail::js_sub> sub_;
+  uint64_t delivered_ = 0;
+  uint64_t stream_seq_ = 0;
+};
+
+/// One durable pull consumer bound by this process (several processes may bind the same one:
+/// that is how the cluster shares a model's queue).
+class pull_subscription {
+ public:
+  explicit pull_subscription(std::shared_ptr<detail::js_sub> sub) : sub_(std::move(sub)) {}
+  /// Blocks up to timeout_ms; returns 0..max messages (timeout → empty, not an error). Errors
+  /// mean the connection or consumer is unusable right now; the caller backs off and retries.
+  result<std::vector<js_message>> fetch(int max, int64_t timeout_ms);
+  /// The durable consumer's name, `tasks_<token>`.
+  const std::string& consumer() const;
+
+ private:
+  std::shared_ptr<detail::js_sub> sub_;
+};
+
+/// The process's JetStream connection.
+class js_client {
+ public:
+  /// Connects with unlimited reconnects (reconnect wait ~250 ms, an 8 MiB reconnect buffer so
+  /// publishes and acks during a blip are sent after reconnect), `name` set as the client name;
+  /// fails only if the first connect still fails after retrying for `connect_timeout_ms`.
+  static result<std::unique_ptr<js_client>> connect(std::string url, std::string name,
+                                                    js_layout layout,
+                                                    int64_t connect_timeout_ms);
+  js_client(const js_client&) = delete;
+  js_client& operator=(const js_client&) = delete;
+  ~js_client();
+
+  /// True while the connection is established (false while reconnecting).
+  bool connected() const;
+  /// The layout this client was made with.
+  const js_layout& layout() const { return layout_; }
+
+  /// Creates or updates (idempotent): <prefix>_TASKS (subjects <sp>.tasks.>, WorkQueue
+  /// retention, file storage, duplicate window), <prefix>_EVENTS (<sp>.jobs.>, limits retention,
+  /// max age 24 h), <prefix>_DLQ (<sp>.dlq.>, limits retention). Safe to call on every start and
+  /// after reconnect.
+  status ensure_layout();
+
+  /// `<stream_prefix>_<kind>`, e.g. stream_name("TASKS") == "SY_TASKS".
+  std::string stream_name(std::string_view kind) const;
+  /// `<sp>.tasks.<subject_token(model)>`.
+  std::string task_subject(std::string_view model) const;
+
+  /// Durable pull consumer "tasks_<token>" filtered on task_subject(model), AckExplicit,
+  /// AckWait = layout.ack_wait_ms, MaxDeliver unlimited, MaxAckPending 20000. Idempotent:
+  /// creates it, or updates and binds to the existing one.
+  result<std::unique_ptr<pull_subscription>> subscribe_tasks(std::string_view model);
+
+  /// Publishes all messages asynchronously with Nats-Msg-Id = msg_id and waits for every ack up
+  /// to timeout_ms; result[i] is true iff message i was acked (a duplicate-window drop counts as
+  /// acked). Never throws; when disconnected (before or during the wait) it returns quickly with
+  /// false for every message not yet acked. Call from ONE thread only (the outbox relay).
+  std::vector<bool> publish_batch(const std::vector<pub_msg>& msgs, int64_t timeout_ms);
+
+  /// Core NATS publish without a JetStream ack (events); msg_id, when set, is still sent as
+  /// Nats-Msg-Id so a stream capturing the subject deduplicates it.
+  status publish(const pub_msg& msg);
+
+  /// Number of messages currently stored in `stream` (a full stream name): for tests, metrics
+  /// and readiness checks.
+  result<uint64_t> stream_message_count(std::string_view stream);
+
+ private:
+  js_client(std::shared_ptr<detail::js_conn> conn, js_layout layout);
+  status ensure_stream(const std::string& name, const std::string& subject, bool work_queue,
+                       int64_t max_age_ms);
+
+  std::shared_ptr<detail::js_conn> conn_;
+  js_layout layout_;
+};
+
+}  // namespace sy::runtime

@@ -1,0 +1,168 @@
+#include "storage/lmdb_env.hpp"
+
+#include <charconv>
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "storage/detail/lmdb_util.hpp"
+
+namespace sy::storage {
+namespace {
+
+using detail::lmdb_error;
+
+constexpr std::string_view schema_key = "schema_version";
+constexpr std::string_view map_bytes_key = "map_bytes";
+/// Enough reader slots for every thread of the process to hold a few snapshots at once.
+constexpr unsigned max_readers = 1024;
+
+std::optional<int64_t> parse_int(std::string_view s) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+result<std::unique_ptr<environment>> environment::open(const std::string& data_dir,
+                                                       int64_t initial_map_bytes) {
+  if (initial_map_bytes <= 0) {
+    return make_error(errc::storage_error, "the initial LMDB map size must be positive, got " +
+                                               std::to_string(initial_map_bytes));
+  }
+  std::unique_ptr<environment> env(new environment());
+  const std::string path = (std::filesystem::path(data_dir) / "lmdb").string();
+  if (auto st = env->init(path, initial_map_bytes); !st) return st.error();
+  if (auto st = env->open_databases(path); !st) return st.error();
+  if (auto st = env->adopt_recorded_map_size(); !st) return st.error();
+  return env;
+}
+
+environment::~environment() {
+  if (env_ != nullptr) mdb_env_close(env_);
+}
+
+status environment::init(const std::string& path, int64_t initial_map_bytes) {
+  std::error_code ec;
+  std::filesystem::create_directories(path, ec);
+  if (ec) return make_error(errc::storage_error, "cannot create " + path + ": " + ec.message());
+  if (int rc = mdb_env_create(&env_); rc != MDB_SUCCESS) {
+    env_ = nullptr;
+    return lmdb_error(rc, "create environment");
+  }
+  mdb_env_set_maxdbs(env_, db_count);
+  mdb_env_set_maxreaders(env_, max_readers);
+  if (int rc = mdb_env_set_mapsize(env_, static_cast<size_t>(initial_map_bytes)); rc) {
+    return lmdb_error(rc, "set map size");
+  }
+  // MDB_NOTLS: a read transaction is not tied to the thread that began it. No MDB_NOSYNC or
+  // MDB_NOMETASYNC: every commit is durable (DESIGN.md durability rule 1).
+  if (int rc = mdb_env_open(env_, path.c_str(), MDB_NOTLS, 0644); rc != MDB_SUCCESS) {
+    return lmdb_error(rc, "open environment at " + path);
+  }
+  MDB_envinfo info;
+  mdb_env_info(env_, &info);
+  map_bytes_ = static_cast<int64_t>(info.me_mapsize);
+  return ok;
+}
+
+status environment::open_databases(const std::string& path) {
+  auto w = begin_write();
+  if (!w) return w.error();
+  MDB_txn* t = w->txn_;
+  if (int rc = mdb_dbi_open(t, "meta", MDB_CREATE, &dbis_[0]); rc != MDB_SUCCESS) {
+    return lmdb_error(rc, "open database 'meta'");
+  }
+  // The version is checked before anything else is created, so a newer store is left untouched.
+  if (auto v = w->get(db::meta, schema_key)) {
+    auto found = parse_int(*v);
+    if (!found || *found < 1) {
+      return make_error(errc::schema_invalid,
+                        "the store at " + path + " has an unreadable schema version '" + *v + "'");
+    }
+    if (*found > schema_version) {
+      return make_error(errc::schema_too_new,
+                        "the store at " + path + " has schema version " + std::to_string(*found) +
+                            ", newer than version " + std::to_string(schema_version) +
+                            " that this build understands; run a newer switchyard build");
+    }
+  } else if (auto st = w->put(db::meta, schema_key, std::to_string(schema_version)); !st) {
+    return st;
+  }
+  for (int i = 1; i < db_count; ++i) {
+    const auto name = std::string(detail::db_name(static_cast<db>(i)));
+    if (int rc = mdb_dbi_open(t, name.c_str(), MDB_CREATE, &dbis_[i]); rc != MDB_SUCCESS) {
+      return lmdb_error(rc, "open database '" + name + "'");
+    }
+  }
+  return w->commit();
+}
+
+status environment::adopt_recorded_map_size() {
+  std::optional<int64_t> recorded;
+  {
+    auto r = begin_read();
+    if (!r.ok()) return *r.failure();
+    if (auto v = r.get(db::meta, map_bytes_key)) recorded = parse_int(*v);
+  }
+  if (recorded && *recorded > map_bytes()) return set_map_size(*recorded);
+  return ok;
+}
+
+status environment::set_map_size(int64_t bytes) {
+  if (int rc = mdb_env_set_mapsize(env_, static_cast<size_t>(bytes)); rc != MDB_SUCCESS) {
+    return lmdb_error(rc, "resize the map to " + std::to_string(bytes) + " bytes");
+  }
+  MDB_envinfo info;
+  mdb_env_info(env_, &info);
+  map_bytes_ = static_cast<int64_t>(info.me_mapsize);
+  return ok;
+}
+
+status environment::record_map_size() {
+  auto w = begin_write();
+  if (!w) return w.error();
+  if (auto st = w->put(db::meta, map_bytes_key, std::to_string(map_bytes())); !st) return st;
+  return w->commit();
+}
+
+read_txn environment::begin_read() const {
+  // Passing through the gate (without holding it) lets a waiting grow() stop new readers.
+  { std::lock_guard gate(gate_); }
+  std::shared_lock lock(resize_);
+  MDB_txn* t = nullptr;
+  if (int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &t); rc != MDB_SUCCESS) {
+    return read_txn(this, nullptr, {}, lmdb_error(rc, "begin a read transaction"));
+  }
+  return read_txn(this, t, std::move(lock), std::nullopt);
+}
+
+result<write_txn> environment::begin_write() {
+  MDB_txn* t = nullptr;
+  if (int rc = mdb_txn_begin(env_, nullptr, 0, &t); rc != MDB_SUCCESS) {
+    return lmdb_error(rc, "begin the write transaction");
+  }
+  return write_txn(this, t);
+}
+
+status environment::grow() {
+  {
+    std::unique_lock gate(gate_);
+    std::unique_lock lock(resize_, std::defer_lock);
+    // Wait for open readers with the gate closed. If they do not drain in time (a thread may be
+    // opening a second snapshot while holding a first), open the gate briefly and try again,
+    // so that such a thread can finish instead of deadlocking.
+    while (!lock.try_lock_for(std::chrono::milliseconds(20))) {
+      gate.unlock();
+      std::this_thread::yield();
+      gate.lock();
+    }
+    if (auto st = set_map_size(map_bytes() * 2); !st) return st;
+  }
+  // Recorded so that a restart starts with the grown map instead of filling up at once.
+  return record_map_size();
+}
+
+}  // namespace sy::storage

@@ -1,0 +1,204 @@
+#pragma once
+/// The LMDB layer: one environment under `<data_dir>/lmdb`, one named database per kind of record,
+/// RAII read and write transactions, and map growth. Layout and formats: docs/storage.md.
+///
+/// Threads: read transactions may be opened and used on any thread (MDB_NOTLS). Write transactions
+/// and `grow()` belong to the storage-writer thread only. A thread must not call `grow()` while it
+/// holds a transaction.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/result.hpp"
+#include "storage/records.hpp"
+
+struct MDB_env;
+struct MDB_txn;
+
+namespace sy::storage {
+
+/// Stable error codes of this module (the `code` of a `sy::error`).
+namespace errc {
+inline constexpr const char* map_full = "map_full";              ///< grow() and redo the batch
+inline constexpr const char* schema_too_new = "schema_too_new";  ///< data from a newer build
+inline constexpr const char* schema_invalid = "schema_invalid";  ///< unreadable version record
+inline constexpr const char* storage_error = "storage_error";    ///< any other LMDB/IO failure
+}  // namespace errc
+
+/// The named databases. Keys and values of each are described in docs/storage.md.
+enum class db { meta, jobs, tasks, idempotency, leases, outbox };
+inline constexpr int db_count = 6;
+
+/// The on-disk schema this build writes. A store written by a newer schema is refused.
+inline constexpr int schema_version = 1;
+
+class environment;
+
+/// Visitor for scans: gets each key and value (views into the map, valid only during the call);
+/// returns false to stop. It must not write to the transaction being scanned.
+using scan_fn = std::function<bool(std::string_view key, std::string_view value)>;
+
+/// The read operations shared by read and write transactions, so that typed helpers
+/// (`get_job`, `read_outbox`, ...) accept either.
+class txn_view {
+ public:
+  /// The value stored under `key`, or nullopt when absent (or when the transaction failed).
+  std::optional<std::string> get(db d, std::string_view key) const;
+  /// Visits entries with key >= from (all when empty) in key order until fn returns false.
+  void scan(db d, std::string_view from, const scan_fn& fn) const;
+  /// Visits entries in reverse key order starting at the greatest key <= from (from empty: the
+  /// last key) until fn returns false.
+  void scan_reverse(db d, std::string_view from, const scan_fn& fn) const;
+  /// False when the transaction could not be started or was poisoned by a failed write.
+  bool ok() const { return txn_ != nullptr && !failure_; }
+  /// Why `ok()` is false.
+  const std::optional<sy::error>& failure() const { return failure_; }
+
+ protected:
+  txn_view() = default;
+  txn_view(const environment* env, MDB_txn* txn) : env_(env), txn_(txn) {}
+  txn_view(txn_view&& o) noexcept;
+  txn_view& operator=(txn_view&& o) noexcept;
+  ~txn_view() = default;
+  unsigned dbi(db d) const;
+
+  const environment* env_ = nullptr;
+  MDB_txn* txn_ = nullptr;
+  std::optional<sy::error> failure_;
+};
+
+/// A short read-only snapshot. Move-only; aborted (released) in the destructor. Holds the
+/// environment's resize lock shared, so keep it short and never call `grow()` while holding one.
+class read_txn : public txn_view {
+ public:
+  read_txn(read_txn&& o) noexcept = default;
+  read_txn& operator=(read_txn&& o) noexcept;
+  read_txn(const read_txn&) = delete;
+  read_txn& operator=(const read_txn&) = delete;
+  ~read_txn();
+
+ private:
+  friend class environment;
+  read_txn(const environment* env, MDB_txn* txn, std::shared_lock<std::shared_timed_mutex> lock,
+           std::optional<sy::error> failure);
+  void release();
+  std::shared_lock<std::shared_timed_mutex> lock_;
+};
+
+/// The single write transaction (storage-writer thread only). Move-only; aborted in the destructor
+/// unless committed. Reads see its own writes. A failed put or del poisons the transaction:
+/// `commit()` then aborts and returns that first error (e.g. "map_full"), so a caller that
+/// ignores an individual put's status still learns of the failure at commit.
+class write_txn : public txn_view {
+ public:
+  write_txn(write_txn&& o) noexcept = default;
+  write_txn& operator=(write_txn&& o) noexcept;
+  write_txn(const write_txn&) = delete;
+  write_txn& operator=(const write_txn&) = delete;
+  ~write_txn();
+
+  /// Stores `value` under `key` (keys must be 1..511 bytes). Error "map_full" on MDB_MAP_FULL.
+  status put(db d, std::string_view key, std::string_view value);
+  /// Deletes `key`; false when it was absent (or on failure, which poisons the transaction).
+  bool del(db d, std::string_view key);
+  /// Commits with fsync (mdb_txn_commit; the environment never uses MDB_NOSYNC).
+  status commit();
+  /// Discards every change; idempotent.
+  void abort();
+
+ private:
+  friend class environment;
+  write_txn(const environment* env, MDB_txn* txn) : txn_view(env, txn) {}
+  sy::error fail(int rc, std::string what);
+};
+
+/// The LMDB environment. Owned by the runtime; outlives every transaction.
+class environment {
+ public:
+  /// Opens (creating) `data_dir/lmdb`, with MDB_NOTLS (read txns are used from any thread), the
+  /// named databases of `db`, and the schema-version record in `meta`: absent → written; newer
+  /// than ours → error "schema_too_new" naming both versions. The map starts at the larger of
+  /// `initial_map_bytes` and the size a previous `grow()` recorded.
+  static result<std::unique_ptr<environment>> open(const std::string& data_dir,
+                                                   int64_t initial_map_bytes);
+  ~environment();
+  environment(const environment&) = delete;
+  environment& operator=(const environment&) = delete;
+
+  /// A read snapshot; usable on any thread. Check `ok()` (fails only when LMDB cannot start a
+  /// reader, e.g. every reader slot is taken).
+  read_txn begin_read() const;
+  /// The write transaction; storage-writer thread only, one at a time.
+  result<write_txn> begin_write();
+  /// Doubles the map size and records the new size in `meta`. Waits for open read transactions
+  /// to end and holds new ones back meanwhile. The caller (writer) has no open transaction.
+  status grow();
+  /// The current map size in bytes.
+  int64_t map_bytes() const { return map_bytes_.load(std::memory_order_relaxed); }
+
+ private:
+  friend class txn_view;
+  environment() = default;
+  status init(const std::string& path, int64_t initial_map_bytes);
+  status open_databases(const std::string& path);
+  status adopt_recorded_map_size();
+  status set_map_size(int64_t bytes);
+  status record_map_size();
+
+  MDB_env* env_ = nullptr;
+  unsigned dbis_[db_count] = {};
+  std::atomic<int64_t> map_bytes_{0};
+  /// Readers hold `resize_` shared; grow() holds it exclusively. `gate_` lets grow() hold new
+  /// readers back so that a steady stream of readers cannot starve it.
+  mutable std::shared_timed_mutex resize_;
+  mutable std::mutex gate_;
+};
+
+// --- Typed access (storage/typed_access.cpp). Values are the compact JSON of records.hpp; a value
+// that does not parse reads as absent. Puts return the put's status and, on failure, also poison
+// the transaction (see write_txn).
+
+/// The job with id `id`.
+std::optional<job_record> get_job(const txn_view& t, std::string_view id);
+/// The task with id `id`.
+std::optional<task_record> get_task(const txn_view& t, std::string_view id);
+/// The lease of task `task_id` (at most one per task: the current attempt's).
+std::optional<lease_record> get_lease(const txn_view& t, std::string_view task_id);
+/// The key of the idempotency database: tenant + '\x1f' + key (a byte no tenant id contains).
+std::string idempotency_db_key(std::string_view tenant, std::string_view key);
+/// The record of `key` as sent by `tenant`.
+std::optional<idempotency_record> get_idempotency(const txn_view& t, std::string_view tenant,
+                                                  std::string_view key);
+/// Writes the job under its id (replacing the previous version).
+status put_job(write_txn& t, const job_record& r);
+/// Writes the task under its id.
+status put_task(write_txn& t, const task_record& r);
+/// Writes the lease under its task id (replacing the previous attempt's lease).
+status put_lease(write_txn& t, const lease_record& r);
+/// Removes the lease of `task_id`; false when there was none.
+bool del_lease(write_txn& t, std::string_view task_id);
+/// Writes the idempotency record under idempotency_db_key(tenant, key).
+status put_idempotency(write_txn& t, std::string_view tenant, std::string_view key,
+                       const idempotency_record& r);
+/// The outbox key of `seq`: 8 bytes big-endian, so key order is sequence order.
+std::string outbox_key(uint64_t seq);
+/// Appends `r` to the outbox with the next sequence number (stored in the record and returned).
+/// Sequences never repeat, even after the outbox drains or the store reopens: the high-water mark
+/// lives in `meta`. On failure the transaction is poisoned and commit() reports it.
+uint64_t append_outbox(write_txn& t, outbox_record r);
+/// Removes outbox record `seq` (after JetStream acked it); false when absent.
+bool del_outbox(write_txn& t, uint64_t seq);
+/// Up to `limit` outbox records with seq >= from_seq, in sequence order.
+std::vector<outbox_record> read_outbox(const txn_view& t, uint64_t from_seq, size_t limit);
+/// Every lease (a small set: one per task in flight).
+std::vector<lease_record> read_leases(const txn_view& t);
+
+}  // namespace sy::storage

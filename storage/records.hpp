@@ -1,0 +1,110 @@
+#pragma once
+/// Records kept in LMDB. Every record is stored as compact JSON text so that a write batch is
+/// self-describing (the cluster changelog replays them) and an operator can read the store with
+/// `mdb_dump`. Owner: the storage writer writes them; anyone may read them in a read transaction.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace sy::storage {
+
+/// Client-visible job states (docs/state-machine.md).
+enum class job_status { queued, in_progress, completed, failed, cancelled, expired };
+
+/// Internal task states. `leased` means an attempt holds a lease; the lease record says until when.
+enum class task_state { queued, leased, done };
+
+std::string_view to_string(job_status s);
+std::optional<job_status> job_status_from(std::string_view s);
+bool is_terminal(job_status s);
+std::string_view to_string(task_state s);
+std::optional<task_state> task_state_from(std::string_view s);
+
+/// The gateway's answer, recorded verbatim (status and body text).
+struct gateway_result {
+  int status_code = 0;
+  std::string body;  ///< the response body as the gateway sent it (usually JSON text)
+};
+
+/// Why a job failed: a stable code and a human-readable message.
+struct job_error {
+  std::string code;
+  std::string message;
+};
+
+/// A job: what a client submitted, and where it is in its life.
+struct job_record {
+  std::string id;      ///< job_<ULID>
+  std::string tenant;  ///< owner
+  std::string endpoint;
+  std::string model;
+  std::string body;  ///< the OpenAI request body as JSON text
+  nlohmann::json metadata = nlohmann::json::object();
+  std::string idempotency_key;  ///< empty when none was given
+  std::string request_hash;     ///< hex SHA-256 of the canonical submission (for idempotency)
+  std::string task_id;
+  int max_attempts = 3;
+  int attempts = 0;  ///< attempts started so far
+  job_status status = job_status::queued;
+  int64_t created_at_ms = 0;
+  int64_t started_at_ms = 0;   ///< 0 until the first attempt starts
+  int64_t finished_at_ms = 0;  ///< 0 until terminal
+  int64_t updated_at_ms = 0;
+  std::optional<gateway_result> result;
+  std::optional<job_error> error;
+};
+
+/// One executable unit of a job. For a single-request job there is exactly one task.
+struct task_record {
+  std::string id;  ///< hex(sha256(job_id ":" index))[0..32]
+  std::string job_id;
+  std::string tenant;
+  std::string model;
+  int index = 0;
+  int attempt = 1;  ///< the current attempt number (1-based); a message for another attempt is stale
+  int max_attempts = 3;
+  task_state state = task_state::queued;
+  int64_t not_before_ms = 0;  ///< earliest time the current attempt may start (retry backoff)
+  std::string last_error;
+};
+
+/// The right to run one attempt of a task until `expires_at_ms`. Only the holder of the current
+/// token may extend it or complete the task (fencing, DESIGN.md durability rule 3).
+struct lease_record {
+  std::string task_id;
+  int attempt = 0;
+  std::string token;
+  int64_t expires_at_ms = 0;
+  std::string holder;  ///< node instance id (a new one per process start)
+};
+
+/// An idempotency key: which job it made, and a hash of the request that made it.
+struct idempotency_record {
+  std::string job_id;
+  std::string request_hash;
+  int64_t created_at_ms = 0;
+};
+
+/// "Publish this" — committed in the same transaction as the state change that caused it.
+struct outbox_record {
+  uint64_t seq = 0;     ///< key in the outbox database (monotonic)
+  std::string msg_id;   ///< Nats-Msg-Id, deterministic (e.g. "<task_id>:<attempt>")
+  std::string subject;  ///< e.g. sy.tasks.<model>
+  std::string payload;
+};
+
+nlohmann::json to_json(const job_record& r);
+job_record job_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const task_record& r);
+task_record task_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const lease_record& r);
+lease_record lease_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const idempotency_record& r);
+idempotency_record idempotency_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const outbox_record& r);
+outbox_record outbox_from_json(const nlohmann::json& j);
+
+}  // namespace sy::storage

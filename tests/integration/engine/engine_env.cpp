@@ -1,0 +1,96 @@
+#include "tests/integration/engine/engine_env.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/wait.hpp"
+
+namespace sy::test {
+
+engine_env::engine_env() {
+  gateway_ = std::make_unique<fakes::fake_gateway>();
+  gateway_->start();
+  runtime::nats_server_options o;
+  o.store_dir = dir_.sub("nats");
+  o.log_file = dir_.sub("nats.log");
+  auto n = runtime::nats_server::start(o);
+  if (!n) throw std::runtime_error("nats-server: " + n.error().message);
+  nats_ = std::move(n.value());
+
+  settings_.listen = "127.0.0.1:0";
+  settings_.data_dir = dir_.path();
+  settings_.log_level = "warn";
+  config::gateway_settings gw;
+  gw.url = gateway_->url();
+  gw.request_timeout_ms = 5'000;
+  gw.max_retries = 0;
+  gw.initial_backoff_ms = 10;
+  gw.max_backoff_ms = 50;
+  settings_.gateway = gw;
+  settings_.requeue_initial_backoff_ms = 50;
+  settings_.requeue_max_backoff_ms = 200;
+  settings_.lease_ttl_ms = 3'000;
+  settings_.reaper_interval_ms = 200;
+  settings_.shutdown_timeout_ms = 2'000;
+  settings_.ack_wait_ms = 5'000;
+}
+
+engine_env::~engine_env() { stop(); }
+
+void engine_env::start() {
+  if (!env_) {
+    auto e = storage::environment::open(settings_.data_dir, 64 << 20);
+    if (!e) throw std::runtime_error("lmdb: " + e.error().message);
+    env_ = std::move(e.value());
+  }
+  if (!js_) {
+    runtime::js_layout layout;
+    layout.ack_wait_ms = settings_.ack_wait_ms;
+    auto js = runtime::js_client::connect(nats_->url(), "engine-test", layout, 5'000);
+    if (!js) throw std::runtime_error("nats: " + js.error().message);
+    js_ = std::move(js.value());
+    if (auto st = js_->ensure_layout(); !st) throw std::runtime_error(st.error().message);
+  }
+  auto eng = actors::engine::start({settings_, *env_, *js_, clock_});
+  if (!eng) throw std::runtime_error("engine: " + eng.error().message);
+  engine_ = std::move(eng.value());
+  auto* e = engine_.get();
+  auto http = api::http_server::start(settings_, *engine_, [e] { return e->ready(); });
+  if (!http) throw std::runtime_error("http: " + http.error().message);
+  http_ = std::move(http.value());
+}
+
+void engine_env::stop() {
+  if (http_) http_->stop_accepting();
+  if (engine_) engine_->shutdown();
+  if (http_) http_->stop();
+  http_.reset();
+  engine_.reset();
+}
+
+http_reply engine_env::submit(http_client& c, const std::string& content, nlohmann::json fake,
+                              const std::map<std::string, std::string>& headers,
+                              nlohmann::json extra) {
+  nlohmann::json body = {{"model", "test-model"},
+                         {"messages", {{{"role", "user"}, {"content", content}}}}};
+  if (!fake.is_null()) body["fake"] = fake;
+  nlohmann::json req = {{"endpoint", "/v1/chat/completions"}, {"body", body}};
+  for (auto it = extra.begin(); it != extra.end(); ++it) req[it.key()] = it.value();
+  return c.post_json("/v1/jobs", req, headers);
+}
+
+nlohmann::json engine_env::wait_terminal(http_client& c, const std::string& id,
+                                         std::chrono::milliseconds deadline) {
+  nlohmann::json last;
+  wait_for(
+      [&] {
+        auto r = c.get("/v1/jobs/" + id);
+        last = r.json();
+        if (r.status != 200) return false;
+        auto s = last.value("status", "");
+        return s == "completed" || s == "failed" || s == "cancelled" || s == "expired";
+      },
+      deadline);
+  return last;
+}
+
+}  // namespace sy::test

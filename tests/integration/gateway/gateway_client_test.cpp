@@ -1,0 +1,181 @@
+// The gateway client's outcomes and retries against the fake gateway.
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/gateway/gateway_env.hpp"
+
+namespace sy::testing {
+namespace {
+
+using json = nlohmann::json;
+using runtime::gateway_client;
+
+TEST_F(GatewayTest, SuccessRecordsBodyRequestIdAndSendsOurHeaders) {
+  auto s = settings();
+  s.url = fake.url() + "/gw/";
+  s.api_key = "sk-test";
+  gateway_client client(ioc.get_executor(), s);
+  auto out = send(client, chat("hello there"));
+  EXPECT_TRUE(out.got_response);
+  EXPECT_EQ(out.status_code, 200);
+  EXPECT_EQ(out.tries, 1);
+  EXPECT_FALSE(out.retryable);
+  EXPECT_EQ(out.error, "");
+  EXPECT_EQ(out.request_id.rfind("req_fake", 0), 0u) << out.request_id;
+  const json body = json::parse(out.body);
+  EXPECT_EQ(body["object"], "chat.completion");
+  EXPECT_EQ(body["model"], "gpt-test");
+  EXPECT_EQ(body["choices"][0]["message"]["content"], "echo: hello there");
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 2);
+
+  const auto seen = fake.received();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].method, "POST");
+  EXPECT_EQ(seen[0].target, "/gw/v1/chat/completions");
+  EXPECT_EQ(seen[0].headers.at("authorization"), "Bearer sk-test");
+  EXPECT_EQ(seen[0].headers.at("content-type"), "application/json");
+  EXPECT_EQ(seen[0].headers.at("user-agent"), "switchyard/0.1");
+  EXPECT_EQ(seen[0].headers.at("host"), "127.0.0.1:" + std::to_string(fake.port()));
+  EXPECT_EQ(json::parse(seen[0].body)["messages"][0]["content"], "hello there");
+}
+
+TEST_F(GatewayTest, NoAuthorizationHeaderWithoutApiKey) {
+  gateway_client client(ioc.get_executor(), settings());
+  EXPECT_EQ(send(client, chat("x")).status_code, 200);
+  ASSERT_EQ(fake.received().size(), 1u);
+  EXPECT_EQ(fake.received()[0].headers.count("authorization"), 0u);
+}
+
+TEST_F(GatewayTest, EmbeddingsAndCompletionsAnswer) {
+  gateway_client client(ioc.get_executor(), settings());
+  auto e = send(client, {"/v1/embeddings", R"({"model":"emb","input":["a b","c"]})"});
+  ASSERT_EQ(e.status_code, 200);
+  const json eb = json::parse(e.body);
+  EXPECT_EQ(eb["object"], "list");
+  EXPECT_EQ(eb["data"].size(), 2u);
+  EXPECT_EQ(eb["data"][1]["embedding"].size(), 8u);
+  auto c = send(client, {"/v1/completions", R"({"model":"m","prompt":"say hi"})"});
+  ASSERT_EQ(c.status_code, 200);
+  EXPECT_EQ(json::parse(c.body)["choices"][0]["text"], "echo: say hi");
+}
+
+TEST_F(GatewayTest, ClientErrorIsFinalWithBodyRecorded) {
+  gateway_client client(ioc.get_executor(), settings());
+  auto out = send(client, chat("x", R"({"status": 400})"));
+  EXPECT_TRUE(out.got_response);
+  EXPECT_EQ(out.status_code, 400);
+  EXPECT_FALSE(out.retryable);
+  EXPECT_EQ(out.tries, 1);
+  EXPECT_EQ(json::parse(out.body)["error"]["type"], "invalid_request_error");
+  EXPECT_NE(out.error.find("HTTP 400"), std::string::npos) << out.error;
+  EXPECT_EQ(fake.requests(), 1);
+}
+
+TEST_F(GatewayTest, ServerErrorTwiceThenSuccess) {
+  gateway_client client(ioc.get_executor(), settings());
+  auto out = send(client, chat("x", R"({"fail_times": 2, "key": "abc"})"));
+  EXPECT_EQ(out.status_code, 200);
+  EXPECT_EQ(out.tries, 3);
+  EXPECT_EQ(out.error, "");
+  EXPECT_EQ(fake.requests_by_key().at("abc"), 3);
+}
+
+TEST_F(GatewayTest, ServerErrorsExhaustRetriesAndStayRetryable) {
+  auto s = settings();
+  s.max_retries = 1;
+  gateway_client client(ioc.get_executor(), s);
+  fake.fail_next(5, 503);
+  auto out = send(client, chat("x"));
+  EXPECT_TRUE(out.got_response);
+  EXPECT_EQ(out.status_code, 503);
+  EXPECT_TRUE(out.retryable);
+  EXPECT_EQ(out.tries, 2);
+  EXPECT_EQ(json::parse(out.body)["error"]["type"], "server_error");
+  EXPECT_EQ(fake.requests(), 2);
+}
+
+TEST_F(GatewayTest, RateLimitIsRetriedWithRetryAfterCappedAtMaxBackoff) {
+  gateway_client client(ioc.get_executor(), settings());  // max_backoff 20 ms caps Retry-After 1 s
+  fake.fail_next(1, 429);
+  const auto start = std::chrono::steady_clock::now();
+  auto out = send(client, chat("x"));
+  EXPECT_EQ(out.status_code, 200);
+  EXPECT_EQ(out.tries, 2);
+  EXPECT_LT(elapsed_ms(start), 900);
+}
+
+TEST_F(GatewayTest, RateLimitHonoursRetryAfterSeconds) {
+  auto s = settings();
+  s.max_backoff_ms = 5'000;
+  s.initial_backoff_ms = 1;
+  gateway_client client(ioc.get_executor(), s);
+  fake.fail_next(1, 429);
+  const auto start = std::chrono::steady_clock::now();
+  auto out = send(client, chat("x"));
+  EXPECT_EQ(out.status_code, 200);
+  EXPECT_EQ(out.tries, 2);
+  EXPECT_GE(elapsed_ms(start), 950);  // Retry-After: 1, not the 1 ms backoff
+}
+
+TEST_F(GatewayTest, RefusedConnectionIsARetryableTransportError) {
+  fake.set_refusing(true);
+  auto s = settings();
+  s.max_retries = 1;
+  gateway_client client(ioc.get_executor(), s);
+  auto out = send(client, chat("x"));
+  EXPECT_FALSE(out.got_response);
+  EXPECT_TRUE(out.retryable);
+  EXPECT_EQ(out.tries, 2);
+  EXPECT_EQ(out.error, "connect 127.0.0.1:" + std::to_string(fake.port()) +
+                           ": Connection refused");
+  EXPECT_EQ(fake.requests(), 0);
+
+  fake.set_refusing(false);  // back on the same port
+  EXPECT_EQ(send(client, chat("x")).status_code, 200);
+}
+
+TEST_F(GatewayTest, DroppedConnectionIsRetried) {
+  gateway_client client(ioc.get_executor(), settings());
+  fake.drop_next(1);
+  auto out = send(client, chat("x"));
+  EXPECT_EQ(out.status_code, 200);
+  EXPECT_EQ(out.tries, 2);
+  EXPECT_EQ(fake.requests(), 2);
+}
+
+TEST_F(GatewayTest, DroppedEveryTimeReportsTheCut) {
+  auto s = settings();
+  s.max_retries = 0;
+  gateway_client client(ioc.get_executor(), s);
+  auto out = send(client, chat("x", R"({"drop": true})"));
+  EXPECT_FALSE(out.got_response);
+  EXPECT_TRUE(out.retryable);
+  EXPECT_EQ(out.tries, 1);
+  EXPECT_NE(out.error.find("read response"), std::string::npos) << out.error;
+}
+
+TEST_F(GatewayTest, SlowGatewayTimesOut) {
+  auto s = settings();
+  s.request_timeout_ms = 150;
+  s.max_retries = 0;
+  gateway_client client(ioc.get_executor(), s);
+  const auto start = std::chrono::steady_clock::now();
+  auto out = send(client, chat("x", R"({"latency_ms": 3000})"));
+  EXPECT_FALSE(out.got_response);
+  EXPECT_TRUE(out.retryable);
+  EXPECT_NE(out.error.find("timeout after 150 ms"), std::string::npos) << out.error;
+  EXPECT_LT(elapsed_ms(start), 2'000);
+}
+
+TEST_F(GatewayTest, InvalidUrlFailsWithoutTrying) {
+  auto s = settings();
+  s.url = "https://example.com";
+  gateway_client client(ioc.get_executor(), s);
+  auto out = send(client, chat("x"));
+  EXPECT_FALSE(out.retryable);
+  EXPECT_EQ(out.tries, 0);
+  EXPECT_NE(out.error.find("http://"), std::string::npos) << out.error;
+}
+
+}  // namespace
+}  // namespace sy::testing

@@ -1,0 +1,62 @@
+#include "tests/integration/http/memory_job_service.hpp"
+
+#include "actors/submission.hpp"
+
+namespace sy::testing {
+
+boost::asio::awaitable<result<actors::submit_outcome>> memory_job_service::submit(
+    actors::submission s) {
+  ++submits;
+  co_return submit_locked(std::move(s));
+}
+
+result<actors::submit_outcome> memory_job_service::submit_locked(actors::submission s) {
+  std::lock_guard lock(mutex_);
+  std::string hash = actors::request_hash(s);
+  std::string scoped_key = s.tenant + "\n" + s.idempotency_key;
+  if (!s.idempotency_key.empty()) {
+    auto it = idempotency_.find(scoped_key);
+    if (it != idempotency_.end()) {
+      const auto& job = jobs_.at(it->second);
+      if (job.request_hash != hash)
+        return make_error("idempotency_conflict", "Idempotency-Key reused with another request.",
+                          "Idempotency-Key");
+      return actors::submit_outcome{job, false};
+    }
+  }
+  storage::job_record job;
+  job.id = "job_" + std::to_string(next_id_++);
+  job.tenant = s.tenant;
+  job.endpoint = s.endpoint;
+  job.model = s.body["model"].get<std::string>();
+  job.body = s.body.dump();
+  job.metadata = s.metadata;
+  job.idempotency_key = s.idempotency_key;
+  job.request_hash = hash;
+  job.max_attempts = s.max_attempts == 0 ? 3 : s.max_attempts;
+  job.created_at_ms = 1'700'000'000'000;
+  jobs_[job.id] = job;
+  if (!s.idempotency_key.empty()) idempotency_[scoped_key] = job.id;
+  return actors::submit_outcome{job, true};
+}
+
+result<storage::job_record> memory_job_service::get(const std::string& tenant,
+                                                    const std::string& id) {
+  std::lock_guard lock(mutex_);
+  auto it = jobs_.find(id);
+  if (it == jobs_.end() || it->second.tenant != tenant)
+    return make_error("job_not_found", "No job " + id + ".", "id");
+  return it->second;
+}
+
+void memory_job_service::set_status(const std::string& id, storage::job_status status) {
+  std::lock_guard lock(mutex_);
+  auto& job = jobs_.at(id);
+  job.status = status;
+  if (storage::is_terminal(status)) {
+    job.finished_at_ms = 1'700'000'009'000;
+    job.result = storage::gateway_result{200, R"({"ok":true})"};
+  }
+}
+
+}  // namespace sy::testing

@@ -1,0 +1,33 @@
+#pragma once
+/// An in-memory `actors::job_service` for testing the HTTP layer alone (the end-to-end tests use
+/// the real engine). Thread-safe; counts the calls that reach it.
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "actors/job_service.hpp"
+
+namespace sy::testing {
+
+class memory_job_service final : public actors::job_service {
+ public:
+  boost::asio::awaitable<result<actors::submit_outcome>> submit(actors::submission s) override;
+  result<storage::job_record> get(const std::string& tenant, const std::string& id) override;
+
+  /// Moves a job to `status` (as the engine would), for the 200-on-terminal path.
+  void set_status(const std::string& id, storage::job_status status);
+
+  std::atomic<int> submits{0};  ///< submit() calls that reached the service
+
+ private:
+  result<actors::submit_outcome> submit_locked(actors::submission s);
+
+  std::mutex mutex_;
+  std::map<std::string, storage::job_record> jobs_;  ///< by id
+  std::map<std::string, std::string> idempotency_;   ///< tenant '\n' key → job id
+  int next_id_ = 1;
+};
+
+}  // namespace sy::testing

@@ -1,0 +1,49 @@
+#pragma once
+/// Runs `switchyard serve` and `fake_gateway` as child processes over a temp data dir.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tests/support/http_client.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace sy::test {
+
+class system_env {
+ public:
+  system_env();
+
+  /// Starts the fake gateway binary (on `port`, 0: a free one) with `latency_ms`.
+  void start_gateway(int latency_ms, uint16_t port = 0);
+  void kill_gateway();
+  uint16_t gateway_port() const { return gateway_port_; }
+  /// The fake's request count per `fake.key`.
+  std::map<std::string, int64_t> gateway_counts();
+
+  /// Starts switchyard over the data dir; `extra` flags are appended (e.g. --nats URL).
+  void start_engine(std::vector<std::string> extra = {});
+  child_process& engine() { return *engine_; }
+  void kill_engine();  ///< SIGKILL
+  uint16_t port() const { return port_; }
+  std::string engine_log() const { return engine_ ? engine_->log() : ""; }
+  const temp_dir& dir() const { return dir_; }
+
+  /// POST /v1/jobs with a chat body carrying fake.key = key; returns the job id ("" on error).
+  std::string submit(http_client& c, const std::string& key);
+  /// GET /v1/jobs/{id} until terminal or the deadline; returns the last status ("" if none).
+  std::string wait_terminal(http_client& c, const std::string& id,
+                            std::chrono::milliseconds deadline = std::chrono::seconds(60));
+
+ private:
+  temp_dir dir_;
+  std::unique_ptr<child_process> gateway_;
+  uint16_t gateway_port_ = 0;
+  std::unique_ptr<child_process> engine_;
+  uint16_t port_ = 0;
+  int engine_runs_ = 0;
+};
+
+}  // namespace sy::test

@@ -1,0 +1,141 @@
+#include "config/cli.hpp"
+
+#include <gtest/gtest.h>
+
+#include "config/settings_table.hpp"
+#include "tests/unit/config/temp_dir.hpp"
+
+namespace sy::config {
+namespace {
+
+result<command> run(std::vector<std::string> args, const env_map& env = {}) {
+  args.insert(args.begin(), "switchyard");
+  std::vector<const char*> argv;
+  for (const auto& arg : args) argv.push_back(arg.c_str());
+  return parse_command_line(static_cast<int>(argv.size()), argv.data(), env);
+}
+
+TEST(Cli, ServeHelpListsEverySettingWithEnvAndDefault) {
+  auto help = run({"serve", "--help"});
+  ASSERT_TRUE(help.ok()) << help.error().message;
+  EXPECT_EQ(help->what, command::kind::help);
+  const std::string& text = help->text;
+  EXPECT_NE(text.find("--config"), std::string::npos);
+  for (const auto& option : text_options()) {
+    EXPECT_NE(text.find(option.flag), std::string::npos) << option.flag;
+    EXPECT_NE(text.find(option.env), std::string::npos) << option.env;
+    EXPECT_NE(text.find("[default: " + option.default_text + "]"), std::string::npos)
+        << option.name;
+  }
+  for (const auto& def : settings_table()) {
+    EXPECT_NE(text.find(std::string(def.name)), std::string::npos) << def.name;
+  }
+}
+
+TEST(Cli, TopLevelHelpAndNoArguments) {
+  for (auto args : {std::vector<std::string>{}, std::vector<std::string>{"--help"}}) {
+    auto help = run(args);
+    ASSERT_TRUE(help.ok());
+    EXPECT_EQ(help->what, command::kind::help);
+    EXPECT_NE(help->text.find("serve"), std::string::npos);
+    EXPECT_NE(help->text.find("hash-key"), std::string::npos);
+  }
+}
+
+TEST(Cli, Version) {
+  EXPECT_EQ(version_string(), "switchyard 0.1.0");
+  for (auto arg : {"version", "--version"}) {
+    auto v = run({arg});
+    ASSERT_TRUE(v.ok()) << arg;
+    EXPECT_EQ(v->what, command::kind::version);
+    EXPECT_EQ(v->text, "switchyard 0.1.0");
+  }
+}
+
+TEST(Cli, HashKey) {
+  auto h = run({"hash-key", "my-secret"});
+  ASSERT_TRUE(h.ok());
+  EXPECT_EQ(h->what, command::kind::hash_key);
+  EXPECT_EQ(h->text, "my-secret");
+  EXPECT_FALSE(run({"hash-key"}).ok());
+}
+
+TEST(Cli, ServeFlagsOverrideEnvAndFile) {
+  test::temp_dir dir;
+  auto file = dir.write("sy.yaml",
+                        "per_model_concurrency: 5\nglobal_concurrency: 50\n"
+                        "data_dir: /from/file\ngateway: http://file:1\n");
+  env_map env = {{"SWITCHYARD_PER_MODEL_CONCURRENCY", "6"}, {"SWITCHYARD_DATA_DIR", "/env"}};
+  auto c = run({"serve", "--config", file, "--per-model-concurrency", "7", "--listen",
+                "127.0.0.1:0", "--nats", "nats://127.0.0.1:4222", "--gateway", "http://flag:2"},
+               env);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->what, command::kind::serve);
+  EXPECT_EQ(c->s.per_model_concurrency, 7);
+  EXPECT_EQ(c->s.global_concurrency, 50);
+  EXPECT_EQ(c->s.data_dir, "/env");
+  EXPECT_EQ(c->s.listen, "127.0.0.1:0");
+  EXPECT_EQ(c->s.nats_url, "nats://127.0.0.1:4222");
+  EXPECT_EQ(c->s.gateway->url, "http://flag:2");
+  EXPECT_TRUE(c->warnings.empty());
+}
+
+TEST(Cli, ConfigFileFromEnvironment) {
+  test::temp_dir dir;
+  auto file = dir.write("sy.yaml", "global_concurrency: 42\n");
+  auto c = run({"serve"}, {{"SWITCHYARD_CONFIG", file}});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->s.global_concurrency, 42);
+  // No gateway configured: a warning, not an error.
+  ASSERT_EQ(c->warnings.size(), 1u);
+  EXPECT_NE(c->warnings[0].find("no gateway"), std::string::npos);
+}
+
+TEST(Cli, ServeDefaultsMatchTheStruct) {
+  auto c = run({"serve"});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->s.listen, "127.0.0.1:8080");
+  EXPECT_EQ(c->s.data_dir, "./data");
+  EXPECT_EQ(c->s.nats_url, "");
+  EXPECT_FALSE(c->s.gateway);
+}
+
+TEST(Cli, Errors) {
+  auto unknown_flag = run({"serve", "--bogus", "1"});
+  ASSERT_FALSE(unknown_flag.ok());
+  EXPECT_EQ(unknown_flag.error().code, "invalid_arguments");
+  EXPECT_NE(unknown_flag.error().message.find("--bogus"), std::string::npos);
+  auto unknown_command = run({"launch"});
+  ASSERT_FALSE(unknown_command.ok());
+  EXPECT_EQ(unknown_command.error().code, "invalid_arguments");
+  auto missing_file = run({"serve", "--config", "/nonexistent/sy.yaml"});
+  ASSERT_FALSE(missing_file.ok());
+  EXPECT_NE(missing_file.error().message.find("/nonexistent/sy.yaml"), std::string::npos);
+  auto bad_value = run({"serve", "--lease-ttl-ms", "soon"});
+  ASSERT_FALSE(bad_value.ok());
+  EXPECT_EQ(bad_value.error().code, "invalid_config");
+  EXPECT_NE(bad_value.error().message.find("--lease-ttl-ms"), std::string::npos);
+  auto https = run({"serve", "--gateway", "https://x:1"});
+  ASSERT_FALSE(https.ok());
+  EXPECT_NE(https.error().message.find("https gateways are not supported yet"), std::string::npos);
+}
+
+TEST(Cli, UnknownSwitchyardEnvIsAWarning) {
+  auto c = run({"serve", "--gateway", "http://a:1"}, {{"SWITCHYARD_LISTN", "x"}});
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  ASSERT_EQ(c->warnings.size(), 1u);
+  EXPECT_NE(c->warnings[0].find("SWITCHYARD_LISTN"), std::string::npos);
+}
+
+TEST(Cli, EnvironmentMap) {
+  std::string a = "A=1", b = "B=x=y", c = "NOEQUALS";
+  char* envp[] = {a.data(), b.data(), c.data(), nullptr};
+  auto env = environment_map(envp);
+  EXPECT_EQ(env.size(), 2u);
+  EXPECT_EQ(env.at("A"), "1");
+  EXPECT_EQ(env.at("B"), "x=y");
+  EXPECT_TRUE(environment_map(nullptr).empty());
+}
+
+}  // namespace
+}  // namespace sy::config

@@ -1,0 +1,212 @@
+#include "config/validate.hpp"
+
+#include <gtest/gtest.h>
+
+#include "config/api_keys.hpp"
+#include "config/sha256.hpp"
+#include "tests/unit/config/temp_dir.hpp"
+
+namespace sy::config {
+namespace {
+
+settings with_gateway() {
+  settings s;
+  s.gateway = gateway_settings{};
+  s.gateway->url = "http://127.0.0.1:8000";
+  return s;
+}
+
+/// Validation fails naming `param`, and the message contains `text`.
+void expect_invalid(const settings& s, const std::string& param, const std::string& text = {}) {
+  auto v = validate(s);
+  ASSERT_FALSE(v.ok()) << "expected an error for " << param;
+  EXPECT_EQ(v.error().code, "invalid_config");
+  EXPECT_EQ(v.error().param, param) << v.error().message;
+  EXPECT_NE(v.error().message.find(param), std::string::npos) << v.error().message;
+  EXPECT_NE(v.error().message.find(text), std::string::npos) << v.error().message;
+}
+
+TEST(Validate, DefaultsAreValidAndWarnThatNoGatewayIsSet) {
+  auto v = validate(settings{});
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  auto w = warnings(*v);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("no gateway"), std::string::npos);
+  EXPECT_TRUE(warnings(with_gateway()).empty());
+}
+
+TEST(Validate, GatewayModesAreExclusive) {
+  auto s = with_gateway();
+  s.model_gateways["m"].url = "http://127.0.0.1:1";
+  expect_invalid(s, "gateway", "both gateway and model_gateways");
+  s.gateway.reset();
+  EXPECT_TRUE(validate(s).ok());
+}
+
+TEST(Validate, GatewayUrls) {
+  auto s = with_gateway();
+  s.gateway->url = "https://api.openai.com";
+  expect_invalid(s, "gateway.url", "https gateways are not supported yet");
+  s.gateway->url = "ftp://x:1";
+  expect_invalid(s, "gateway.url", "http://host:port");
+  s.gateway->url = "";
+  expect_invalid(s, "gateway.url", "is required");
+  settings m;
+  m.model_gateways["gpt-4o"].url = "localhost:8000";
+  expect_invalid(m, "model_gateways.gpt-4o.url");
+  m.model_gateways.clear();
+  m.model_gateways[""].url = "http://a:1";
+  expect_invalid(m, "model_gateways", "model name is empty");
+}
+
+TEST(Validate, EveryNumberIsBounded) {
+  struct bad_value {
+    int settings::*member;
+    int value;
+    const char* name;
+  };
+  for (auto [member, value, name] :
+       {bad_value{&settings::per_model_concurrency, 0, "per_model_concurrency"},
+        bad_value{&settings::global_concurrency, 10'001, "global_concurrency"},
+        bad_value{&settings::default_max_attempts, 0, "default_max_attempts"},
+        bad_value{&settings::default_max_attempts, 101, "default_max_attempts"},
+        bad_value{&settings::http_threads, 0, "http_threads"}}) {
+    settings s;
+    s.*member = value;
+    expect_invalid(s, name, "must be between");
+  }
+  for (auto member : {&settings::lease_ttl_ms, &settings::http_read_timeout_ms,
+                      &settings::shutdown_timeout_ms, &settings::ack_wait_ms,
+                      &settings::reaper_interval_ms, &settings::requeue_initial_backoff_ms,
+                      &settings::max_body_bytes, &settings::lmdb_initial_map_bytes,
+                      &settings::group_commit_max_ops, &settings::reconcile_after_ms}) {
+    settings s;
+    s.*member = 0;
+    EXPECT_FALSE(validate(s).ok());
+  }
+}
+
+TEST(Validate, GatewayNumbersAreBounded) {
+  auto s = with_gateway();
+  s.gateway->request_timeout_ms = 0;
+  expect_invalid(s, "gateway.request_timeout_ms", "must be between 1 and");
+  s = with_gateway();
+  s.gateway->max_retries = -1;
+  expect_invalid(s, "gateway.max_retries");
+  s = with_gateway();
+  s.gateway->max_connections = 0;
+  expect_invalid(s, "gateway.max_connections");
+  settings m;
+  m.model_gateways["m"].url = "http://a:1";
+  m.model_gateways["m"].max_backoff_ms = 0;
+  expect_invalid(m, "model_gateways.m.max_backoff_ms");
+}
+
+TEST(Validate, RelationsBetweenSettings) {
+  settings s;
+  s.per_model_concurrency = 50;
+  s.global_concurrency = 20;
+  expect_invalid(s, "per_model_concurrency", "must not exceed global_concurrency (20)");
+  s = settings{};
+  s.requeue_initial_backoff_ms = 5'000;
+  s.requeue_max_backoff_ms = 1'000;
+  expect_invalid(s, "requeue_initial_backoff_ms", "requeue_max_backoff_ms");
+  s = with_gateway();
+  s.gateway->initial_backoff_ms = 3'000;
+  s.gateway->max_backoff_ms = 2'000;
+  expect_invalid(s, "gateway.initial_backoff_ms", "must not exceed max_backoff_ms");
+}
+
+TEST(Validate, GatewayApiKeyFileIsReadAndTrimmed) {
+  test::temp_dir dir;
+  auto s = with_gateway();
+  s.gateway->api_key_file = dir.write("gw.key", "\n  sk-test-123 \n");
+  auto v = validate(s);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_EQ(v->gateway->api_key, "sk-test-123");
+  s.gateway->api_key_file = dir.path("missing.key");
+  expect_invalid(s, "gateway.api_key_file", "missing.key");
+  s.gateway->api_key_file = dir.write("empty.key", " \n");
+  expect_invalid(s, "gateway.api_key_file", "is empty");
+}
+
+TEST(Validate, ListenAddress) {
+  settings s;
+  s.listen = "8080";
+  expect_invalid(s, "listen", "HOST:PORT");
+  s.listen = "127.0.0.1:70000";
+  expect_invalid(s, "listen", "HOST:PORT");
+  for (const char* loopback : {"127.0.0.1:0", "127.3.2.1:80", "[::1]:8080", "localhost:1"}) {
+    s.listen = loopback;
+    EXPECT_TRUE(validate(s).ok()) << loopback;
+  }
+  s.listen = "0.0.0.0:8080";
+  expect_invalid(s, "listen", "refusing to listen on 0.0.0.0:8080 without api_keys");
+  s.listen = "[::]:8080";
+  expect_invalid(s, "listen", "without api_keys");
+  s.api_keys.push_back({sha256_hex("k"), "acme"});
+  s.listen = "0.0.0.0:8080";
+  EXPECT_TRUE(validate(s).ok());
+}
+
+TEST(Validate, ApiKeysAreNormalizedAndChecked) {
+  settings s;
+  std::string upper = sha256_hex("key-1");
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  s.api_keys.push_back({upper, "acme"});
+  auto v = validate(s);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_EQ(v->api_keys[0].sha256_hex, sha256_hex("key-1"));
+  EXPECT_EQ(tenant_for_key(*v, "key-1"), "acme");
+  EXPECT_EQ(tenant_for_key(*v, "key-2"), std::nullopt);
+
+  s.api_keys = {{"abc", "acme"}};
+  expect_invalid(s, "api_keys[0].sha256", "64 hex");
+  s.api_keys = {{std::string(64, 'g'), "acme"}};
+  expect_invalid(s, "api_keys[0].sha256", "64 hex");
+  s.api_keys = {{sha256_hex("a"), ""}};
+  expect_invalid(s, "api_keys[0].tenant");
+  s.api_keys = {{sha256_hex("a"), "has space"}};
+  expect_invalid(s, "api_keys[0].tenant");
+  s.api_keys = {{sha256_hex("a"), "x"}, {sha256_hex("a"), "y"}};
+  expect_invalid(s, "api_keys[1]", "configured twice");
+}
+
+TEST(Validate, TextSettings) {
+  settings s;
+  s.log_level = "verbose";
+  expect_invalid(s, "log_level", "'verbose'");
+  s = settings{};
+  s.data_dir = "";
+  expect_invalid(s, "data_dir", "must not be empty");
+  s = settings{};
+  s.stream_prefix = "SY.X";
+  expect_invalid(s, "stream_prefix");
+  for (const char* bad : {"", "sy.", ".sy", "sy..x", "sy.*", "sy >"}) {
+    s = settings{};
+    s.subject_prefix = bad;
+    expect_invalid(s, "subject_prefix");
+  }
+  s = settings{};
+  s.subject_prefix = "acme.sy";
+  EXPECT_TRUE(validate(s).ok());
+  s.nats_url = "nats://a:4222, nats://b:4222";
+  expect_invalid(s, "nats_url", "whitespace");
+  s = settings{};
+  s.nats_server_bin = "";
+  expect_invalid(s, "nats_server_bin");
+}
+
+TEST(Validate, IsIdempotent) {
+  test::temp_dir dir;
+  auto s = with_gateway();
+  s.gateway->api_key_file = dir.write("k", "secret");
+  auto once = validate(s);
+  ASSERT_TRUE(once.ok());
+  auto twice = validate(*once);
+  ASSERT_TRUE(twice.ok());
+  EXPECT_EQ(twice->gateway->api_key, "secret");
+}
+
+}  // namespace
+}  // namespace sy::config
