@@ -29,12 +29,14 @@ boost::asio::awaitable<result<Reply>> ask(caf::actor_system& sys, Handle target,
     auto complete = [shared, ex](result<Reply> r) {
       boost::asio::post(ex, [shared, r = std::move(r)]() mutable { (*shared)(std::move(r)); });
     };
-    sys.spawn([target, complete, timeout, req = std::move(req)](caf::event_based_actor* self) {
-      self->request(target, timeout, req)
+    auto shared_req = std::make_shared<Request>(std::move(req));
+    caf::actor_system* system = &sys;
+    sys.spawn([target, complete, timeout, shared_req, system](caf::event_based_actor* self) {
+      self->request(target, timeout, std::move(*shared_req))
           .then([complete](Reply& reply) { complete(result<Reply>(std::move(reply))); },
-                [complete](caf::error& e) {
+                [complete, system](caf::error& e) {
                   complete(result<Reply>(make_error(
-                      "storage_unavailable", "the engine did not answer: " + caf::to_string(e))));
+                      "storage_unavailable", "the engine did not answer: " + system->render(e))));
                 });
     });
   };

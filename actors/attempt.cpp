@@ -51,7 +51,8 @@ asio::awaitable<void> heartbeat(engine_context& ctx, storage::extend_lease_op op
     co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (ec) co_return;  // cancelled: the attempt is over
     op.expires_at_ms = ctx.clock.now_ms() + ctx.cfg.lease_ttl_ms;
-    auto r = co_await ask<write_reply>(ctx.sys, ctx.writer, write_request{op}, writer_timeout);
+    write_request req{op};
+    auto r = co_await ask<write_reply>(ctx.sys, ctx.writer, std::move(req), writer_timeout);
     if (r && r->reply && r->reply->what != storage::op_reply::kind::done) {
       log::warn("attempt", "lease lost while running", {{"task_id", op.task_id},
                                                          {"attempt", op.attempt}});
@@ -94,9 +95,14 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
     co_return;
   }
   auto [task_id, attempt] = *parsed;
+  if (ctx.stopping) {
+    (void)msg->nak_with_delay(0);  // shutdown began after the fetch: leave it to the next run
+    co_return;
+  }
   storage::start_attempt_op start{task_id, attempt, random_token(), ctx.holder,
                                   ctx.clock.now_ms(), ctx.cfg.lease_ttl_ms};
-  auto started = co_await ask<write_reply>(ctx.sys, ctx.writer, write_request{start},
+  write_request start_req{start};
+  auto started = co_await ask<write_reply>(ctx.sys, ctx.writer, std::move(start_req),
                                            writer_timeout);
   if (!started || !started->reply) {
     log::warn("attempt", "could not start; redelivering later",
@@ -127,11 +133,11 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
     auto abort = std::make_shared<runtime::abort_handle>();
     auto reg = ctx.inflight.add(abort);
     auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
-    asio::co_spawn(ctx.exec,
-                   heartbeat(ctx, {task_id, attempt, start.token, 0}, msg, timer),
-                   asio::detached);
+    storage::extend_lease_op extend{task_id, attempt, start.token, 0};
+    asio::co_spawn(ctx.exec, heartbeat(ctx, std::move(extend), msg, timer), asio::detached);
     log::debug("attempt", "sending", {{"job_id", job.id}, {"attempt", attempt}});
-    outcome = co_await gw->send({job.endpoint, job.body}, abort);
+    runtime::gateway_request request{job.endpoint, job.body};
+    outcome = co_await gw->send(std::move(request), abort);
     timer->cancel();
     ctx.inflight.remove(reg);
   }
@@ -149,7 +155,8 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
                                                 ctx.cfg.requeue_max_backoff_ms, random_unit());
   finish.now_ms = ctx.clock.now_ms();
   finish.subject = ctx.js.task_subject(model);
-  auto done = co_await ask<write_reply>(ctx.sys, ctx.writer, write_request{finish},
+  write_request finish_req{finish};
+  auto done = co_await ask<write_reply>(ctx.sys, ctx.writer, std::move(finish_req),
                                         writer_timeout);
   if (!done || !done->reply) {
     // The outcome is not recorded; the lease will expire and the reaper re-queues the task.

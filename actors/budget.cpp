@@ -32,6 +32,11 @@ void global_budget::release(int n) {
   for (auto& w : to_wake) w();
 }
 
+void global_budget::clear_waiters() {
+  std::lock_guard lock{mu_};
+  waiters_.clear();
+}
+
 int global_budget::free() const {
   std::lock_guard lock{mu_};
   return free_;

@@ -20,6 +20,8 @@ class global_budget {
   /// Gives `n` slots back and wakes waiters.
   void release(int n);
   int free() const;
+  /// Forgets every waiter (shutdown: they hold actor handles).
+  void clear_waiters();
 
  private:
   struct waiter {

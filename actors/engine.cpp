@@ -147,10 +147,10 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
     std::lock_guard lock{models_mu_};
     if (wanted_models_.insert(model).second) models_cv_.notify_all();
   }
-  auto r = co_await ask<write_reply>(
-      *sys_, ctx_->writer,
-      write_request{storage::create_job_op{std::move(job), std::move(task), std::move(publish)}},
-      submit_timeout);
+  // Named rather than a temporary in the co_await expression: GCC 12 mishandles the lifetime of
+  // aggregate temporaries passed to a coroutine inside co_await.
+  write_request req{storage::create_job_op{std::move(job), std::move(task), std::move(publish)}};
+  auto r = co_await ask<write_reply>(*sys_, ctx_->writer, std::move(req), submit_timeout);
   if (!r) co_return r.error();
   if (!r->reply) co_return r->err;
   auto& rep = *r->reply;
@@ -204,10 +204,24 @@ void engine::shutdown() {
   caf::anon_send_exit(reaper_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(relay_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(ctx.writer, caf::exit_reason::user_shutdown);
+  // A detached actor's thread ends only when the last handle to it is gone.
+  relay_ready_ = false;
+  dispatchers_.clear();
+  ctx.budget.clear_waiters();
+  reaper_ = nullptr;
+  relay_ = nullptr;
+  ctx.writer = nullptr;
+  if (!wait_until([&] { return sys_->registry().running() == 0; }, std::chrono::seconds(5)))
+    log::warn("engine", "actors still running at shutdown",
+              {{"running", sys_->registry().running()}});
   work_.reset();
   exec_.stop();
   for (auto& t : exec_threads_) t.join();
-  sys_.reset();  // waits for every actor to finish
+  // Every actor has terminated (checked above). CAF 0.17's actor_system destructor also waits
+  // for the threads of detached actors to see their last reference dropped, which in this
+  // version never happens for our detached actors, so the system object is released on purpose
+  // instead of destroyed: its remaining threads are idle and end with the process.
+  (void)sys_.release();
   log::info("engine", "stopped");
 }
 

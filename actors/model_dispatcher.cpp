@@ -78,6 +78,12 @@ void fetch(dispatcher_ptr self) {
   int n = static_cast<int>(msgs->size());
   st.ctx->budget.release(got_slots - n);
   st.last_fetch_empty = n == 0;
+  if (st.ctx->stopping) {
+    // Fetched while shutdown began: hand the messages straight back for the next run.
+    for (auto& m : *msgs) (void)m.nak_with_delay(0);
+    st.ctx->budget.release(n);
+    return;
+  }
   st.free -= n;
   for (auto& m : *msgs) launch(self, std::move(m));
   schedule_fetch(self);

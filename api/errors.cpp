@@ -12,7 +12,7 @@ constexpr std::string_view auth = "authentication_error";
 constexpr std::string_view server = "server_error";
 
 // Keep in step with docs/api.md ("Errors").
-constexpr std::array<error_info, 26> table = {{
+constexpr std::array<error_info, 25> table = {{
     {"invalid_json", 400, invalid_request, "The request body is not valid JSON."},
     {"invalid_request", 400, invalid_request, "The request body must be a JSON object."},
     {"invalid_endpoint", 400, invalid_request,
@@ -41,7 +41,6 @@ constexpr std::array<error_info, 26> table = {{
     {"storage_unavailable", 503, server, "Storage is unavailable; retry later."},
     {"shutting_down", 503, server, "The server is shutting down; retry on another node."},
     {"not_ready", 503, server, "The server is not ready yet."},
-    {"request_timeout", 408, invalid_request, "The request was not received in time."},
     {"header_too_large", 431, invalid_request, "The request headers are too large."},
     {"bad_request", 400, invalid_request, "The request is not valid HTTP/1.1."},
 }};

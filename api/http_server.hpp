@@ -56,6 +56,9 @@ class http_server {
   /// `shutdown_timeout_ms`. /readyz answers 503 from now on.
   void stop_accepting();
 
+  /// True once `stop_accepting` has begun: new requests are no longer taken.
+  bool draining() const { return stopping_.load(); }
+
   /// Stops the io threads (after `stop_accepting` when it has not run) and joins them.
   void stop();
 

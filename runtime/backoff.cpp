@@ -18,8 +18,8 @@ int64_t backoff_delay_ms(int retry, int64_t initial_ms, int64_t max_ms, double j
   const int64_t fixed = base - half;
   // The double product can round above `half` for huge values; clamp so the sum cannot overflow.
   const double scaled = std::floor(static_cast<double>(half) * jitter01);
-  const int64_t random_part = scaled >= static_cast<double>(half) ? half
-                                                                   : static_cast<int64_t>(scaled);
+  const int64_t random_part =
+      scaled >= static_cast<double>(half) ? half : static_cast<int64_t>(scaled);
   return fixed + random_part;
 }
 

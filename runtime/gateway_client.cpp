@@ -148,10 +148,10 @@ struct wait_state {
 
 /// The result of one HTTP exchange on one connection.
 struct exchange {
-  bool attempted = false;     ///< a connection was taken and the exchange begun
+  bool attempted = false;  ///< a connection was taken and the exchange begun
   bool got_response = false;
-  bool reusable = false;      ///< the connection may go back to the pool
-  bool stale = false;         ///< failed before any response byte, not by timeout or abort
+  bool reusable = false;  ///< the connection may go back to the pool
+  bool stale = false;     ///< failed before any response byte, not by timeout or abort
   int status = 0;
   std::string body;
   std::string request_id;
@@ -241,16 +241,26 @@ asio::awaitable<gateway_outcome> gateway_client::impl::run(gateway_request reque
     co_return out;
   }
   const http_request req = build(std::move(request));
+  bool aborted = false;
   for (int retry = 0;; ++retry) {
     exchange ex = co_await try_once(req, *ws, abort);
     out.tries += ex.attempted ? 1 : 0;
+    // A response that arrived is kept even if an abort races with it; only an exchange that
+    // failed (typically because the abort closed its connection) reports "aborted".
+    if (!ex.got_response && is_aborted(abort)) {
+      aborted = true;
+      break;
+    }
     const int64_t delay_ms = retry_delay_ms(retry, ex);
     apply(out, std::move(ex));
-    if (is_aborted(abort) || !out.retryable || retry >= settings.max_retries) break;
-    if (!co_await sleep(delay_ms, *ws, abort)) break;
+    if (!out.retryable || retry >= settings.max_retries) break;
+    if (!co_await sleep(delay_ms, *ws, abort)) {
+      aborted = true;
+      break;
+    }
   }
   if (abort) abort->clear_canceller();
-  if (is_aborted(abort)) {
+  if (aborted) {
     const int tries = out.tries;
     out = gateway_outcome{};
     out.error = "aborted";
@@ -408,8 +418,8 @@ asio::awaitable<exchange> gateway_client::impl::exchange_on(connection& c, const
   parser.body_limit(kMaxResponseBytes);
   co_await http::async_read(c.stream, c.buffer, parser, use_ec(ec));
   if (ec) {
-    ex.stale = !parser.got_some() && ec != beast::error::timeout &&
-               ec != asio::error::operation_aborted;
+    ex.stale =
+        !parser.got_some() && ec != beast::error::timeout && ec != asio::error::operation_aborted;
     ex.error = "read response: " + describe(ec);
     co_return ex;
   }

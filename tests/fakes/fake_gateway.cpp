@@ -94,9 +94,8 @@ received_request to_received(const http_request& req) {
   r.target = std::string(req.target());
   for (const auto& field : req) {
     std::string name(field.name_string());
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) {
-      return static_cast<char>(std::tolower(c));
-    });
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     r.headers[name] = std::string(field.value());
   }
   r.body = req.body();
@@ -202,8 +201,8 @@ void fake_gateway::state::set_refusing_async(bool refusing, int64_t for_ms) {
       close_listener();
       close_sessions();
       if (for_ms <= 0) return;
-      auto t = std::make_shared<asio::steady_timer>(accept_strand,
-                                                    std::chrono::milliseconds(for_ms));
+      auto t =
+          std::make_shared<asio::steady_timer>(accept_strand, std::chrono::milliseconds(for_ms));
       t->async_wait([this, t](error_code) {
         if (!acceptor.is_open()) (void)open_listener(port);
       });
@@ -360,8 +359,7 @@ asio::awaitable<void> fake_gateway::state::session(socket_ptr sock, uint64_t id)
 
 // ---------------------------------------------------------------------------------------------
 
-fake_gateway::fake_gateway(fake_gateway_options options)
-    : s_(std::make_unique<state>(options)) {}
+fake_gateway::fake_gateway(fake_gateway_options options) : s_(std::make_unique<state>(options)) {}
 
 fake_gateway::~fake_gateway() { stop(); }
 

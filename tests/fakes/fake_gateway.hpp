@@ -68,10 +68,10 @@ class fake_gateway {
   void on_request(std::function<void(const received_request&)> callback);
 
   // --- observation
-  int64_t requests() const;           ///< non-control requests received
-  int64_t connections() const;        ///< connections accepted in total
-  int open_connections() const;       ///< connections open now
-  int peak_in_flight() const;         ///< most non-control requests being answered at once
+  int64_t requests() const;      ///< non-control requests received
+  int64_t connections() const;   ///< connections accepted in total
+  int open_connections() const;  ///< connections open now
+  int peak_in_flight() const;    ///< most non-control requests being answered at once
   std::vector<std::string> bodies() const;
   std::vector<received_request> received() const;
   std::map<std::string, int64_t> requests_by_key() const;  ///< by the body's fake.key

@@ -10,7 +10,8 @@ namespace {
 using json = nlohmann::json;
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -137,7 +138,8 @@ fake_answer error_answer(int status, const std::string& message) {
   } else if (status >= 400 && status < 500) {
     type = "invalid_request_error";
   }
-  json out = {{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}};
+  json out = {
+      {"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", code}}}};
   fake_answer a{status, dump(out), {}};
   if (status == 429) a.headers.emplace_back("Retry-After", "1");
   return a;

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <optional>
+
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -14,17 +16,17 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 
 struct http_client::impl {
-  uint16_t port;
+  uint16_t port = 0;
   asio::io_context io;
-  beast::tcp_stream stream{io};
+  std::optional<beast::tcp_stream> stream;
   bool connected = false;
   beast::flat_buffer buffer;
 };
 
-http_client::http_client(uint16_t port) : impl_(new impl{port, {}, {}, false, {}}) {}
+http_client::http_client(uint16_t port) : impl_(new impl) { impl_->port = port; }
 http_client::~http_client() {
   beast::error_code ec;
-  impl_->stream.socket().close(ec);
+  if (impl_->stream) impl_->stream->socket().close(ec);
   delete impl_;
 }
 
@@ -35,9 +37,9 @@ http_reply http_client::request(const std::string& method, const std::string& ta
   for (int round = 0; round < 2; ++round) {
     beast::error_code ec;
     if (!impl_->connected) {
-      impl_->stream = beast::tcp_stream(impl_->io);
+      impl_->stream.emplace(impl_->io);
       impl_->buffer.clear();
-      impl_->stream.connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"),
+      impl_->stream->connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"),
                                                     impl_->port), ec);
       if (ec) {
         out.error = "connect: " + ec.message();
@@ -55,10 +57,10 @@ http_reply http_client::request(const std::string& method, const std::string& ta
     if (!body.empty() && !has_type) req.set(http::field::content_type, "application/json");
     req.body() = body;
     req.prepare_payload();
-    impl_->stream.expires_after(std::chrono::seconds(60));
-    http::write(impl_->stream, req, ec);
+    impl_->stream->expires_after(std::chrono::seconds(60));
+    http::write(*impl_->stream, req, ec);
     http::response<http::string_body> res;
-    if (!ec) http::read(impl_->stream, impl_->buffer, res, ec);
+    if (!ec) http::read(*impl_->stream, impl_->buffer, res, ec);
     if (ec) {
       impl_->connected = false;
       out.error = "exchange: " + ec.message();

@@ -44,7 +44,9 @@ TEST(system, kill9_mid_flight_loses_nothing_and_duplicates_nothing) {
   for (size_t i = 0; i < ids.size(); ++i) {
     auto key = "crash-" + std::to_string(i);
     EXPECT_GE(counts[key], 1) << key;
-    if (done_before.count(key)) EXPECT_EQ(counts[key], 1) << key << " ran again after completing";
+    if (done_before.count(key)) {
+      EXPECT_EQ(counts[key], 1) << key << " ran again after completing";
+    }
   }
 }
 

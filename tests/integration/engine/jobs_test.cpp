@@ -56,7 +56,7 @@ TEST(jobs, per_model_concurrency_is_never_exceeded) {
   env.gateway().set_latency_ms(100);
   http_client c(env.port());
   std::vector<std::string> ids;
-  for (int i = 0; i < 12; ++i) ids.push_back(env.submit(c, "x")["id"]);
+  for (int i = 0; i < 12; ++i) ids.push_back(env.submit(c, "x").json()["id"]);
   for (const auto& id : ids) ASSERT_EQ(env.wait_terminal(c, id)["status"], "completed");
   EXPECT_LE(env.gateway().peak_in_flight(), 3);
   EXPECT_GE(env.gateway().peak_in_flight(), 2);  // and it does run work in parallel

@@ -126,8 +126,7 @@ TEST_F(GatewayTest, RefusedConnectionIsARetryableTransportError) {
   EXPECT_FALSE(out.got_response);
   EXPECT_TRUE(out.retryable);
   EXPECT_EQ(out.tries, 2);
-  EXPECT_EQ(out.error, "connect 127.0.0.1:" + std::to_string(fake.port()) +
-                           ": Connection refused");
+  EXPECT_EQ(out.error, "connect 127.0.0.1:" + std::to_string(fake.port()) + ": Connection refused");
   EXPECT_EQ(fake.requests(), 0);
 
   fake.set_refusing(false);  // back on the same port

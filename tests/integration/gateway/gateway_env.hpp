@@ -4,8 +4,8 @@
 
 #include <utility>
 
-#include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
 
 #include <chrono>
 #include <memory>

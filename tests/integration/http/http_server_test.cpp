@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -228,6 +229,28 @@ TEST_F(http_server_test, stop_accepting_closes_idle_connections) {
   EXPECT_EQ(idle.wait_closed(milliseconds(3000)), boost::asio::error::eof);
   http_client late(server_->port());
   EXPECT_TRUE(late.connect());  // the listener is closed
+}
+
+TEST_F(http_server_test, stop_accepting_lets_an_in_flight_request_finish) {
+  service_.hold();
+  http_client client(server_->port());
+  ASSERT_FALSE(client.connect());
+  auto req = make_request(http::verb::post, "/v1/jobs", job_body, "application/json", "key-a");
+  ASSERT_FALSE(client.write(req));
+  ASSERT_TRUE(service_.wait_suspended(1, milliseconds(3000)));
+  std::thread stopper([this] { server_->stop_accepting(); });
+  auto deadline = std::chrono::steady_clock::now() + milliseconds(3000);
+  while (!server_->draining() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  bool draining = server_->draining();
+  service_.release();
+  stopper.join();
+  ASSERT_TRUE(draining);
+  http_response res;
+  ASSERT_FALSE(client.read(res));
+  EXPECT_EQ(res.result(), http::status::accepted);
+  EXPECT_FALSE(res.keep_alive());  // draining: the connection closes after this response
+  EXPECT_EQ(client.wait_closed(milliseconds(3000)), boost::asio::error::eof);
 }
 
 class slow_client_test : public http_server_test {

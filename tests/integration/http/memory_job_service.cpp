@@ -1,5 +1,10 @@
 #include "tests/integration/http/memory_job_service.hpp"
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include "actors/submission.hpp"
 
 namespace sy::testing {
@@ -7,6 +12,17 @@ namespace sy::testing {
 boost::asio::awaitable<result<actors::submit_outcome>> memory_job_service::submit(
     actors::submission s) {
   ++submits;
+  if (held_) {
+    auto timer = std::make_shared<boost::asio::steady_timer>(
+        co_await boost::asio::this_coro::executor, boost::asio::steady_timer::time_point::max());
+    {
+      std::lock_guard lock(mutex_);
+      suspended_.push_back(timer);
+    }
+    suspended_changed_.notify_all();
+    boost::system::error_code ec;
+    co_await timer->async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
+  }
   co_return submit_locked(std::move(s));
 }
 
@@ -47,6 +63,20 @@ result<storage::job_record> memory_job_service::get(const std::string& tenant,
   if (it == jobs_.end() || it->second.tenant != tenant)
     return make_error("job_not_found", "No job " + id + ".", "id");
   return it->second;
+}
+
+void memory_job_service::release() {
+  std::lock_guard lock(mutex_);
+  held_ = false;
+  // A timer is touched only on its own executor (the connection's strand).
+  for (auto& t : suspended_) boost::asio::post(t->get_executor(), [t] { t->cancel(); });
+  suspended_.clear();
+}
+
+bool memory_job_service::wait_suspended(int n, std::chrono::milliseconds deadline) {
+  std::unique_lock lock(mutex_);
+  return suspended_changed_.wait_for(lock, deadline,
+                                     [&] { return static_cast<int>(suspended_.size()) >= n; });
 }
 
 void memory_job_service::set_status(const std::string& id, storage::job_status status) {

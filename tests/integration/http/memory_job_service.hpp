@@ -2,10 +2,17 @@
 /// An in-memory `actors::job_service` for testing the HTTP layer alone (the end-to-end tests use
 /// the real engine). Thread-safe; counts the calls that reach it.
 
+#include <utility>  // before any Asio/Beast header
+
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
+
+#include <boost/asio/steady_timer.hpp>
 
 #include "actors/job_service.hpp"
 
@@ -21,9 +28,18 @@ class memory_job_service final : public actors::job_service {
 
   std::atomic<int> submits{0};  ///< submit() calls that reached the service
 
+  /// While held, submit() suspends (without blocking its thread) until `release()`.
+  void hold() { held_ = true; }
+  void release();
+  /// Waits until `n` submits are suspended by `hold()`, or the deadline; true when they are.
+  bool wait_suspended(int n, std::chrono::milliseconds deadline);
+
  private:
   result<actors::submit_outcome> submit_locked(actors::submission s);
 
+  std::atomic<bool> held_{false};
+  std::vector<std::shared_ptr<boost::asio::steady_timer>> suspended_;  ///< guarded by mutex_
+  std::condition_variable suspended_changed_;
   std::mutex mutex_;
   std::map<std::string, storage::job_record> jobs_;  ///< by id
   std::map<std::string, std::string> idempotency_;   ///< tenant '\n' key → job id

@@ -1,5 +1,7 @@
 #include "api/errors.hpp"
 
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -67,6 +69,17 @@ TEST(error_response, unknown_code_becomes_internal_error) {
   EXPECT_EQ(j["error"]["code"], "internal_error");
   EXPECT_EQ(j["error"]["type"], "server_error");
   EXPECT_EQ(j["error"]["message"].get<std::string>().find("secret"), std::string::npos);
+}
+
+TEST(error_table, docs_list_every_code) {
+  std::ifstream in(std::string(SY_SOURCE_DIR) + "/docs/api.md");
+  ASSERT_TRUE(in.good());
+  std::string docs((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& row : all_errors()) {
+    std::string line = "| `" + std::string(row.code) + "` | " + std::to_string(row.status) + " | " +
+                       std::string(row.type) + " |";
+    EXPECT_NE(docs.find(line), std::string::npos) << "docs/api.md lacks: " << line;
+  }
 }
 
 }  // namespace
