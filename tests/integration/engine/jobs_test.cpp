@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tests/integration/engine/engine_env.hpp"
 #include "config/sha256.hpp"
 #include "tests/support/wait.hpp"
@@ -60,6 +62,33 @@ TEST(jobs, per_model_concurrency_is_never_exceeded) {
   for (const auto& id : ids) ASSERT_EQ(env.wait_terminal(c, id)["status"], "completed");
   EXPECT_LE(env.gateway().peak_in_flight(), 3);
   EXPECT_GE(env.gateway().peak_in_flight(), 2);  // and it does run work in parallel
+}
+
+TEST(jobs, global_concurrency_holds_across_models) {
+  engine_env env;
+  config::gateway_settings gw = *env.settings().gateway;
+  env.settings().gateway.reset();
+  env.settings().model_gateways = {{"m-a", gw}, {"m-b", gw}};
+  env.settings().per_model_concurrency = 4;
+  env.settings().global_concurrency = 4;
+  env.start();
+  env.gateway().set_latency_ms(100);
+  http_client c(env.port());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 16; ++i) {
+    nlohmann::json req = {{"endpoint", "/v1/chat/completions"},
+                          {"body", {{"model", i % 2 ? "m-a" : "m-b"}, {"messages", nlohmann::json::array()}}}};
+    auto r = c.post_json("/v1/jobs", req);
+    ASSERT_EQ(r.status, 202) << r.body;
+    ids.push_back(r.json()["id"]);
+  }
+  for (const auto& id : ids) ASSERT_EQ(env.wait_terminal(c, id)["status"], "completed");
+  EXPECT_LE(env.gateway().peak_in_flight(), 4);
+  // Both models ran under the shared budget.
+  std::set<std::string> models;
+  for (const auto& r : env.gateway().received())
+    models.insert(nlohmann::json::parse(r.body).value("model", ""));
+  EXPECT_EQ(models.size(), 2u);
 }
 
 TEST(jobs, gateway_4xx_is_final_with_its_answer_recorded) {
