@@ -4,12 +4,15 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <map>
+
 #include "runtime/log.hpp"
 
 namespace sy::actors {
 namespace {
 
 struct reaper_state {
+  int64_t last_reconcile_ms = 0;
   engine_context* ctx = nullptr;
   storage::environment* env = nullptr;
   std::string node_prefix;
@@ -54,6 +57,43 @@ int reap(reaper_ptr self) {
   return static_cast<int>(dead.size());
 }
 
+/// The reconcile sweeper (DESIGN.md rule 6). JetStream fsyncs periodically, so a machine crash
+/// can lose a task message that LMDB still counts as queued. A task queued for longer than
+/// `reconcile_after_ms` whose model's consumer holds no message at all (and with nothing waiting
+/// in the outbox) lost its message: queue it again. A duplicate is fenced out at start.
+void reconcile(reaper_ptr self, int64_t now) {
+  auto& st = self->state;
+  auto& ctx = *st.ctx;
+  const int64_t after = ctx.cfg.reconcile_after_ms;
+  if (now - st.last_reconcile_ms < std::max<int64_t>(after / 4, ctx.cfg.reaper_interval_ms)) return;
+  st.last_reconcile_ms = now;
+  std::map<std::string, std::vector<storage::task_record>> stale;  // by model
+  {
+    auto txn = st.env->begin_read();
+    if (!storage::read_outbox(txn, 0, 1).empty()) return;  // the relay has work: wait for it
+    txn.scan(storage::db::tasks, "", [&](std::string_view, std::string_view value) {
+      auto j = nlohmann::json::parse(value, nullptr, false);
+      if (j.is_discarded()) return true;
+      auto t = storage::task_from_json(j);
+      if (t.state == storage::task_state::queued && t.queued_at_ms + after <= now &&
+          t.not_before_ms + after <= now)
+        stale[t.model].push_back(std::move(t));
+      return true;
+    });
+  }
+  for (auto& [model, tasks] : stale) {
+    auto backlog = ctx.js.task_backlog(model);
+    if (!backlog || *backlog > 0) continue;  // messages are there (or NATS is down): not lost
+    log::warn("reaper", "re-queueing tasks whose JetStream message was lost",
+              {{"model", model}, {"tasks", tasks.size()}});
+    for (const auto& t : tasks) {
+      storage::republish_op op{t.id, t.attempt, now, ctx.js.task_subject(model)};
+      self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
+          .then([](write_reply&) {});
+    }
+  }
+}
+
 lease_reaper_actor::behavior_type reaper(reaper_ptr self, engine_context* ctx,
                                          storage::environment* env, std::string node_prefix) {
   self->state.ctx = ctx;
@@ -63,6 +103,7 @@ lease_reaper_actor::behavior_type reaper(reaper_ptr self, engine_context* ctx,
   return {
       [=](tick_atom) {
         reap(self);
+        reconcile(self, ctx->clock.now_ms());
         self->delayed_send(self, std::chrono::milliseconds(ctx->cfg.reaper_interval_ms),
                            tick_atom::value);
       },

@@ -3,7 +3,8 @@
 /// the leases and expires each one that ran out, or whose holder is an earlier run of this node
 /// (everything in flight when the process was killed): the attempt ends as a retryable failure,
 /// so the task is re-queued with attempt + 1 or the job fails after max_attempts. No job stays
-/// non-terminal forever.
+/// non-terminal forever. It also runs the reconcile sweeper: a queued task whose JetStream
+/// message was lost is queued again.
 
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>

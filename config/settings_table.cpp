@@ -164,8 +164,8 @@ std::vector<setting_def> build_settings_table() {
          .type = vt::duration_ms,
          .min = k_second,
          .max = 7 * k_day,
-         .description = "Re-publish a queued task that has had no lease or delivery for this "
-                        "long, in ms.",
+         .description = "Re-publish a task queued this long (in ms) when its model's JetStream "
+                        "consumer holds no message (the message was lost).",
          .field = &settings::reconcile_after_ms},
       // --- storage
       sd{.name = "lmdb_initial_map_bytes",

@@ -461,4 +461,17 @@ result<uint64_t> js_client::stream_message_count(std::string_view stream) {
   return n;
 }
 
+result<uint64_t> js_client::task_backlog(std::string_view model) {
+  std::string stream = stream_name("TASKS");
+  std::string consumer = "tasks_" + subject_token(model);
+  jsConsumerInfo* ci = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetConsumerInfo(&ci, conn_->js, stream.c_str(), consumer.c_str(), nullptr,
+                                    &jerr);
+  if (s != NATS_OK) return nats_error("Reading consumer " + consumer, s, jerr);
+  uint64_t n = ci->NumPending + static_cast<uint64_t>(std::max<int64_t>(ci->NumAckPending, 0));
+  jsConsumerInfo_Destroy(ci);
+  return n;
+}
+
 }  // namespace sy::runtime

@@ -151,6 +151,9 @@ class js_client {
   /// Number of messages currently stored in `stream` (a full stream name): for tests, metrics
   /// and readiness checks.
   result<uint64_t> stream_message_count(std::string_view stream);
+  /// Messages of `model`'s task consumer not yet acked: waiting (NumPending) plus delivered and
+  /// unacked (NumAckPending). Zero while LMDB still holds queued tasks means messages were lost.
+  result<uint64_t> task_backlog(std::string_view model);
 
  private:
   js_client(std::shared_ptr<detail::js_conn> conn, js_layout layout);

@@ -32,12 +32,14 @@ result<op_reply> apply_create(write_txn& txn, const create_job_op& op) {
                            idempotency_record{job.id, job.request_hash, job.created_at_ms}));
   }
   SY_TRY(put_job(txn, job));
-  SY_TRY(put_task(txn, op.task));
+  task_record task = op.task;
+  task.queued_at_ms = job.created_at_ms;
+  SY_TRY(put_task(txn, task));
   SY_TRY(txn.put(db::meta, known_model_key(job.model), ""));
   append_outbox(txn, op.publish);
   op_reply r = reply(op_reply::kind::done);
   r.job = job;
-  r.task = op.task;
+  r.task = std::move(task);
   r.outbox_appended = true;
   return r;
 }
@@ -129,6 +131,7 @@ result<op_reply> apply_finish(write_txn& txn, const finish_attempt_op& op) {
         task->state = task_state::queued;
         task->attempt = op.attempt + 1;
         task->not_before_ms = op.now_ms + op.backoff_ms;
+        task->queued_at_ms = op.now_ms;
         job->status = job_status::queued;
         append_outbox(txn, outbox_record{0, task_message_id(task->id, task->attempt), op.subject,
                                          task_message_payload(task->id, task->attempt)});
@@ -137,6 +140,7 @@ result<op_reply> apply_finish(write_txn& txn, const finish_attempt_op& op) {
       break;
     case attempt_end::released:
       task->state = task_state::queued;
+      task->queued_at_ms = op.now_ms;
       job->status = job_status::queued;
       job->attempts = op.attempt - 1;
       break;
@@ -144,6 +148,23 @@ result<op_reply> apply_finish(write_txn& txn, const finish_attempt_op& op) {
   SY_TRY(put_task(txn, *task));
   SY_TRY(put_job(txn, *job));
   r.job = std::move(job);
+  r.task = std::move(task);
+  return r;
+}
+
+result<op_reply> apply_republish(write_txn& txn, const republish_op& op) {
+  auto task = get_task(txn, op.task_id);
+  if (!task || task->state != task_state::queued || task->attempt != op.attempt)
+    return reply(op_reply::kind::stale);
+  task->queued_at_ms = op.now_ms;
+  SY_TRY(put_task(txn, *task));
+  // A distinct message id: the original may still sit in JetStream's duplicate window.
+  append_outbox(txn, outbox_record{0,
+                                   task_message_id(task->id, task->attempt) + ":r" +
+                                       std::to_string(op.now_ms),
+                                   op.subject, task_message_payload(task->id, task->attempt)});
+  op_reply r = reply(op_reply::kind::done);
+  r.outbox_appended = true;
   r.task = std::move(task);
   return r;
 }
@@ -163,6 +184,7 @@ result<op_reply> apply(write_txn& txn, const write_op& op) {
         if constexpr (std::is_same_v<T, start_attempt_op>) return apply_start(txn, o);
         if constexpr (std::is_same_v<T, extend_lease_op>) return apply_extend(txn, o);
         if constexpr (std::is_same_v<T, finish_attempt_op>) return apply_finish(txn, o);
+        if constexpr (std::is_same_v<T, republish_op>) return apply_republish(txn, o);
         if constexpr (std::is_same_v<T, outbox_ack_op>) return apply_outbox_ack(txn, o);
       },
       op);

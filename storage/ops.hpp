@@ -66,13 +66,24 @@ struct finish_attempt_op {
   std::string subject;  ///< for retry: where the next attempt's message goes
 };
 
+/// Queue the current attempt's message again (the reconcile sweeper, DESIGN.md rule 6: the
+/// message was lost, e.g. JetStream lost recently acked data in a machine crash). Applies only if
+/// the task is still queued at `attempt`; a duplicate it may create is fenced out at start.
+struct republish_op {
+  std::string task_id;
+  int attempt = 0;
+  int64_t now_ms = 0;
+  std::string subject;
+};
+
 /// Delete outbox records that JetStream has acknowledged.
 struct outbox_ack_op {
   std::vector<uint64_t> seqs;
 };
 
 using write_op =
-    std::variant<create_job_op, start_attempt_op, extend_lease_op, finish_attempt_op, outbox_ack_op>;
+    std::variant<create_job_op, start_attempt_op, extend_lease_op, finish_attempt_op,
+                 republish_op, outbox_ack_op>;
 
 /// The answer to an operation.
 struct op_reply {

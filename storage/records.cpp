@@ -145,6 +145,7 @@ json to_json(const task_record& r) {
   j["ma"] = r.max_attempts;
   j["st"] = to_string(r.state);
   put_int(j, "nb", r.not_before_ms);
+  put_int(j, "qa", r.queued_at_ms);
   put_str(j, "le", r.last_error);
   return j;
 }
@@ -160,6 +161,7 @@ task_record task_from_json(const json& j) {
   r.max_attempts = get_int<int>(j, "ma", r.max_attempts);
   r.state = task_state_from(get_str(j, "st")).value_or(task_state::queued);
   r.not_before_ms = get_int<int64_t>(j, "nb");
+  r.queued_at_ms = get_int<int64_t>(j, "qa");
   r.last_error = get_str(j, "le");
   return r;
 }

@@ -68,6 +68,7 @@ struct task_record {
   int max_attempts = 3;
   task_state state = task_state::queued;
   int64_t not_before_ms = 0;  ///< earliest time the current attempt may start (retry backoff)
+  int64_t queued_at_ms = 0;   ///< when the current attempt's message was last queued (reconcile)
   std::string last_error;
 };
 

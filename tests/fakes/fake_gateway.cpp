@@ -1,9 +1,5 @@
 #include "tests/fakes/fake_gateway.hpp"
 
-// GCC 12 reports a false -Wmismatched-new-delete on Asio's awaitable frames at -O2 (their
-// operator new/delete pair is matched; a known GCC false positive). Silenced for this file only.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
 #include <utility>  // before any Asio header
 
 #include <boost/asio/co_spawn.hpp>

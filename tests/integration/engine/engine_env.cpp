@@ -36,12 +36,17 @@ engine_env::engine_env() {
 
 engine_env::~engine_env() { stop(); }
 
-void engine_env::start() {
+storage::environment& engine_env::open_store() {
   if (!env_) {
     auto e = storage::environment::open(settings_.data_dir, 64 << 20);
     if (!e) throw std::runtime_error("lmdb: " + e.error().message);
     env_ = std::move(e.value());
   }
+  return *env_;
+}
+
+void engine_env::start() {
+  open_store();
   if (!js_) {
     runtime::js_layout layout;
     layout.ack_wait_ms = settings_.ack_wait_ms;

@@ -32,6 +32,8 @@ class engine_env {
   actors::engine& engine() { return *engine_; }
   uint16_t port() const { return http_->port(); }
 
+  /// Opens the LMDB store without starting the engine (start() does it too).
+  storage::environment& open_store();
   /// Starts (or, after stop(), restarts) the engine and HTTP server over the same data.
   void start();
   /// Graceful stop of HTTP and engine (NATS, LMDB and the gateway stay).

@@ -73,5 +73,40 @@ TEST(faults, shutdown_gives_running_work_back_and_a_restart_finishes_it) {
   EXPECT_EQ(env.gateway().requests(), 2);
 }
 
+TEST(faults, a_task_whose_message_was_lost_is_requeued_by_the_reconcile_sweeper) {
+  engine_env env;
+  env.settings().reconcile_after_ms = 300;
+  // A job committed in LMDB whose JetStream message never arrived (as after a machine crash
+  // that lost JetStream's unsynced tail): the outbox record is gone, the stream is empty.
+  auto& store = env.open_store();
+  runtime::system_clock_source clock;
+  storage::create_job_op op;
+  op.job.id = "job_lostmessage";
+  op.job.tenant = "default";
+  op.job.endpoint = "/v1/chat/completions";
+  op.job.model = "test-model";
+  op.job.body = R"({"model":"test-model","messages":[{"role":"user","content":"lost"}]})";
+  op.job.task_id = "lost-task";
+  op.job.created_at_ms = clock.now_ms() - 10'000;
+  op.task.id = "lost-task";
+  op.task.job_id = op.job.id;
+  op.task.tenant = "default";
+  op.task.model = "test-model";
+  op.publish = {0, storage::task_message_id("lost-task", 1), "sy.tasks.lost",
+                storage::task_message_payload("lost-task", 1)};
+  {
+    auto txn = store.begin_write();
+    ASSERT_TRUE(txn.ok());
+    ASSERT_TRUE(storage::apply(*txn, op).ok());
+    for (const auto& r : storage::read_outbox(*txn, 0, 10)) storage::del_outbox(*txn, r.seq);
+    ASSERT_TRUE(txn->commit().ok());
+  }
+  env.start();
+  http_client c(env.port());
+  auto done = env.wait_terminal(c, "job_lostmessage");
+  EXPECT_EQ(done["status"], "completed") << done.dump();
+  EXPECT_EQ(env.gateway().requests(), 1);
+}
+
 }  // namespace
 }  // namespace sy::test
