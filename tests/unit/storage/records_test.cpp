@@ -85,7 +85,7 @@ TEST(Records, DecodingToleratesMissingAndMistypedFields) {
 }
 
 TEST(Records, TaskRoundTrip) {
-  task_record in{"t1", "job_1", "acme", "m", 4, 2, 7, task_state::leased, 99, "boom"};
+  task_record in{"t1", "job_1", "acme", "m", 4, 2, 7, task_state::leased, 99, 55, "boom"};
   const task_record out = task_from_json(json::parse(to_json(in).dump()));
   EXPECT_EQ(out.id, "t1");
   EXPECT_EQ(out.job_id, "job_1");
@@ -96,6 +96,7 @@ TEST(Records, TaskRoundTrip) {
   EXPECT_EQ(out.max_attempts, 7);
   EXPECT_EQ(out.state, task_state::leased);
   EXPECT_EQ(out.not_before_ms, 99);
+  EXPECT_EQ(out.queued_at_ms, 55);
   EXPECT_EQ(out.last_error, "boom");
 }
 
