@@ -31,14 +31,20 @@ boost::asio::awaitable<result<Reply>> ask(caf::actor_system& sys, Handle target,
     };
     auto shared_req = std::make_shared<Request>(std::move(req));
     caf::actor_system* system = &sys;
-    sys.spawn([target, complete, timeout, shared_req, system](caf::event_based_actor* self) {
-      self->request(target, timeout, std::move(*shared_req))
-          .then([complete](Reply& reply) { complete(result<Reply>(std::move(reply))); },
-                [complete, system](caf::error& e) {
-                  complete(result<Reply>(make_error(
-                      "storage_unavailable", "the engine did not answer: " + system->render(e))));
-                });
-    });
+    // The request travels as a spawn argument, not a capture: CAF 0.17 dereferences a null
+    // argument tuple for argument-less function actors (UBSan reports it).
+    sys.spawn(
+        [target, complete, timeout, system](caf::event_based_actor* self,
+                                            std::shared_ptr<Request> request) {
+          self->request(target, timeout, std::move(*request))
+              .then([complete](Reply& reply) { complete(result<Reply>(std::move(reply))); },
+                    [complete, system](caf::error& e) {
+                      complete(result<Reply>(make_error(
+                          "storage_unavailable",
+                          "the engine did not answer: " + system->render(e))));
+                    });
+        },
+        std::move(shared_req));
   };
   co_return co_await boost::asio::async_initiate<decltype(boost::asio::use_awaitable),
                                                  void(result<Reply>)>(initiate,

@@ -94,16 +94,18 @@ stop_engine() {
   forget_pid "$engine_pid"
 }
 
-# Per-thread CPU time (user+system clock ticks) of the given processes, one "pid tid ticks" line
-# per thread. Comparing two snapshots gives each thread's CPU over a phase.
+# Per-thread CPU time (user+system clock ticks) of the given processes, one "pid tid ticks name"
+# line per thread (CAF names its threads caf.actor, caf.multiplexer, caf.clock; ours are unnamed). Comparing two snapshots gives each thread's CPU over a phase.
 cpu_snapshot() {
   local pid task
   for pid in "$@"; do
     for task in /proc/"$pid"/task/*; do
       [[ -r $task/stat ]] || continue
-      # Fields after the ")" that ends the command name: utime is the 12th, stime the 13th.
-      awk -v pid="$pid" -v tid="${task##*/}" \
-        '{ sub(/^.*\) /, ""); print pid, tid, $12 + $13 }' "$task/stat" 2>/dev/null || true
+      # Fields after the ")" that ends the thread name: utime is the 12th, stime the 13th.
+      awk -v pid="$pid" -v tid="${task##*/}" '{
+        name = $0; sub(/^[^(]*\(/, "", name); sub(/\).*$/, "", name); gsub(/ /, "_", name)
+        sub(/^.*\) /, ""); print pid, tid, $12 + $13, name
+      }' "$task/stat" 2>/dev/null || true
     done
   done
 }
@@ -116,16 +118,21 @@ cpu_report() {  # cpu_report BEFORE AFTER SECONDS REQUESTS LABELS...: per proces
   awk -v hz="$hz" -v secs="$secs" -v reqs="$reqs" -v labels="$*" '
     BEGIN { n = split(labels, l, " "); for (i = 1; i <= n; i += 2) name[l[i]] = l[i + 1] }
     NR == FNR { b[$1 " " $2] = $3; next }
-    { d = ($3 - b[$1 " " $2]) / hz; proc[$1] += d; if (d > 0) t[$1 " " $2] = d }
+    { d = ($3 - b[$1 " " $2]) / hz; proc[$1] += d; if (d > 0) t[$1 " " $2] = d; tn[$1 " " $2] = $4 }
     END {
       for (p in proc)
         printf "  %-12s %5.0f%% CPU (of one core), %6.1f us CPU per request\n", name[p],
           100 * proc[p] / secs, 1e6 * proc[p] / reqs
       for (k in t) if (100 * t[k] / secs >= 10) {
         split(k, x, " ")
-        printf "    %-12s thread %-8s %5.0f%%\n", name[x[1]], x[2], 100 * t[k] / secs | "sort -k4,4nr"
+        line = sprintf("    %-12s thread %-8s %5.0f%%  %s", name[x[1]], x[2], 100 * t[k] / secs, tn[k])
+        print line | "sort -k4,4nr"
       }
     }' "$before" "$after"
+}
+
+machine_busy() {  # busy clock ticks of all cores together (user+nice+system+irq+softirq+steal)
+  awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
 }
 
 nats_pid_of() { pgrep -P "$1" nats-server | head -1 || true; }
@@ -150,9 +157,12 @@ measure() {
   local t0 t1 self0 self1
   t0=$(date +%s.%N)
   self0=$(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat)
+  local busy0 busy1
+  busy0=$(machine_busy)
   "$loadgen" "$@" | tee "$out/$name.txt" || true
   t1=$(date +%s.%N)
   cpu_snapshot "${procs[@]}" >"$out/$name.cpu1"
+  busy1=$(machine_busy)
   echo "  CPU during $name ($(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s wall):"
   # The load generator is a child of this shell: its CPU shows in this shell's cutime+cstime.
   self1=$(awk '{print $14 + $15 + $16 + $17}' /proc/$$/stat)
@@ -162,6 +172,10 @@ measure() {
     awk -v a="$t0" -v b="$t1" -v c0="$self0" -v c1="$self1" -v hz="$(getconf CLK_TCK)" -v n="$reqs" \
       'BEGIN { printf "  %-12s %5.0f%% CPU (of one core), %6.1f us CPU per request\n", "loadgen",
                100 * (c1 - c0) / hz / (b - a), 1e6 * (c1 - c0) / hz / n }'
+    # Everything on the machine, to tell whether anything else was running during the phase.
+    awk -v a="$t0" -v b="$t1" -v c0="$busy0" -v c1="$busy1" -v hz="$(getconf CLK_TCK)" \
+      'BEGIN { printf "  %-12s %5.0f%% CPU (of one core; %d cores in all)\n", "whole machine",
+               100 * (c1 - c0) / hz / (b - a), '"$(nproc)"' }'
     cpu_report "$out/$name.cpu0" "$out/$name.cpu1" \
       "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" "$reqs" $labels
   } | tee "$out/$name.cpu"
