@@ -121,10 +121,10 @@ struct phase_state {
   std::atomic<int64_t> unexpected{0};
   std::atomic<int64_t> errors{0};
   std::mutex mu;
-  std::vector<uint32_t> latencies_us;        ///< merged after each connection finishes
-  std::map<int, int64_t> statuses;           ///< unexpected status → count (under mu)
-  std::vector<std::string> ids;              ///< job id by request index (submit mode)
-  std::map<std::string, int64_t> job_status; ///< verify mode: job status → count (under mu)
+  std::vector<uint32_t> latencies_us;         ///< merged after each connection finishes
+  std::map<int, int64_t> statuses;            ///< unexpected status → count (under mu)
+  std::vector<std::string> ids;               ///< job id by request index (submit mode)
+  std::map<std::string, int64_t> job_status;  ///< verify mode: job status → count (under mu)
 };
 
 std::string chat_body(const options& o, int64_t i) {
@@ -143,7 +143,8 @@ std::string string_field(std::string_view body, std::string_view key) {
   if (at == std::string_view::npos) return {};
   const size_t start = at + needle.size();
   const size_t end = body.find('"', start);
-  return end == std::string_view::npos ? std::string() : std::string(body.substr(start, end - start));
+  return end == std::string_view::npos ? std::string()
+                                       : std::string(body.substr(start, end - start));
 }
 
 http::request<http::string_body> make_request(const options& o, http::verb verb,
@@ -383,8 +384,7 @@ int main(int argc, char** argv) {
               percentile_ms(s.latencies_us, 50), percentile_ms(s.latencies_us, 99),
               percentile_ms(s.latencies_us, 99.9), percentile_ms(s.latencies_us, 100));
   std::printf("  non-%d answers %lld, transport errors %lld\n", o.raw ? 200 : 202,
-              static_cast<long long>(s.unexpected.load()),
-              static_cast<long long>(s.errors.load()));
+              static_cast<long long>(s.unexpected.load()), static_cast<long long>(s.errors.load()));
   for (const auto& [code, count] : s.statuses)
     std::printf("    status %d: %lld\n", code, static_cast<long long>(count));
 
@@ -397,20 +397,22 @@ int main(int argc, char** argv) {
   if (o.e2e_fake_port != 0 && !o.raw) {
     const auto [done, fake_done] = wait_end_to_end(s);
     const double total = seconds_between(start, done);
-    std::printf("  end to end: last job terminal %.3f s after the first submit (%.0f jobs/s); "
-                "fake saw all %lld requests at %.3f s\n",
-                total, static_cast<double>(o.requests) / total,
-                static_cast<long long>(o.requests), seconds_between(start, fake_done));
+    std::printf(
+        "  end to end: last job terminal %.3f s after the first submit (%.0f jobs/s); "
+        "fake saw all %lld requests at %.3f s\n",
+        total, static_cast<double>(o.requests) / total, static_cast<long long>(o.requests),
+        seconds_between(start, fake_done));
     char buf[256];
     std::snprintf(buf, sizeof buf, " e2e_s=%.3f e2e_jobs_per_s=%.0f fake_all_s=%.3f", total,
                   static_cast<double>(o.requests) / total, seconds_between(start, fake_done));
     e2e = buf;
   }
-  std::printf("RESULT mode=%s requests=%lld connections=%d secs=%.3f rate=%.0f p50=%.3f p99=%.3f "
-              "p999=%.3f max=%.3f bad=%lld%s\n",
-              o.raw ? "raw" : "submit", static_cast<long long>(o.requests), o.connections, secs,
-              rate, percentile_ms(s.latencies_us, 50), percentile_ms(s.latencies_us, 99),
-              percentile_ms(s.latencies_us, 99.9), percentile_ms(s.latencies_us, 100),
-              static_cast<long long>(bad), e2e.c_str());
+  std::printf(
+      "RESULT mode=%s requests=%lld connections=%d secs=%.3f rate=%.0f p50=%.3f p99=%.3f "
+      "p999=%.3f max=%.3f bad=%lld%s\n",
+      o.raw ? "raw" : "submit", static_cast<long long>(o.requests), o.connections, secs, rate,
+      percentile_ms(s.latencies_us, 50), percentile_ms(s.latencies_us, 99),
+      percentile_ms(s.latencies_us, 99.9), percentile_ms(s.latencies_us, 100),
+      static_cast<long long>(bad), e2e.c_str());
   return bad == 0 ? 0 : 1;
 }

@@ -3,7 +3,8 @@
 #
 #   bench/run.sh [BUILD_DIR]          (default BUILD_DIR: build-bench next to this folder)
 #
-# Needs BUILD_DIR/switchyard, BUILD_DIR/tests/fakes/fake_gateway and BUILD_DIR/bench/sy_bench_submit.
+# Needs BUILD_DIR/switchyard, BUILD_DIR/tests/fakes/fake_gateway and
+# BUILD_DIR/bench/sy_bench_submit.
 # Sizes come from the environment: SUBMIT_CONNS (64), SUBMIT_N (50000), E2E_N (20000),
 # RAW_N (50000), PER_MODEL (100), GLOBAL (100). Each engine gets a fresh data dir on the build
 # dir's filesystem (not tmpfs, so fsync is real); logs and per-thread CPU stay in
@@ -95,7 +96,8 @@ stop_engine() {
 }
 
 # Per-thread CPU time (user+system clock ticks) of the given processes, one "pid tid ticks name"
-# line per thread (CAF names its threads caf.actor, caf.multiplexer, caf.clock; ours are unnamed). Comparing two snapshots gives each thread's CPU over a phase.
+# line per thread (CAF names its threads caf.actor, caf.multiplexer, caf.clock; ours are
+# unnamed). Comparing two snapshots gives each thread's CPU over a phase.
 cpu_snapshot() {
   local pid task
   for pid in "$@"; do
@@ -125,7 +127,8 @@ cpu_report() {  # cpu_report BEFORE AFTER SECONDS REQUESTS LABELS...: per proces
           100 * proc[p] / secs, 1e6 * proc[p] / reqs
       for (k in t) if (100 * t[k] / secs >= 10) {
         split(k, x, " ")
-        line = sprintf("    %-12s thread %-8s %5.0f%%  %s", name[x[1]], x[2], 100 * t[k] / secs, tn[k])
+        line = sprintf("    %-12s thread %-8s %5.0f%%  %s", name[x[1]], x[2],
+                       100 * t[k] / secs, tn[k])
         print line | "sort -k4,4nr"
       }
     }' "$before" "$after"
@@ -169,7 +172,8 @@ measure() {
   local reqs
   reqs=$(result_field "$out/$name.txt" requests)
   {
-    awk -v a="$t0" -v b="$t1" -v c0="$self0" -v c1="$self1" -v hz="$(getconf CLK_TCK)" -v n="$reqs" \
+    awk -v a="$t0" -v b="$t1" -v c0="$self0" -v c1="$self1" -v hz="$(getconf CLK_TCK)" \
+      -v n="$reqs" \
       'BEGIN { printf "  %-12s %5.0f%% CPU (of one core), %6.1f us CPU per request\n", "loadgen",
                100 * (c1 - c0) / hz / (b - a), 1e6 * (c1 - c0) / hz / n }'
     # Everything on the machine, to tell whether anything else was running during the phase.
