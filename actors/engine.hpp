@@ -50,8 +50,6 @@ class engine final : public job_service {
   /// Stops dispatching, lets running attempts finish up to `shutdown_timeout_ms`, gives the rest
   /// back to the queue, publishes what the outbox holds, and stops every actor. Idempotent.
   void shutdown();
-  /// Attempts running right now (for tests and metrics).
-  size_t running_attempts() const { return ctx_->running.load(); }
 
  private:
   explicit engine(deps d);

@@ -27,7 +27,6 @@ class inflight_registry {
  public:
   uint64_t add(std::shared_ptr<runtime::abort_handle> h);
   void remove(uint64_t id);
-  size_t size() const;
   /// Aborts every running attempt (each then releases its task back to the queue).
   void abort_all();
 

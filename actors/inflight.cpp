@@ -14,11 +14,6 @@ void inflight_registry::remove(uint64_t id) {
   running_.erase(id);
 }
 
-size_t inflight_registry::size() const {
-  std::lock_guard lock{mu_};
-  return running_.size();
-}
-
 void inflight_registry::abort_all() {
   std::lock_guard lock{mu_};
   for (auto& [id, h] : running_) h->abort();
