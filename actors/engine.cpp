@@ -171,6 +171,24 @@ result<storage::job_record> engine::get(const std::string& tenant, const std::st
   return std::move(*job);
 }
 
+// TODO(issue 3): replaced by the real implementations in the next commit.
+boost::asio::awaitable<result<storage::job_record>> engine::wait_terminal(
+    std::string, std::string, std::chrono::milliseconds) {
+  co_return make_error("internal_error", "not implemented yet");
+}
+boost::asio::awaitable<result<event_batch>> engine::next_events(std::string, std::string,
+                                                                uint64_t,
+                                                                std::chrono::milliseconds) {
+  co_return make_error("internal_error", "not implemented yet");
+}
+boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string, std::string) {
+  co_return make_error("internal_error", "not implemented yet");
+}
+result<job_page> engine::list(const std::string&, std::optional<storage::job_status>, int,
+                              const std::string&) {
+  return make_error("internal_error", "not implemented yet");
+}
+
 bool engine::ready() const { return !ctx_->stopping && deps_.js.connected(); }
 
 void engine::shutdown() {

@@ -44,6 +44,15 @@ class engine final : public job_service {
 
   boost::asio::awaitable<result<submit_outcome>> submit(submission s) override;
   result<storage::job_record> get(const std::string& tenant, const std::string& id) override;
+  boost::asio::awaitable<result<storage::job_record>> wait_terminal(
+      std::string tenant, std::string id, std::chrono::milliseconds timeout) override;
+  boost::asio::awaitable<result<event_batch>> next_events(
+      std::string tenant, std::string id, uint64_t after_seq,
+      std::chrono::milliseconds timeout) override;
+  boost::asio::awaitable<result<storage::job_record>> cancel(std::string tenant,
+                                                             std::string id) override;
+  result<job_page> list(const std::string& tenant, std::optional<storage::job_status> status,
+                        int limit, const std::string& after) override;
 
   /// Ready to accept work: storage open and NATS connected.
   bool ready() const;

@@ -4,9 +4,11 @@
 /// commits through the storage writer actor and answers when the commit is durable.
 /// Thread-safety: every method may be called from any Asio thread concurrently.
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <nlohmann/json.hpp>
@@ -24,6 +26,20 @@ struct submission {
   nlohmann::json metadata = nlohmann::json::object();
   int max_attempts = 0;  ///< 0: the configured default
   std::string idempotency_key;  ///< empty when none
+  std::string webhook_url;      ///< empty: the configured default (if any)
+  int64_t timeout_ms = 0;       ///< deadline relative to creation; 0: none
+};
+
+/// One page of `list`: newest first.
+struct job_page {
+  std::vector<storage::job_record> jobs;
+  bool has_more = false;
+};
+
+/// A job and its state changes after some sequence number (the SSE stream).
+struct event_batch {
+  storage::job_record job;
+  std::vector<storage::event_record> events;
 };
 
 /// What a submit produced: the job, and whether this call created it (false: an earlier
@@ -41,6 +57,30 @@ class job_service {
   virtual boost::asio::awaitable<result<submit_outcome>> submit(submission s) = 0;
   /// Reads a job of `tenant`; another tenant's job is `job_not_found`.
   virtual result<storage::job_record> get(const std::string& tenant, const std::string& id) = 0;
+
+  /// Waits until the job is terminal or `timeout` has passed, and returns it as it is then.
+  /// Never blocks a thread. Errors: job_not_found.
+  virtual boost::asio::awaitable<result<storage::job_record>> wait_terminal(
+      std::string tenant, std::string id, std::chrono::milliseconds timeout) = 0;
+
+  /// The job's state changes with sequence > `after_seq`, in order; when there are none yet,
+  /// waits for one up to `timeout` (then returns an empty list). Errors: job_not_found.
+  virtual boost::asio::awaitable<result<event_batch>> next_events(
+      std::string tenant, std::string id, uint64_t after_seq,
+      std::chrono::milliseconds timeout) = 0;
+
+  /// Cancels: a queued job is `cancelled` at once; a running one becomes `cancelling`, its
+  /// request is aborted, then `cancelled`. Cancelling a cancelled/cancelling job is harmless
+  /// (returns it). Errors: job_not_found, job_not_cancellable (completed, failed, expired),
+  /// storage_unavailable, shutting_down.
+  virtual boost::asio::awaitable<result<storage::job_record>> cancel(std::string tenant,
+                                                                     std::string id) = 0;
+
+  /// The tenant's jobs, newest first, optionally only those in `status`, strictly older than
+  /// job id `after` when given (the cursor), at most `limit` (1..100).
+  virtual result<job_page> list(const std::string& tenant,
+                                std::optional<storage::job_status> status, int limit,
+                                const std::string& after) = 0;
 };
 
 }  // namespace sy::actors

@@ -60,6 +60,30 @@ struct settings {
   int64_t reaper_interval_ms = 1'000;
   int64_t reconcile_after_ms = 60'000;  ///< re-publish queued tasks idle longer than this
 
+  // --- clients: waiting and live events
+  int64_t max_wait_ms = 60'000;       ///< cap of `Prefer: wait=N` on POST /v1/jobs
+  int64_t sync_timeout_ms = 600'000;  ///< how long POST /v1/chat/completions & co. wait
+
+  // --- webhooks
+  std::string webhook_url;          ///< default target for jobs that name none; empty: none
+  std::string webhook_secret_file;  ///< HMAC key file; empty: <data_dir>/webhook_secret
+  std::string webhook_secret;       ///< loaded from webhook_secret_file (never logged)
+  int webhook_max_attempts = 5;
+  int64_t webhook_timeout_ms = 10'000;
+  int64_t webhook_initial_backoff_ms = 1'000;
+  int64_t webhook_max_backoff_ms = 300'000;
+  int64_t webhook_inline_result_bytes = 65'536;
+  std::string webhook_allow_networks;  ///< comma-separated CIDRs; empty: every network not denied
+  std::string webhook_deny_networks =
+      "0.0.0.0/8,169.254.0.0/16,fe80::/10,100.100.100.200/32,fd00:ec2::254/128";
+  bool webhook_allow_loopback = false;
+
+  // --- retention
+  int64_t retention_completed_ms = int64_t{24} * 3'600'000;
+  int64_t retention_failed_ms = int64_t{7} * 24 * 3'600'000;  ///< failed, expired, cancelled
+  bool retain_inputs = true;  ///< false: drop request bodies once a job is terminal
+  int retention_batch = 100;  ///< jobs deleted per reaper tick at most
+
   // --- storage
   int64_t lmdb_initial_map_bytes = int64_t{1} << 30;
   int64_t group_commit_max_ops = 4096;

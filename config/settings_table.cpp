@@ -167,6 +167,122 @@ std::vector<setting_def> build_settings_table() {
          .description = "Re-publish a task queued this long (in ms) when its model's JetStream "
                         "consumer holds no message (the message was lost).",
          .field = &settings::reconcile_after_ms},
+      // --- clients
+      sd{.name = "max_wait_ms",
+         .flag = "--max-wait-ms",
+         .type = vt::duration_ms,
+         .min = 0,
+         .max = k_hour,
+         .description = "Cap of `Prefer: wait=N` on POST /v1/jobs, in ms; a longer wait is cut "
+                        "to this.",
+         .field = &settings::max_wait_ms},
+      sd{.name = "sync_timeout_ms",
+         .flag = "--sync-timeout-ms",
+         .type = vt::duration_ms,
+         .min = k_second,
+         .max = k_day,
+         .description = "How long POST /v1/chat/completions, /v1/embeddings and /v1/completions "
+                        "wait for their job, in ms; then 504 with the job id to poll.",
+         .field = &settings::sync_timeout_ms},
+      // --- webhooks
+      sd{.name = "webhook_url",
+         .flag = "--webhook-url",
+         .type = vt::text,
+         .description = "Default webhook for jobs that name none (http:// or https://). Empty: "
+                        "none.",
+         .field = &settings::webhook_url},
+      sd{.name = "webhook_secret_file",
+         .flag = "--webhook-secret-file",
+         .type = vt::text,
+         .description = "File holding the HMAC-SHA256 key that signs webhooks. Empty: "
+                        "<data_dir>/webhook_secret, created with a random key on first start.",
+         .field = &settings::webhook_secret_file},
+      sd{.name = "webhook_max_attempts",
+         .flag = "--webhook-max-attempts",
+         .type = vt::integer,
+         .min = 1,
+         .max = 100,
+         .description = "Delivery attempts per webhook before it is dropped (and counted).",
+         .field = &settings::webhook_max_attempts},
+      sd{.name = "webhook_timeout_ms",
+         .flag = "--webhook-timeout-ms",
+         .type = vt::duration_ms,
+         .min = 1,
+         .max = 10 * 60 * k_second,
+         .description = "Time allowed for one webhook delivery (connect, send, answer), in ms.",
+         .field = &settings::webhook_timeout_ms},
+      sd{.name = "webhook_initial_backoff_ms",
+         .flag = "--webhook-initial-backoff-ms",
+         .type = vt::duration_ms,
+         .min = 1,
+         .max = k_day,
+         .description = "Delay before the second delivery attempt (exponential with jitter), "
+                        "in ms.",
+         .field = &settings::webhook_initial_backoff_ms},
+      sd{.name = "webhook_max_backoff_ms",
+         .flag = "--webhook-max-backoff-ms",
+         .type = vt::duration_ms,
+         .min = 1,
+         .max = k_day,
+         .description = "Upper bound of the delay between delivery attempts, in ms.",
+         .field = &settings::webhook_max_backoff_ms},
+      sd{.name = "webhook_inline_result_bytes",
+         .flag = "--webhook-inline-result-bytes",
+         .type = vt::integer,
+         .min = 0,
+         .max = 64 << 20,
+         .description = "Largest gateway answer sent inline in a webhook or event; a larger one "
+                        "is replaced by `result_url`.",
+         .field = &settings::webhook_inline_result_bytes},
+      sd{.name = "webhook_allow_networks",
+         .flag = "--webhook-allow-networks",
+         .type = vt::text,
+         .description = "Comma-separated CIDRs a webhook target must resolve into. Empty: "
+                        "every network that is not denied.",
+         .field = &settings::webhook_allow_networks},
+      sd{.name = "webhook_deny_networks",
+         .flag = "--webhook-deny-networks",
+         .type = vt::text,
+         .description = "Comma-separated CIDRs a webhook target must never resolve into "
+                        "(link-local and cloud-metadata addresses by default).",
+         .field = &settings::webhook_deny_networks},
+      sd{.name = "webhook_allow_loopback",
+         .flag = "--webhook-allow-loopback",
+         .type = vt::boolean,
+         .min = 0,
+         .max = 1,
+         .description = "Allow webhook targets on loopback (127.0.0.0/8, ::1).",
+         .field = &settings::webhook_allow_loopback},
+      // --- retention
+      sd{.name = "retention_completed_ms",
+         .flag = "--retention-completed-ms",
+         .type = vt::duration_ms,
+         .min = k_second,
+         .max = 3650 * k_day,
+         .description = "How long a completed job (and its idempotency key) is kept, in ms.",
+         .field = &settings::retention_completed_ms},
+      sd{.name = "retention_failed_ms",
+         .flag = "--retention-failed-ms",
+         .type = vt::duration_ms,
+         .min = k_second,
+         .max = 3650 * k_day,
+         .description = "How long a failed, expired or cancelled job is kept, in ms.",
+         .field = &settings::retention_failed_ms},
+      sd{.name = "retain_inputs",
+         .flag = "--retain-inputs",
+         .type = vt::boolean,
+         .min = 0,
+         .max = 1,
+         .description = "Keep request bodies after a job is terminal; false drops them at once.",
+         .field = &settings::retain_inputs},
+      sd{.name = "retention_batch",
+         .flag = "--retention-batch",
+         .type = vt::integer,
+         .min = 1,
+         .max = 100'000,
+         .description = "Most jobs the lease reaper deletes per tick (small batches never stall "
+                        "the writer).",
+         .field = &settings::retention_batch},
       // --- storage
       sd{.name = "lmdb_initial_map_bytes",
          .flag = "--lmdb-initial-map-bytes",
@@ -284,6 +400,8 @@ std::string_view type_name(value_type type) {
       return "MAP";
     case vt::api_keys:
       return "LIST";
+    case vt::boolean:
+      return "BOOL";
   }
   return "TEXT";
 }
@@ -321,6 +439,14 @@ status assign(S& target, const field_def<S>& def, std::string_view text, std::st
     target.*(*text_member) = std::string(detail::trim(text));
     return ok;
   }
+  if (auto* bool_member = std::get_if<bool S::*>(&def.field)) {
+    auto value = detail::trim(text);
+    for (std::string_view yes : {"true", "yes", "on", "1"})
+      if (value == yes) return (target.*(*bool_member) = true, ok);
+    for (std::string_view no : {"false", "no", "off", "0"})
+      if (value == no) return (target.*(*bool_member) = false, ok);
+    return type_error(where, name, "true or false", text);
+  }
   int64_t number = 0;
   if (def.type == vt::duration_ms) {
     auto parsed = parse_duration_ms(text);
@@ -357,6 +483,8 @@ std::string format_value(const S& source, const field_def<S>& def) {
   if (auto* text_member = std::get_if<std::string S::*>(&def.field)) {
     return source.*(*text_member);
   }
+  if (auto* bool_member = std::get_if<bool S::*>(&def.field))
+    return source.*(*bool_member) ? "true" : "false";
   auto number = number_value(source, def);
   if (!number) return {};
   return def.type == vt::duration_ms ? format_duration_ms(*number) : std::to_string(*number);

@@ -26,15 +26,16 @@ enum class value_type {
   gateway,      ///< the global gateway: a URL (flag, env, YAML) or a map of gateway fields (YAML)
   gateway_map,  ///< model_gateways: model name → gateway (YAML only)
   api_keys,     ///< api_keys: list of {sha256|key_file, tenant} (YAML only)
+  boolean,      ///< true/false (also yes/no, on/off, 1/0)
 };
 
-/// "TEXT", "INT", "DURATION", "URL", "MAP", "LIST": the placeholder shown in help.
+/// "TEXT", "INT", "DURATION", "URL", "MAP", "LIST", "BOOL": the placeholder shown in help.
 std::string_view type_name(value_type type);
 
 /// One declared field of `S` (`settings` or `gateway_settings`).
 template <class S>
 struct field_def {
-  using member = std::variant<std::monostate, std::string S::*, int S::*, int64_t S::*>;
+  using member = std::variant<std::monostate, std::string S::*, int S::*, int64_t S::*, bool S::*>;
   std::string_view name;  ///< YAML key, snake_case, unit in the name
   std::string_view flag;  ///< e.g. "--per-model-concurrency"; empty: YAML only
   value_type type = value_type::text;

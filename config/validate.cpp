@@ -164,6 +164,30 @@ status check_api_keys(settings& s) {
   return ok;
 }
 
+status check_webhooks(settings& s) {
+  if (s.webhook_initial_backoff_ms > s.webhook_max_backoff_ms) {
+    return invalid("webhook_initial_backoff_ms",
+                   "must not exceed webhook_max_backoff_ms (" +
+                       std::to_string(s.webhook_max_backoff_ms) + "), got " +
+                       std::to_string(s.webhook_initial_backoff_ms));
+  }
+  if (!s.webhook_url.empty() && s.webhook_url.rfind("http://", 0) != 0 &&
+      s.webhook_url.rfind("https://", 0) != 0) {
+    return invalid("webhook_url", "must start with http:// or https://, got " +
+                                      detail::quoted(s.webhook_url));
+  }
+  if (!s.webhook_secret_file.empty()) {
+    auto content = detail::read_file(s.webhook_secret_file, "webhook_secret_file");
+    if (!content) return content.error();
+    s.webhook_secret = std::string(detail::trim(*content));
+    if (s.webhook_secret.empty()) {
+      return invalid("webhook_secret_file",
+                     "file " + detail::quoted(s.webhook_secret_file) + " is empty");
+    }
+  }
+  return ok;
+}
+
 }  // namespace
 
 result<settings> validate(settings s) {
@@ -173,6 +197,7 @@ result<settings> validate(settings s) {
   if (auto st = check_nats(s); !st) return st.error();
   if (auto st = check_execution(s); !st) return st.error();
   if (auto st = check_gateways(s); !st) return st.error();
+  if (auto st = check_webhooks(s); !st) return st.error();
   return s;
 }
 

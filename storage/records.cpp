@@ -13,9 +13,10 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::array<std::pair<job_status, std::string_view>, 6> job_status_names{{
+constexpr std::array<std::pair<job_status, std::string_view>, 7> job_status_names{{
     {job_status::queued, "queued"},
     {job_status::in_progress, "in_progress"},
+    {job_status::cancelling, "cancelling"},
     {job_status::completed, "completed"},
     {job_status::failed, "failed"},
     {job_status::cancelled, "cancelled"},
@@ -104,6 +105,10 @@ json to_json(const job_record& r) {
   put_int(j, "ua", r.updated_at_ms);
   if (r.result) j["rs"] = json{{"sc", r.result->status_code}, {"bd", r.result->body}};
   if (r.error) j["er"] = json{{"cd", r.error->code}, {"ms", r.error->message}};
+  put_str(j, "wh", r.webhook_url);
+  put_int(j, "dl", r.deadline_ms);
+  put_int(j, "ev", r.event_seq);
+  if (r.input_dropped) j["id0"] = true;
   return j;
 }
 
@@ -131,6 +136,10 @@ job_record job_from_json(const json& j) {
   if (j.is_object() && j.contains("er") && j["er"].is_object()) {
     r.error = job_error{get_str(j["er"], "cd"), get_str(j["er"], "ms")};
   }
+  r.webhook_url = get_str(j, "wh");
+  r.deadline_ms = get_int<int64_t>(j, "dl");
+  r.event_seq = get_int<uint64_t>(j, "ev");
+  r.input_dropped = j.is_object() && j.value("id0", false);
   return r;
 }
 
@@ -217,6 +226,55 @@ outbox_record outbox_from_json(const json& j) {
   r.msg_id = get_str(j, "id");
   r.subject = get_str(j, "sb");
   r.payload = get_str(j, "pl");
+  return r;
+}
+
+json to_json(const event_record& r) {
+  json j = json::object();
+  j["jb"] = r.job_id;
+  j["sq"] = r.seq;
+  j["st"] = to_string(r.state);
+  if (r.previous) j["pv"] = to_string(*r.previous);
+  put_int(j, "at", r.at_ms);
+  put_int(j, "an", r.attempt);
+  if (r.error) j["er"] = json{{"cd", r.error->code}, {"ms", r.error->message}};
+  return j;
+}
+
+event_record event_from_json(const json& j) {
+  event_record r;
+  r.job_id = get_str(j, "jb");
+  r.seq = get_int<uint64_t>(j, "sq");
+  r.state = job_status_from(get_str(j, "st")).value_or(job_status::queued);
+  if (j.is_object() && j.contains("pv")) r.previous = job_status_from(get_str(j, "pv"));
+  r.at_ms = get_int<int64_t>(j, "at");
+  r.attempt = get_int<int>(j, "an");
+  if (j.is_object() && j.contains("er") && j["er"].is_object())
+    r.error = job_error{get_str(j["er"], "cd"), get_str(j["er"], "ms")};
+  return r;
+}
+
+json to_json(const webhook_record& r) {
+  json j = json::object();
+  j["sq"] = r.seq;
+  put_str(j, "jb", r.job_id);
+  put_str(j, "ur", r.url);
+  put_str(j, "bd", r.body);
+  put_int(j, "an", r.attempts);
+  put_int(j, "nx", r.next_at_ms);
+  put_str(j, "le", r.last_error);
+  return j;
+}
+
+webhook_record webhook_from_json(const json& j) {
+  webhook_record r;
+  r.seq = get_int<uint64_t>(j, "sq");
+  r.job_id = get_str(j, "jb");
+  r.url = get_str(j, "ur");
+  r.body = get_str(j, "bd");
+  r.attempts = get_int<int>(j, "an");
+  r.next_at_ms = get_int<int64_t>(j, "nx");
+  r.last_error = get_str(j, "le");
   return r;
 }
 

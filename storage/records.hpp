@@ -12,7 +12,7 @@
 namespace sy::storage {
 
 /// Client-visible job states (docs/state-machine.md).
-enum class job_status { queued, in_progress, completed, failed, cancelled, expired };
+enum class job_status { queued, in_progress, cancelling, completed, failed, cancelled, expired };
 
 /// Internal task states. `leased` means an attempt holds a lease; the lease record says until when.
 enum class task_state { queued, leased, done };
@@ -55,6 +55,33 @@ struct job_record {
   int64_t updated_at_ms = 0;
   std::optional<gateway_result> result;
   std::optional<job_error> error;
+  std::string webhook_url;  ///< where state changes are POSTed; empty: nowhere
+  int64_t deadline_ms = 0;  ///< absolute; not finished by then → expired. 0: none
+  uint64_t event_seq = 0;   ///< sequence number of the job's latest event (1 = created)
+  bool input_dropped = false;  ///< `body` was deleted after the job ended (retain_inputs: false)
+};
+
+/// One state change of a job (kept in db::events; shown by SSE, webhooks and NATS events).
+struct event_record {
+  std::string job_id;
+  uint64_t seq = 0;  ///< 1, 2, ... per job
+  job_status state = job_status::queued;
+  std::optional<job_status> previous;  ///< none for the creation event
+  int64_t at_ms = 0;
+  int attempt = 0;
+  std::optional<job_error> error;  ///< why: the terminal error, or the failed attempt's error
+};
+
+/// A webhook delivery waiting to be made (db::webhooks, keyed by `seq`). The body is rendered
+/// once, at the transition, so every retry sends the same bytes.
+struct webhook_record {
+  uint64_t seq = 0;
+  std::string job_id;
+  std::string url;
+  std::string body;
+  int attempts = 0;           ///< deliveries tried so far
+  int64_t next_at_ms = 0;     ///< not before
+  std::string last_error;
 };
 
 /// One executable unit of a job. For a single-request job there is exactly one task.
@@ -107,5 +134,9 @@ nlohmann::json to_json(const idempotency_record& r);
 idempotency_record idempotency_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const outbox_record& r);
 outbox_record outbox_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const event_record& r);
+event_record event_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const webhook_record& r);
+webhook_record webhook_from_json(const nlohmann::json& j);
 
 }  // namespace sy::storage

@@ -89,4 +89,38 @@ void memory_job_service::set_status(const std::string& id, storage::job_status s
   }
 }
 
+// The HTTP tests of these routes run against the real engine (tests/integration/engine).
+boost::asio::awaitable<result<storage::job_record>> memory_job_service::wait_terminal(
+    std::string tenant, std::string id, std::chrono::milliseconds) {
+  co_return get(tenant, id);
+}
+
+boost::asio::awaitable<result<actors::event_batch>> memory_job_service::next_events(
+    std::string tenant, std::string id, uint64_t, std::chrono::milliseconds) {
+  auto job = get(tenant, id);
+  if (!job) co_return job.error();
+  co_return actors::event_batch{std::move(*job), {}};
+}
+
+boost::asio::awaitable<result<storage::job_record>> memory_job_service::cancel(std::string tenant,
+                                                                               std::string id) {
+  co_return get(tenant, id);
+}
+
+result<actors::job_page> memory_job_service::list(const std::string& tenant,
+                                                  std::optional<storage::job_status>, int limit,
+                                                  const std::string&) {
+  std::lock_guard lock{mutex_};
+  actors::job_page page;
+  for (auto it = jobs_.rbegin(); it != jobs_.rend(); ++it) {
+    if (it->second.tenant != tenant) continue;
+    if (static_cast<int>(page.jobs.size()) == limit) {
+      page.has_more = true;
+      break;
+    }
+    page.jobs.push_back(it->second);
+  }
+  return page;
+}
+
 }  // namespace sy::testing

@@ -22,6 +22,16 @@ class memory_job_service final : public actors::job_service {
  public:
   boost::asio::awaitable<result<actors::submit_outcome>> submit(actors::submission s) override;
   result<storage::job_record> get(const std::string& tenant, const std::string& id) override;
+  boost::asio::awaitable<result<storage::job_record>> wait_terminal(
+      std::string tenant, std::string id, std::chrono::milliseconds timeout) override;
+  boost::asio::awaitable<result<actors::event_batch>> next_events(
+      std::string tenant, std::string id, uint64_t after_seq,
+      std::chrono::milliseconds timeout) override;
+  boost::asio::awaitable<result<storage::job_record>> cancel(std::string tenant,
+                                                             std::string id) override;
+  result<actors::job_page> list(const std::string& tenant,
+                                std::optional<storage::job_status> status, int limit,
+                                const std::string& after) override;
 
   /// Moves a job to `status` (as the engine would), for the 200-on-terminal path.
   void set_status(const std::string& id, storage::job_status status);

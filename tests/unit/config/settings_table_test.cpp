@@ -48,7 +48,11 @@ TEST(SettingsTable, EveryScalarEntryWritesItsOwnField) {
   for (const auto& def : settings_table()) {
     if (std::holds_alternative<std::monostate>(def.field)) continue;
     settings s;
-    std::string value = def.type == value_type::text ? "changed" : std::to_string(def.max);
+    std::string value = def.type == value_type::text      ? "changed"
+                        : def.type == value_type::boolean ? (format_value(defaults, def) == "true"
+                                                                 ? "false"
+                                                                 : "true")
+                                                          : std::to_string(def.max);
     ASSERT_TRUE(assign(s, def, value, "test").ok()) << def.name;
     EXPECT_NE(format_value(s, def), format_value(defaults, def)) << def.name;
     for (const auto& other : settings_table()) {
