@@ -1,0 +1,26 @@
+#pragma once
+/// How a job's state change looks to the outside world: the JSON document that webhooks POST,
+/// that server-sent events carry in `data:` and that NATS publishes on `sy.jobs.<id>.<state>`.
+/// One renderer, so the three never drift (docs/lifecycle.md shows it).
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "storage/records.hpp"
+
+namespace sy::storage {
+
+/// {"job_id", "sequence", "state", "previous_state", "timestamp" (unix s), "timestamp_ms",
+///  "attempt", "error", "result"} — `error` ({code, message}) when the change was caused by an
+/// error; `result` ({status_code, body}) on a terminal change when the gateway answered: inline
+/// when the body is at most `inline_result_bytes`, else `null` plus `"result_url":
+/// "/v1/jobs/<id>"` where the client reads it.
+nlohmann::json event_payload(const job_record& job, const event_record& ev,
+                             int64_t inline_result_bytes);
+
+/// The NATS subject of a state change: `<subject_prefix>.jobs.<job_id>.<state>`.
+std::string event_subject(std::string_view subject_prefix, const event_record& ev);
+
+}  // namespace sy::storage
