@@ -243,6 +243,15 @@ TEST_F(intake_test, WithoutSyReplyToTheJobIsCreatedAndNothingIsSent) {
   EXPECT_EQ(job_count(), 1u);
 }
 
+TEST_F(intake_test, AnInvalidSyReplyToIsNotAnsweredButTheJobIsCreated) {
+  start();
+  auto ack = pub().publish(job_subject, chat("bad reply").dump(), "intake-badreply",
+                           {{"Sy-Reply-To", "reply..to"}}, false);
+  ASSERT_TRUE(ack.stored) << ack.error;
+  ASSERT_TRUE(wait_for([&] { return intake_->counters().accepted == 1 && drained(); }, 10s));
+  EXPECT_EQ(job_count(), 1u);
+}
+
 TEST_F(intake_test, MessagesPublishedWhileTheEngineIsStoppedAreProcessedAfterItStarts) {
   start();
   stop();
