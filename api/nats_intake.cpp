@@ -44,9 +44,10 @@ result<std::unique_ptr<nats_intake>> nats_intake::start(const config::settings& 
   auto* self = intake.get();
   intake->io_thread_ = std::thread([self] { self->io_.run(); });
   intake->fetch_thread_ = std::thread([self] { self->fetch_loop(); });
-  log::info(component, "started", {{"subject", intake->job_subject_},
-                                   {"stream", js.stream_name("INTAKE")},
-                                   {"consumer", "intake"}});
+  log::info(component, "started",
+            {{"subject", intake->job_subject_},
+             {"stream", js.stream_name("INTAKE")},
+             {"consumer", "intake"}});
   return intake;
 }
 
@@ -89,7 +90,8 @@ void nats_intake::fetch_loop() {
   while (!stopping_) {
     auto got = sub_->fetch(options_.batch, options_.fetch_timeout_ms);
     if (!got) {
-      if (!failing) log::warn(component, "fetch failed; retrying", {{"error", got.error().message}});
+      if (!failing)
+        log::warn(component, "fetch failed; retrying", {{"error", got.error().message}});
       failing = true;
       std::unique_lock lock(stop_mu_);
       stop_cv_.wait_for(lock, std::chrono::milliseconds(options_.error_backoff_ms),

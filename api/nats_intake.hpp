@@ -37,18 +37,18 @@ namespace sy::api {
 
 /// Tuning of the fetch loop (defaults suit production; tests keep them).
 struct nats_intake_options {
-  int batch = 64;                    ///< messages per fetch (and submits in flight)
-  int64_t fetch_timeout_ms = 250;    ///< one fetch's wait; also bounds how long stop() takes
-  int64_t retry_delay_ms = 1'000;    ///< nak delay after a transient error
-  int64_t error_backoff_ms = 500;    ///< pause after a failed fetch (NATS down)
+  int batch = 64;                  ///< messages per fetch (and submits in flight)
+  int64_t fetch_timeout_ms = 250;  ///< one fetch's wait; also bounds how long stop() takes
+  int64_t retry_delay_ms = 1'000;  ///< nak delay after a transient error
+  int64_t error_backoff_ms = 500;  ///< pause after a failed fetch (NATS down)
 };
 
 /// What the intake has done since it started (for tests and logs).
 struct nats_intake_counters {
-  uint64_t received = 0;   ///< deliveries fetched (a redelivery counts again)
-  uint64_t accepted = 0;   ///< answered with a job and acked
-  uint64_t rejected = 0;   ///< answered with an error and terminated
-  uint64_t deferred = 0;   ///< nak'ed for a later redelivery
+  uint64_t received = 0;  ///< deliveries fetched (a redelivery counts again)
+  uint64_t accepted = 0;  ///< answered with a job and acked
+  uint64_t rejected = 0;  ///< answered with an error and terminated
+  uint64_t deferred = 0;  ///< nak'ed for a later redelivery
 };
 
 class nats_intake {

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -326,8 +326,7 @@ std::string js_client::task_subject(std::string_view model) const {
 }
 
 status js_client::ensure_stream(const std::string& name, const std::string& subject,
-                                bool work_queue, int64_t max_age_ms,
-                                int64_t duplicate_window_ms) {
+                                bool work_queue, int64_t max_age_ms, int64_t duplicate_window_ms) {
   const char* subjects[] = {subject.c_str()};
   jsStreamConfig cfg;
   jsStreamConfig_Init(&cfg);
@@ -369,8 +368,8 @@ std::string js_client::intake_subject(std::string_view kind) const {
 
 result<std::unique_ptr<pull_subscription>> js_client::subscribe_tasks(std::string_view model) {
   if (model.empty()) return make_error("invalid_model", "A model name is required.", "model");
-  return subscribe_pull(stream_name("TASKS"), task_subject(model),
-                        "tasks_" + subject_token(model), -1);
+  return subscribe_pull(stream_name("TASKS"), task_subject(model), "tasks_" + subject_token(model),
+                        -1);
 }
 
 result<std::unique_ptr<pull_subscription>> js_client::subscribe_intake() {
@@ -429,9 +428,8 @@ status js_client::publish(const pub_msg& m) {
   return sy::ok;
 }
 
-status js_client::publish_reply(
-    const std::string& subject, std::string_view payload,
-    const std::vector<std::pair<std::string, std::string>>& headers) {
+status js_client::publish_reply(const std::string& subject, std::string_view payload,
+                                const std::vector<std::pair<std::string, std::string>>& headers) {
   natsMsg* msg = nullptr;
   natsStatus s = natsMsg_Create(&msg, subject.c_str(), nullptr, payload.data(),
                                 static_cast<int>(payload.size()));

@@ -15,10 +15,10 @@ namespace sy::api::detail {
 
 /// The parts of one intake message the rules look at.
 struct intake_input {
-  std::string_view subject;                   ///< e.g. `sy.submit.job`
-  std::string_view data;                      ///< the payload: a `POST /v1/jobs` document
-  std::optional<std::string> authorization;   ///< header `Authorization`
-  std::optional<std::string> msg_id;          ///< header `Nats-Msg-Id`: the idempotency key
+  std::string_view subject;                  ///< e.g. `sy.submit.job`
+  std::string_view data;                     ///< the payload: a `POST /v1/jobs` document
+  std::optional<std::string> authorization;  ///< header `Authorization`
+  std::optional<std::string> msg_id;         ///< header `Nats-Msg-Id`: the idempotency key
 };
 
 /// Authenticates, parses and validates one message exactly as `POST /v1/jobs` does (same order:

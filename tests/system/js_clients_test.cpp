@@ -86,16 +86,15 @@ class js_clients_test : public ::testing::Test {
   /// exits 0.
   void run_node_test(const std::string& file) {
     const std::string log = env_.dir().sub(file + ".log");
-    std::vector<std::string> argv = {
-        "/usr/bin/env",
-        "SY_NATS_URL=" + nats_->url(),
-        "SY_BASE_URL=http://127.0.0.1:" + std::to_string(env_.port()),
-        "SY_API_KEY=" + std::string(api_key),
-        "SY_MODEL=test-model",
-        node_,
-        "--test",
-        "--test-reporter=spec",
-        (js_dir() / file).string()};
+    std::vector<std::string> argv = {"/usr/bin/env",
+                                     "SY_NATS_URL=" + nats_->url(),
+                                     "SY_BASE_URL=http://127.0.0.1:" + std::to_string(env_.port()),
+                                     "SY_API_KEY=" + std::string(api_key),
+                                     "SY_MODEL=test-model",
+                                     node_,
+                                     "--test",
+                                     "--test-reporter=spec",
+                                     (js_dir() / file).string()};
     child_process node(argv, log);
     int status = node.wait(std::chrono::seconds(180));
     if (status == -1) node.signal(SIGKILL);

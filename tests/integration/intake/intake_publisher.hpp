@@ -32,8 +32,7 @@ class intake_publisher {
   /// Nats-Msg-Id; `Sy-Reply-To: <inbox>` unless `with_reply` is false.
   pub_ack publish(const std::string& subject, const std::string& payload,
                   const std::string& msg_id = {},
-                  const std::map<std::string, std::string>& headers = {},
-                  bool with_reply = true);
+                  const std::map<std::string, std::string>& headers = {}, bool with_reply = true);
 
   /// One reply from the engine.
   struct reply {

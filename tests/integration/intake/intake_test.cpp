@@ -157,10 +157,13 @@ TEST_F(intake_test, SameMsgIdTwiceMakesOneJobAndBothRepliesCarryIt) {
   // SY_INTAKE's own window is the server's minimum (100 ms): a copy inside it is dropped by
   // JetStream (duplicate ack, no reply); a later copy reaches the engine, which deduplicates it.
   intake_publisher::pub_ack ack;
-  ASSERT_TRUE(wait_for([&] {
-    ack = pub().publish(job_subject, payload, "intake-dup-1");
-    return ack.stored && !ack.duplicate;
-  }, 5s)) << ack.error;
+  ASSERT_TRUE(wait_for(
+      [&] {
+        ack = pub().publish(job_subject, payload, "intake-dup-1");
+        return ack.stored && !ack.duplicate;
+      },
+      5s))
+      << ack.error;
   auto second = pub().next_reply();
   ASSERT_TRUE(second);
   EXPECT_EQ(second->body["id"], first.body["id"]) << second->body;
@@ -179,10 +182,12 @@ TEST_F(intake_test, SameMsgIdWithAnotherRequestIsAConflict) {
   auto first = submit(chat("a").dump(), "intake-conflict");
   ASSERT_EQ(first.body.value("object", ""), "job") << first.body;
   intake_publisher::pub_ack ack;
-  ASSERT_TRUE(wait_for([&] {
-    ack = pub().publish(job_subject, chat("b").dump(), "intake-conflict");
-    return ack.stored && !ack.duplicate;
-  }, 5s));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        ack = pub().publish(job_subject, chat("b").dump(), "intake-conflict");
+        return ack.stored && !ack.duplicate;
+      },
+      5s));
   auto second = pub().next_reply();
   ASSERT_TRUE(second);
   expect_rejected(*second, "422", "idempotency_conflict");
