@@ -1,5 +1,6 @@
 // The standalone webhook receiver for system tests:
 //   fake_webhook_receiver [--port N] [--secret TEXT] [--tolerance-s N]
+//   [--tls-cert PEM --tls-key PEM]
 // prints "listening <port>" once ready and runs until SIGTERM or SIGINT. Observed over
 // GET /_receiver/deliveries, steered over POST /_receiver/control (see webhook_receiver.hpp).
 
@@ -24,6 +25,10 @@ bool parse_args(int argc, char** argv, sy::fakes::webhook_receiver_options& opti
       options.secret = value;
       continue;
     }
+    if (arg == "--tls-cert" || arg == "--tls-key") {
+      (arg == "--tls-cert" ? options.tls_cert_file : options.tls_key_file) = value;
+      continue;
+    }
     char* end = nullptr;
     const long long number = std::strtoll(value.c_str(), &end, 10);
     if (value.empty() || *end != '\0') return false;
@@ -43,7 +48,8 @@ bool parse_args(int argc, char** argv, sy::fakes::webhook_receiver_options& opti
 int main(int argc, char** argv) {
   sy::fakes::webhook_receiver_options options;
   if (!parse_args(argc, argv, options)) {
-    std::cerr << "usage: fake_webhook_receiver [--port N] [--secret TEXT] [--tolerance-s N]\n";
+    std::cerr << "usage: fake_webhook_receiver [--port N] [--secret TEXT] [--tolerance-s N] "
+                 "[--tls-cert PEM --tls-key PEM]\n";
     return 2;
   }
   // Block the stop signals before any thread starts, so that only sigwait below receives them.

@@ -11,6 +11,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -21,6 +22,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 namespace sy::fakes {
@@ -119,6 +121,7 @@ struct webhook_receiver::state {
   tcp::acceptor acceptor{ioc};
   std::thread thread;
   const webhook_receiver_options options;
+  std::optional<asio::ssl::context> tls;  ///< set by start() when a certificate is configured
   uint16_t port = 0;
   bool started = false;
 
@@ -140,6 +143,8 @@ struct webhook_receiver::state {
   json to_json() const;
   asio::awaitable<void> accept_loop();
   asio::awaitable<void> session(tcp::socket sock);
+  template <class Stream>
+  asio::awaitable<void> serve(Stream& stream);
 };
 
 std::pair<int, int64_t> webhook_receiver::state::record(const http_request& req) {
@@ -236,12 +241,27 @@ asio::awaitable<void> webhook_receiver::state::accept_loop() {
 }
 
 asio::awaitable<void> webhook_receiver::state::session(tcp::socket sock) {
+  error_code ignored;
+  if (tls) {
+    asio::ssl::stream<tcp::socket&> stream(sock, *tls);
+    error_code ec;
+    co_await stream.async_handshake(asio::ssl::stream_base::server, use_ec(ec));
+    if (!ec) co_await serve(stream);
+  } else {
+    co_await serve(sock);
+  }
+  sock.shutdown(tcp::socket::shutdown_both, ignored);
+  sock.close(ignored);
+}
+
+template <class Stream>
+asio::awaitable<void> webhook_receiver::state::serve(Stream& stream) {
   beast::flat_buffer buffer;
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(uint64_t{16} << 20);
     error_code ec;
-    co_await http::async_read(sock, buffer, parser, use_ec(ec));
+    co_await http::async_read(stream, buffer, parser, use_ec(ec));
     if (ec) break;
     http_request req = parser.release();
     std::pair<int, std::string> answer;
@@ -252,7 +272,7 @@ asio::awaitable<void> webhook_receiver::state::session(tcp::socket sock) {
     } else {
       auto [status, delay] = record(req);
       if (delay > 0) {
-        asio::steady_timer t(sock.get_executor(), std::chrono::milliseconds(delay));
+        asio::steady_timer t(ioc, std::chrono::milliseconds(delay));
         co_await t.async_wait(use_ec(ec));
       }
       answer = {status, status < 300 ? R"({"ok":true})" : R"({"error":"fake failure"})"};
@@ -263,12 +283,9 @@ asio::awaitable<void> webhook_receiver::state::session(tcp::socket sock) {
     res.keep_alive(req.keep_alive());
     res.body() = std::move(answer.second);
     res.prepare_payload();
-    co_await http::async_write(sock, res, use_ec(ec));
+    co_await http::async_write(stream, res, use_ec(ec));
     if (ec || !res.keep_alive()) break;
   }
-  error_code ignored;
-  sock.shutdown(tcp::socket::shutdown_both, ignored);
-  sock.close(ignored);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -281,6 +298,17 @@ webhook_receiver::~webhook_receiver() { stop(); }
 std::string webhook_receiver::start() {
   if (s_->started) return "webhook receiver already started";
   error_code ec;
+  const auto& o = s_->options;
+  if (!s_->tls && (!o.tls_cert_file.empty() || !o.tls_key_file.empty())) {
+    s_->tls.emplace(asio::ssl::context::tls_server);
+    s_->tls->use_certificate_chain_file(o.tls_cert_file, ec);
+    if (!ec) s_->tls->use_private_key_file(o.tls_key_file, asio::ssl::context::pem, ec);
+    if (ec) {
+      s_->tls.reset();
+      return "webhook receiver cannot load " + o.tls_cert_file + " / " + o.tls_key_file + ": " +
+             ec.message();
+    }
+  }
   const tcp::endpoint ep(asio::ip::make_address_v4("127.0.0.1"), s_->options.port);
   s_->acceptor.open(ep.protocol(), ec);
   if (!ec) s_->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
@@ -311,7 +339,9 @@ void webhook_receiver::stop() {
 
 uint16_t webhook_receiver::port() const { return s_->port; }
 
-std::string webhook_receiver::url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+std::string webhook_receiver::url() const {
+  return (s_->tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port());
+}
 
 void webhook_receiver::fail_next(int n, int status) {
   std::lock_guard lock(s_->mu);

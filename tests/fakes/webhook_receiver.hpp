@@ -1,9 +1,9 @@
 #pragma once
 /// A webhook receiver for integration and system tests: a real HTTP/1.1 server (Boost.Beast, its
-/// own io thread) on 127.0.0.1 that accepts a POST on any path, checks X-Switchyard-Signature
-/// with the configured secret, records every delivery and counts them per (job_id, sequence)
-/// taken from the JSON body. It can answer the next N deliveries with an error status, or delay
-/// every answer, to exercise the deliverer's retries and timeouts.
+/// own io thread; optionally https) on 127.0.0.1 that accepts a POST on any path, checks
+/// X-Switchyard-Signature with the configured secret, records every delivery and counts them per
+/// (job_id, sequence) taken from the JSON body. It can answer the next N deliveries with an error
+/// status, or delay every answer, to exercise the deliverer's retries and timeouts.
 ///
 /// It verifies signatures with its own HMAC code (OpenSSL) rather than the engine's, so a bug in
 /// the engine's signing cannot hide in its test double.
@@ -31,6 +31,9 @@ struct webhook_receiver_options {
   /// Largest allowed distance between the signature's t= and the receiver's clock, in seconds;
   /// negative: the timestamp is not checked.
   int64_t tolerance_s = 300;
+  /// PEM certificate chain and key: when both are set the receiver speaks https only.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 /// One POST as the receiver got it (control requests excluded).
@@ -62,7 +65,7 @@ class webhook_receiver {
   void stop();
 
   uint16_t port() const;
-  /// "http://127.0.0.1:<port>".
+  /// "http://127.0.0.1:<port>" ("https://..." with TLS).
   std::string url() const;
 
   // --- behaviour on demand
