@@ -74,15 +74,22 @@ namespace {
 using impl_ptr = std::shared_ptr<const webhook_client::impl>;
 
 /// The objects of one delivery that the deadline timer must reach. Owned by the delivery's
-/// coroutine; the timer's handler holds a weak reference and runs on the same strand.
+/// coroutine; the timer's and the resolver's handlers hold weak references and run on the same
+/// strand.
 struct attempt {
-  explicit attempt(const asio::any_io_executor& ex) : resolver(ex), socket(ex), timer(ex) {}
+  explicit attempt(const asio::any_io_executor& ex)
+      : resolver(ex), socket(ex), timer(ex), resolve_wait(ex) {}
   tcp::resolver resolver;
   tcp::socket socket;
-  asio::steady_timer timer;
+  asio::steady_timer timer;  ///< the delivery's deadline
   bool timed_out = false;
-  std::string phase = "resolving the host";
+  std::string phase = "while resolving the host";
+  // The lookup's result, delivered by its handler (see resolve()).
+  asio::steady_timer resolve_wait;
+  error_code resolve_ec = asio::error::operation_aborted;
+  tcp::resolver::results_type resolved;
 };
+using attempt_ptr = std::shared_ptr<attempt>;
 
 http::request<http::string_body> build_request(const webhook_client::impl& self,
                                                const webhook_url& u, std::string body,
@@ -108,7 +115,7 @@ asio::awaitable<void> exchange(Stream& stream, attempt& a,
                                const http::request<http::string_body>& req, const std::string& peer,
                                webhook_outcome& out) {
   error_code ec;
-  a.phase = "sending the request to " + peer;
+  a.phase = "while sending the request to " + peer;
   co_await http::async_write(stream, req, use_ec(ec));
   if (ec) {
     out.error = "send to " + peer + " failed: " + ec.message();
@@ -142,7 +149,7 @@ asio::awaitable<std::string> connect_any(attempt& a, const std::vector<tcp::endp
   for (const auto& ep : endpoints) {
     if (a.timed_out) break;
     const std::string peer = endpoint_text(ep);
-    a.phase = "connecting to " + peer;
+    a.phase = "while connecting to " + peer;
     error_code ec;
     a.socket.close(ec);
     co_await a.socket.async_connect(ep, use_ec(ec));
@@ -155,22 +162,39 @@ asio::awaitable<std::string> connect_any(attempt& a, const std::vector<tcp::endp
   co_return std::string{};
 }
 
-asio::awaitable<void> run_attempt(impl_ptr self, attempt& a, const webhook_url& u,
+/// Resolves `u.host` into `a->resolved` / `a->resolve_ec`, or returns when the deadline passes.
+/// getaddrinfo runs on Asio's resolver thread and cannot be interrupted, so rather than waiting
+/// for a lookup that hangs, the delivery waits on `resolve_wait`, which either the lookup's
+/// handler or the deadline cancels; a late result is dropped with the attempt.
+asio::awaitable<void> resolve(const attempt_ptr& a, const webhook_url& u) {
+  a->resolve_wait.expires_at(asio::steady_timer::time_point::max());
+  a->resolver.async_resolve(
+      u.host, std::to_string(u.port),
+      [w = std::weak_ptr<attempt>(a)](error_code ec, tcp::resolver::results_type results) {
+        auto a = w.lock();
+        if (!a) return;
+        a->resolve_ec = ec;
+        a->resolved = std::move(results);
+        a->resolve_wait.cancel();
+      });
+  error_code ignored;
+  co_await a->resolve_wait.async_wait(use_ec(ignored));
+}
+
+asio::awaitable<void> run_attempt(impl_ptr self, attempt_ptr a, const webhook_url& u,
                                   http::request<http::string_body> req, webhook_outcome& out) {
   if (u.tls && !self->tls) {
     out.error = "https is unavailable: " + self->tls_error;
     co_return;
   }
-  error_code ec;
-  const std::string port = std::to_string(u.port);
-  auto resolved = co_await a.resolver.async_resolve(u.host, port, use_ec(ec));
-  if (ec || a.timed_out) {
-    out.error = "resolve " + u.host + " failed: " + ec.message();
+  co_await resolve(a, u);
+  if (a->resolve_ec || a->timed_out) {
+    out.error = "resolve " + u.host + " failed: " + a->resolve_ec.message();
     co_return;
   }
   std::vector<tcp::endpoint> allowed;
   std::vector<std::string> denials;
-  for (const auto& entry : resolved) {
+  for (const auto& entry : a->resolved) {
     const tcp::endpoint ep = entry.endpoint();
     if (std::find(allowed.begin(), allowed.end(), ep) != allowed.end()) continue;
     if (auto why = address_denial(ep.address(), self->policy); why.empty()) {
@@ -185,25 +209,25 @@ asio::awaitable<void> run_attempt(impl_ptr self, attempt& a, const webhook_url& 
     for (size_t i = 0; i < denials.size(); ++i) out.error += (i ? "; " : "") + denials[i];
     co_return;
   }
-  const std::string peer = co_await connect_any(a, allowed, out);
+  const std::string peer = co_await connect_any(*a, allowed, out);
   if (peer.empty()) co_return;
   if (!u.tls) {
-    co_await exchange(a.socket, a, req, peer, out);
+    co_await exchange(a->socket, *a, req, peer, out);
     co_return;
   }
-  ssl::stream<tcp::socket&> stream(a.socket, *self->tls);
-  error_code not_ip;
+  ssl::stream<tcp::socket&> stream(a->socket, *self->tls);
+  error_code ec, not_ip;
   (void)ip::make_address(u.host, not_ip);
   // SNI carries host names only (RFC 6066); the certificate check covers names and addresses.
   if (not_ip) SSL_set_tlsext_host_name(stream.native_handle(), u.host.c_str());
   stream.set_verify_callback(ssl::host_name_verification(u.host), ec);
-  a.phase = "TLS handshake with " + peer;
+  a->phase = "during the TLS handshake with " + peer;
   co_await stream.async_handshake(ssl::stream_base::client, use_ec(ec));
   if (ec) {
-    if (!a.timed_out) out.error = "TLS handshake with " + peer + " failed: " + ec.message();
+    if (!a->timed_out) out.error = "TLS handshake with " + peer + " failed: " + ec.message();
     co_return;
   }
-  co_await exchange(stream, a, req, peer, out);
+  co_await exchange(stream, *a, req, peer, out);
 }
 
 asio::awaitable<webhook_outcome> run_delivery(impl_ptr self, std::string url, std::string body,
@@ -228,10 +252,11 @@ asio::awaitable<webhook_outcome> run_delivery(impl_ptr self, std::string url, st
       if (ec || !a) return;
       a->timed_out = true;
       a->resolver.cancel();
+      a->resolve_wait.cancel();
       a->socket.close(ec);  // every pending operation on it (TLS included) ends with an error
     });
     auto req = build_request(*self, *u, std::move(body), delivery_id);
-    co_await run_attempt(self, *a, *u, std::move(req), out);
+    co_await run_attempt(self, a, *u, std::move(req), out);
     a->timer.cancel();
     if (a->timed_out && !out.delivered) {
       out.status_code = 0;
