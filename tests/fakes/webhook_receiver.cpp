@@ -149,7 +149,8 @@ struct webhook_receiver::state {
 
 std::pair<int, int64_t> webhook_receiver::state::record(const http_request& req) {
   received_webhook r = to_received(req);
-  const bool ok = signature_valid(options, r.headers["x-switchyard-signature"], r.raw_body);
+  const auto sig = r.headers.find("x-switchyard-signature");
+  const bool ok = signature_valid(options, sig == r.headers.end() ? "" : sig->second, r.raw_body);
   std::pair<int, int64_t> answer{200, 0};
   {
     std::lock_guard lock(mu);
