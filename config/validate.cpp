@@ -7,6 +7,7 @@
 #include "config/address.hpp"
 #include "config/api_keys.hpp"
 #include "config/detail/text.hpp"
+#include "config/networks.hpp"
 #include "config/settings_table.hpp"
 
 namespace sy::config {
@@ -175,6 +176,12 @@ status check_webhooks(settings& s) {
       s.webhook_url.rfind("https://", 0) != 0) {
     return invalid("webhook_url", "must start with http:// or https://, got " +
                                       detail::quoted(s.webhook_url));
+  }
+  if (auto allow = parse_network_list(s.webhook_allow_networks); !allow) {
+    return invalid("webhook_allow_networks", allow.error().message);
+  }
+  if (auto deny = parse_network_list(s.webhook_deny_networks); !deny) {
+    return invalid("webhook_deny_networks", deny.error().message);
   }
   if (!s.webhook_secret_file.empty()) {
     auto content = detail::read_file(s.webhook_secret_file, "webhook_secret_file");
