@@ -2,7 +2,15 @@
 
 #include <utility>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
 
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
@@ -25,6 +33,36 @@ std::string task_id_for(const std::string& job_id, int index) {
   return config::sha256_hex(job_id + ":" + std::to_string(index)).substr(0, 32);
 }
 
+/// The key that signs webhooks: the configured file's, else `<data_dir>/webhook_secret`, created
+/// with 32 random bytes (hex) and mode 0600 on first start.
+result<std::string> webhook_secret(const config::settings& cfg) {
+  if (!cfg.webhook_secret.empty()) return cfg.webhook_secret;
+  const auto path = std::filesystem::path(cfg.data_dir) / "webhook_secret";
+  if (std::ifstream in{path}; in) {
+    std::string secret;
+    std::getline(in, secret);
+    if (!secret.empty()) return secret;
+  }
+  unsigned char raw[32];
+  std::random_device rd;
+  for (auto& b : raw) b = static_cast<unsigned char>(rd());
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string secret;
+  for (auto b : raw) secret += {hex[b >> 4], hex[b & 0xf]};
+  const auto tmp = path.string() + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0)
+    return make_error("webhook_secret", "cannot create " + tmp + ": " + std::strerror(errno));
+  std::string line = secret + "\n";
+  bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                 ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0)
+    return make_error("webhook_secret", "cannot write " + path.string() + ": " + std::strerror(errno));
+  log::info("engine", "created a webhook signing secret", {{"path", path.string()}});
+  return secret;
+}
+
 /// Waits until `done()` or the deadline, checking every few milliseconds (shutdown only).
 template <class F>
 bool wait_until(F done, std::chrono::milliseconds timeout) {
@@ -42,6 +80,12 @@ engine::engine(deps d) : deps_(d) {}
 
 result<std::unique_ptr<engine>> engine::start(deps d) {
   std::unique_ptr<engine> e{new engine(d)};
+  // Checked before anything starts, so a bad setting leaves nothing running.
+  auto policy_or = runtime::make_webhook_policy(d.cfg);
+  if (!policy_or) return policy_or.error();
+  e->webhook_policy_ = std::move(*policy_or);
+  auto secret = webhook_secret(d.cfg);
+  if (!secret) return secret.error();
   e->caf_cfg_.set("scheduler.max-threads", 2);
   e->caf_cfg_.set("logger.console", caf::atom("none"));
   e->sys_ = std::make_unique<caf::actor_system>(e->caf_cfg_);
@@ -88,8 +132,13 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   e->watcher_ = std::thread([self] { self->watch_models(); });
   e->reaper_ = spawn_lease_reaper(ctx, d.env, node_prefix);
 
+  e->webhooks_ = std::make_unique<webhook_deliverer>(ctx, d.env, e->webhook_policy_,
+                                                     std::move(*secret));
+
   e->work_.emplace(e->exec_.get_executor());
   for (int i = 0; i < 2; ++i) e->exec_threads_.emplace_back([self] { self->exec_.run(); });
+  e->webhooks_->start();
+  e->webhooks_live_ = e->webhooks_.get();
   log::info("engine", "started", {{"holder", ctx.holder},
                                   {"models", e->wanted_models_.size()},
                                   {"global_concurrency", d.cfg.global_concurrency},
@@ -131,6 +180,12 @@ void engine::watch_models() {
 boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   if (ctx_->stopping) co_return make_error("shutting_down", "the server is shutting down");
   auto model = s.body["model"].get<std::string>();
+  // The default applies to the job, not to the request hash (idempotency compares requests).
+  const std::string webhook_url = s.webhook_url.empty() ? deps_.cfg.webhook_url : s.webhook_url;
+  if (!webhook_url.empty()) {
+    if (auto st = runtime::check_webhook_url(webhook_url, webhook_policy_); !st)
+      co_return st.error();
+  }
   if (!ctx_->gateway_for(model))
     co_return make_error("model_not_found",
                          "no gateway is configured for model '" + model + "'", "body.model");
@@ -147,7 +202,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   job.task_id = task_id_for(job.id, 0);
   job.max_attempts = s.max_attempts > 0 ? s.max_attempts : deps_.cfg.default_max_attempts;
   job.created_at_ms = job.updated_at_ms = now;
-  job.webhook_url = s.webhook_url.empty() ? deps_.cfg.webhook_url : s.webhook_url;
+  job.webhook_url = webhook_url;
   job.deadline_ms = s.timeout_ms > 0 ? now + s.timeout_ms : 0;
   storage::task_record task;
   task.id = job.task_id;
@@ -269,7 +324,9 @@ result<job_page> engine::list(const std::string& tenant, std::optional<storage::
   return page;
 }
 
-void engine::wake_webhooks() {}
+void engine::wake_webhooks() {
+  if (auto* w = webhooks_live_.load()) w->wake();
+}
 
 bool engine::ready() const { return !ctx_->stopping && deps_.js.connected(); }
 
@@ -294,6 +351,8 @@ void engine::shutdown() {
                  },
                  [](caf::error&) { log::warn("engine", "outbox flush timed out"); });
   }
+  webhooks_live_ = nullptr;
+  if (webhooks_) webhooks_->stop(std::chrono::milliseconds(deps_.cfg.webhook_timeout_ms + 1'000));
   {
     std::lock_guard lock{models_mu_};
     stop_watcher_ = true;

@@ -25,6 +25,8 @@
 #include "actors/model_dispatcher.hpp"
 #include "actors/outbox_relay.hpp"
 #include "actors/storage_writer.hpp"
+#include "actors/webhook_deliverer.hpp"
+#include "runtime/webhook_policy.hpp"
 #include "runtime/ulid.hpp"
 
 namespace sy::actors {
@@ -76,6 +78,9 @@ class engine final : public job_service {
   outbox_relay_actor relay_;
   std::atomic<bool> relay_ready_{false};
   lease_reaper_actor reaper_;
+  runtime::webhook_policy webhook_policy_;
+  std::unique_ptr<webhook_deliverer> webhooks_;
+  std::atomic<webhook_deliverer*> webhooks_live_{nullptr};  ///< set while it may be woken
 
   // Models with a dispatcher, and models wanted (the watcher thread subscribes them, since a
   // subscription is a blocking NATS call and may need retrying while NATS is down).

@@ -1,0 +1,142 @@
+// Webhooks through the real engine: a delivery for every transition, signed, retried with
+// backoff, dropped and counted after webhook_max_attempts, and held back by the network policy.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "storage/lmdb_env.hpp"
+#include "tests/fakes/webhook_receiver.hpp"
+#include "tests/integration/engine/engine_env.hpp"
+#include "tests/support/wait.hpp"
+
+namespace sy::test {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr const char* secret = "whsec-test-0123456789";
+
+struct webhook_env {
+  static fakes::webhook_receiver_options options() {
+    fakes::webhook_receiver_options o;
+    o.secret = secret;
+    return o;
+  }
+  webhook_env() : receiver(options()) {
+    EXPECT_EQ(receiver.start(), "");
+    env.settings().webhook_secret = secret;
+    env.settings().webhook_allow_loopback = true;
+    env.settings().webhook_initial_backoff_ms = 50;
+    env.settings().webhook_max_backoff_ms = 200;
+  }
+  uint64_t counter(std::string_view name) {
+    auto txn = env.store().begin_read();
+    return storage::get_counter(txn, name);
+  }
+  fakes::webhook_receiver receiver;
+  engine_env env;
+};
+
+TEST(webhooks, every_transition_is_delivered_signed_with_the_exact_payload) {
+  webhook_env w;
+  w.env.start();
+  http_client c(w.env.port());
+  auto r = w.env.submit(c, "hooked", nullptr, {}, {{"webhook_url", w.receiver.url() + "/hook"}});
+  ASSERT_EQ(r.status, 202) << r.body;
+  EXPECT_EQ(r.json()["webhook_url"], w.receiver.url() + "/hook");
+  std::string id = r.json()["id"];
+  ASSERT_EQ(w.env.wait_terminal(c, id)["status"], "completed");
+  ASSERT_TRUE(w.receiver.wait_delivered(2, 10'000));
+  ASSERT_TRUE(wait_for([&] { return w.counter("webhooks_delivered") == 2; }, 10s));
+  auto got = w.receiver.deliveries();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(w.receiver.bad_signatures(), 0);
+  std::map<int64_t, nlohmann::json> by_seq;
+  for (const auto& d : got) {
+    EXPECT_TRUE(d.signature_ok);
+    EXPECT_EQ(d.path, "/hook");
+    EXPECT_EQ(d.headers.at("content-type"), "application/json");
+    EXPECT_EQ(d.headers.at("x-switchyard-delivery").rfind("whd_", 0), 0u);
+    by_seq[d.body["sequence"].get<int64_t>()] = d.body;
+  }
+  ASSERT_EQ(by_seq.count(2), 1u);
+  ASSERT_EQ(by_seq.count(3), 1u);
+  EXPECT_EQ(by_seq[2]["state"], "in_progress");
+  EXPECT_EQ(by_seq[2]["previous_state"], "queued");
+  EXPECT_EQ(by_seq[3]["job_id"], id);
+  EXPECT_EQ(by_seq[3]["state"], "completed");
+  EXPECT_EQ(by_seq[3]["attempt"], 1);
+  EXPECT_EQ(by_seq[3]["result"]["status_code"], 200);
+  EXPECT_NE(by_seq[3]["result"].dump().find("hooked"), std::string::npos);
+}
+
+TEST(webhooks, a_failing_receiver_is_retried_until_it_accepts) {
+  webhook_env w;
+  w.env.start();
+  w.receiver.fail_next(3, 503);
+  http_client c(w.env.port());
+  auto r = w.env.submit(c, "retry me", nullptr, {}, {{"webhook_url", w.receiver.url()}});
+  std::string id = r.json()["id"];
+  ASSERT_EQ(w.env.wait_terminal(c, id)["status"], "completed");
+  ASSERT_TRUE(wait_for([&] { return w.counter("webhooks_delivered") == 2; }, 15s));
+  EXPECT_EQ(w.counter("webhooks_dropped"), 0u);
+  // 3 refused + 2 accepted deliveries in all; each transition was accepted once.
+  EXPECT_EQ(w.receiver.delivered(), 5);
+  EXPECT_GE(w.receiver.count(id, 2) + w.receiver.count(id, 3), 5);
+  auto txn = w.env.store().begin_read();
+  EXPECT_TRUE(storage::read_due_webhooks(txn, INT64_MAX, 10).empty());
+}
+
+TEST(webhooks, deliveries_are_dropped_and_counted_after_max_attempts_and_the_job_is_untouched) {
+  webhook_env w;
+  w.env.settings().webhook_max_attempts = 3;
+  w.env.start();
+  w.receiver.fail_next(1000, 500);
+  http_client c(w.env.port());
+  auto r = w.env.submit(c, "never accepted", nullptr, {}, {{"webhook_url", w.receiver.url()}});
+  std::string id = r.json()["id"];
+  ASSERT_TRUE(wait_for([&] { return w.counter("webhooks_dropped") == 2; }, 20s));
+  EXPECT_EQ(w.receiver.count(id, 2), 3);
+  EXPECT_EQ(w.receiver.count(id, 3), 3);
+  EXPECT_EQ(w.counter("webhooks_delivered"), 0u);
+  EXPECT_EQ(c.get("/v1/jobs/" + id).json()["status"], "completed");
+}
+
+TEST(webhooks, the_network_policy_refuses_denied_targets) {
+  webhook_env w;
+  w.env.settings().webhook_allow_loopback = false;
+  w.env.start();
+  http_client c(w.env.port());
+  // A literal denied address is refused at submission, and nothing is stored.
+  for (std::string url : {w.receiver.url(), std::string("http://169.254.169.254/latest/meta-data"),
+                          std::string("http://[::1]:9/x")}) {
+    auto r = w.env.submit(c, "x", nullptr, {}, {{"webhook_url", url}});
+    EXPECT_EQ(r.status, 400) << url << " " << r.body;
+    EXPECT_EQ(r.json()["error"]["code"], "invalid_webhook_url") << r.body;
+    EXPECT_EQ(r.json()["error"]["param"], "webhook_url");
+  }
+  EXPECT_EQ(w.env.gateway().requests(), 0);
+  // A name that resolves to loopback passes submission but is refused at delivery, without a
+  // connection, and dropped at once (retrying cannot help).
+  auto r = w.env.submit(c, "named", nullptr, {},
+                        {{"webhook_url", "http://localhost:" + std::to_string(w.receiver.port())}});
+  ASSERT_EQ(r.status, 202) << r.body;
+  ASSERT_EQ(w.env.wait_terminal(c, r.json()["id"])["status"], "completed");
+  ASSERT_TRUE(wait_for([&] { return w.counter("webhooks_dropped") == 2; }, 10s));
+  EXPECT_EQ(w.receiver.connections(), 0);
+}
+
+TEST(webhooks, the_configured_default_url_applies_to_jobs_without_one) {
+  webhook_env w;
+  w.env.settings().webhook_url = w.receiver.url() + "/default";
+  w.env.start();
+  http_client c(w.env.port());
+  auto r = w.env.submit(c, "default hook");
+  std::string id = r.json()["id"];
+  ASSERT_EQ(w.env.wait_terminal(c, id)["status"], "completed");
+  ASSERT_TRUE(w.receiver.wait_delivered(2, 10'000));
+  for (const auto& d : w.receiver.deliveries()) EXPECT_EQ(d.path, "/default");
+}
+
+}  // namespace
+}  // namespace sy::test
