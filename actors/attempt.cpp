@@ -131,14 +131,24 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
     outcome.body = R"({"error":{"message":"no gateway serves this model","code":"model_not_found"}})";
   } else {
     auto abort = std::make_shared<runtime::abort_handle>();
-    auto reg = ctx.inflight.add(abort);
+    auto reg = ctx.inflight.add(task_id, abort);
     auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
     storage::extend_lease_op extend{task_id, attempt, start.token, 0};
     asio::co_spawn(ctx.exec, heartbeat(ctx, std::move(extend), msg, timer), asio::detached);
+    std::shared_ptr<asio::steady_timer> deadline;
+    if (job.deadline_ms > 0) {  // the job's timeout: abort the request when it passes
+      deadline = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+      deadline->expires_after(
+          std::chrono::milliseconds(std::max<int64_t>(job.deadline_ms - ctx.clock.now_ms(), 0)));
+      deadline->async_wait([deadline, abort](const boost::system::error_code& ec) {
+        if (!ec) abort->abort();
+      });
+    }
     log::debug("attempt", "sending", {{"job_id", job.id}, {"attempt", attempt}});
     runtime::gateway_request request{job.endpoint, job.body};
     outcome = co_await gw->send(std::move(request), abort);
     timer->cancel();
+    if (deadline) deadline->cancel();
     ctx.inflight.remove(reg);
   }
   auto verdict = judge(outcome, ctx.releasing.load());

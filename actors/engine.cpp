@@ -7,6 +7,8 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
+#include <boost/asio/this_coro.hpp>
+
 #include "actors/ask.hpp"
 #include "actors/submission.hpp"
 #include "config/sha256.hpp"
@@ -54,11 +56,21 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
     ctx.gateways[model] = std::make_unique<runtime::gateway_client>(e->exec_.get_executor(), gw);
 
   engine* self = e.get();
+  storage::store_policy policy;
+  policy.subject_prefix = d.cfg.subject_prefix;
+  policy.inline_result_bytes = d.cfg.webhook_inline_result_bytes;
+  policy.retention_completed_ms = d.cfg.retention_completed_ms;
+  policy.retention_failed_ms = d.cfg.retention_failed_ms;
+  policy.retain_inputs = d.cfg.retain_inputs;
+  writer_hooks hooks;
+  hooks.on_outbox = [self] {
+    if (self->relay_ready_) caf::anon_send(self->relay_, wake_atom::value);
+  };
+  hooks.on_webhooks = [self] { self->wake_webhooks(); };
+  hooks.on_changed = [self](const std::vector<std::string>& ids) { self->ctx_->watch.notify(ids); };
   ctx.writer = spawn_storage_writer(*e->sys_, d.env,
-                                    static_cast<size_t>(d.cfg.group_commit_max_ops), [self] {
-                                      if (self->relay_ready_)
-                                        caf::anon_send(self->relay_, wake_atom::value);
-                                    });
+                                    static_cast<size_t>(d.cfg.group_commit_max_ops),
+                                    std::move(policy), std::move(hooks));
   e->relay_ = spawn_outbox_relay(*e->sys_, d.env, ctx.writer, d.js, {});
   e->relay_ready_ = true;
 
@@ -134,6 +146,8 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   job.task_id = task_id_for(job.id, 0);
   job.max_attempts = s.max_attempts > 0 ? s.max_attempts : deps_.cfg.default_max_attempts;
   job.created_at_ms = job.updated_at_ms = now;
+  job.webhook_url = s.webhook_url.empty() ? deps_.cfg.webhook_url : s.webhook_url;
+  job.deadline_ms = s.timeout_ms > 0 ? now + s.timeout_ms : 0;
   storage::task_record task;
   task.id = job.task_id;
   task.job_id = job.id;
@@ -171,23 +185,90 @@ result<storage::job_record> engine::get(const std::string& tenant, const std::st
   return std::move(*job);
 }
 
-// TODO(issue 3): replaced by the real implementations in the next commit.
 boost::asio::awaitable<result<storage::job_record>> engine::wait_terminal(
-    std::string, std::string, std::chrono::milliseconds) {
-  co_return make_error("internal_error", "not implemented yet");
+    std::string tenant, std::string id, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  job_subscription sub{ctx_->watch, id, co_await boost::asio::this_coro::executor};
+  for (;;) {
+    sub.waiter().changed = false;  // before the read: a change after it wakes the wait below
+    auto job = get(tenant, id);
+    if (!job || storage::is_terminal(job->status)) co_return job;
+    auto now = std::chrono::steady_clock::now();
+    if (now >= until) co_return job;
+    // Re-read at least every second, whatever happens to the wake-up (belt and braces).
+    co_await job_watch::wait_for_change(sub.waiter(), std::min(until, now + std::chrono::seconds(1)));
+  }
 }
-boost::asio::awaitable<result<event_batch>> engine::next_events(std::string, std::string,
-                                                                uint64_t,
-                                                                std::chrono::milliseconds) {
-  co_return make_error("internal_error", "not implemented yet");
+
+boost::asio::awaitable<result<event_batch>> engine::next_events(
+    std::string tenant, std::string id, uint64_t after_seq, std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  job_subscription sub{ctx_->watch, id, co_await boost::asio::this_coro::executor};
+  for (;;) {
+    sub.waiter().changed = false;
+    {
+      auto txn = deps_.env.begin_read();
+      auto job = storage::get_job(txn, id);
+      if (!job || job->tenant != tenant)
+        co_return make_error("job_not_found", "no job with id '" + id + "'", "id");
+      auto events = storage::read_events(txn, id, after_seq);
+      auto now = std::chrono::steady_clock::now();
+      if (!events.empty() || now >= until)
+        co_return event_batch{std::move(*job), std::move(events)};
+    }
+    auto now = std::chrono::steady_clock::now();
+    co_await job_watch::wait_for_change(sub.waiter(), std::min(until, now + std::chrono::seconds(1)));
+  }
 }
-boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string, std::string) {
-  co_return make_error("internal_error", "not implemented yet");
+
+boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string tenant,
+                                                                   std::string id) {
+  if (ctx_->stopping) co_return make_error("shutting_down", "the server is shutting down");
+  write_request req{storage::cancel_job_op{tenant, id, deps_.clock.now_ms()}};
+  auto r = co_await ask<write_reply>(*sys_, ctx_->writer, std::move(req), submit_timeout);
+  if (!r) co_return r.error();
+  if (!r->reply) co_return r->err;
+  auto& rep = *r->reply;
+  using kind = storage::op_reply::kind;
+  if (rep.what == kind::not_found)
+    co_return make_error("job_not_found", "no job with id '" + id + "'", "id");
+  if (rep.what == kind::conflict)
+    co_return make_error("job_not_cancellable",
+                         "job " + id + " is already " + std::string(storage::to_string(rep.job->status)) +
+                             "; only queued or running jobs can be cancelled",
+                         "id");
+  if (rep.abort_inflight && rep.task) {
+    bool here = ctx_->inflight.abort_task(rep.task->id);
+    log::info("engine", "cancelling a running job", {{"job_id", id}, {"aborted_here", here}});
+  }
+  co_return std::move(*rep.job);
 }
-result<job_page> engine::list(const std::string&, std::optional<storage::job_status>, int,
-                              const std::string&) {
-  return make_error("internal_error", "not implemented yet");
+
+result<job_page> engine::list(const std::string& tenant, std::optional<storage::job_status> status,
+                              int limit, const std::string& after) {
+  job_page page;
+  const std::string prefix = storage::job_index_key(tenant, "");
+  const std::string from = after.empty() ? tenant + '\x20' : storage::job_index_key(tenant, after);
+  std::vector<std::string> ids;
+  auto txn = deps_.env.begin_read();
+  txn.scan_reverse(storage::db::job_index, from, [&](std::string_view key, std::string_view value) {
+    if (key.substr(0, prefix.size()) != prefix) return false;
+    auto id = key.substr(prefix.size());
+    if (!after.empty() && id == after) return true;  // strictly older than the cursor
+    if (status && value != storage::to_string(*status)) return true;
+    if (static_cast<int>(ids.size()) == limit) {
+      page.has_more = true;
+      return false;
+    }
+    ids.emplace_back(id);
+    return true;
+  });
+  for (const auto& id : ids)
+    if (auto job = storage::get_job(txn, id)) page.jobs.push_back(std::move(*job));
+  return page;
 }
+
+void engine::wake_webhooks() {}
 
 bool engine::ready() const { return !ctx_->stopping && deps_.js.connected(); }
 

@@ -63,6 +63,7 @@ class engine final : public job_service {
  private:
   explicit engine(deps d);
   void watch_models();
+  void wake_webhooks();
 
   deps deps_;
   caf::actor_system_config caf_cfg_;

@@ -2,10 +2,10 @@
 
 namespace sy::actors {
 
-uint64_t inflight_registry::add(std::shared_ptr<runtime::abort_handle> h) {
+uint64_t inflight_registry::add(std::string task_id, std::shared_ptr<runtime::abort_handle> h) {
   std::lock_guard lock{mu_};
   auto id = next_++;
-  running_.emplace(id, std::move(h));
+  running_.emplace(id, entry{std::move(task_id), std::move(h)});
   return id;
 }
 
@@ -16,7 +16,18 @@ void inflight_registry::remove(uint64_t id) {
 
 void inflight_registry::abort_all() {
   std::lock_guard lock{mu_};
-  for (auto& [id, h] : running_) h->abort();
+  for (auto& [id, e] : running_) e.handle->abort();
+}
+
+bool inflight_registry::abort_task(const std::string& task_id) {
+  std::lock_guard lock{mu_};
+  bool found = false;
+  for (auto& [id, e] : running_) {
+    if (e.task_id != task_id) continue;
+    e.handle->abort();
+    found = true;
+  }
+  return found;
 }
 
 }  // namespace sy::actors

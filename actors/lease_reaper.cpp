@@ -13,6 +13,7 @@ namespace {
 
 struct reaper_state {
   int64_t last_reconcile_ms = 0;
+  bool purging = false;
   engine_context* ctx = nullptr;
   storage::environment* env = nullptr;
   std::string node_prefix;
@@ -94,6 +95,55 @@ void reconcile(reaper_ptr self, int64_t now) {
   }
 }
 
+/// Jobs whose timeout has passed become `expired`; a request in flight here is aborted.
+void expire_due(reaper_ptr self, int64_t now) {
+  auto& ctx = *self->state.ctx;
+  std::vector<std::pair<int64_t, std::string>> due;
+  {
+    auto txn = self->state.env->begin_read();
+    due = storage::read_due(txn, storage::db::deadlines, now, 256);
+  }
+  for (auto& [at, id] : due) {
+    storage::expire_job_op op{id, at, now};
+    self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
+        .then([&ctx, id = id](write_reply& r) {
+          if (!r.reply) {
+            log::error("reaper", "expiring a job failed", {{"job_id", id}, {"error", r.err.message}});
+            return;
+          }
+          if (r.reply->what != storage::op_reply::kind::done) return;
+          bool aborted = r.reply->abort_inflight && r.reply->task &&
+                         ctx.inflight.abort_task(r.reply->task->id);
+          log::info("reaper", "job expired: its timeout passed",
+                    {{"job_id", id}, {"aborted_request_here", aborted}});
+        });
+  }
+}
+
+/// Retention: deletes terminal jobs whose time has come, at most `retention_batch` per tick, in
+/// one small write so the writer never stalls behind a large delete.
+void purge_due(reaper_ptr self, int64_t now) {
+  auto& ctx = *self->state.ctx;
+  if (self->state.purging) return;  // the previous batch is still being written
+  storage::purge_jobs_op op;
+  {
+    auto txn = self->state.env->begin_read();
+    op.due = storage::read_due(txn, storage::db::retention, now,
+                               static_cast<size_t>(ctx.cfg.retention_batch));
+  }
+  if (op.due.empty()) return;
+  self->state.purging = true;
+  self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
+      .then([self](write_reply& r) {
+        self->state.purging = false;
+        if (!r.reply) {
+          log::error("reaper", "retention delete failed", {{"error", r.err.message}});
+          return;
+        }
+        log::debug("reaper", "retention deleted jobs", {{"jobs", r.reply->purged}});
+      });
+}
+
 lease_reaper_actor::behavior_type reaper(reaper_ptr self, engine_context* ctx,
                                          storage::environment* env, std::string node_prefix) {
   self->state.ctx = ctx;
@@ -103,7 +153,10 @@ lease_reaper_actor::behavior_type reaper(reaper_ptr self, engine_context* ctx,
   return {
       [=](tick_atom) {
         reap(self);
-        reconcile(self, ctx->clock.now_ms());
+        const int64_t now = ctx->clock.now_ms();
+        expire_due(self, now);
+        purge_due(self, now);
+        reconcile(self, now);
         self->delayed_send(self, std::chrono::milliseconds(ctx->cfg.reaper_interval_ms),
                            tick_atom::value);
       },

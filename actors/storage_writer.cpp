@@ -17,7 +17,8 @@ using promise = caf::typed_response_promise<write_reply>;
 struct writer_state {
   storage::environment* env = nullptr;
   size_t max_ops = 4096;
-  std::function<void()> on_outbox;
+  storage::store_policy policy;
+  writer_hooks hooks;
   std::vector<std::pair<storage::write_op, promise>> pending;
   bool flush_scheduled = false;
   static inline const char* name = "storage_writer";
@@ -32,7 +33,8 @@ void fail_all(std::vector<std::pair<storage::write_op, promise>>& batch, const s
 /// Applies `batch` in one transaction. Returns the replies, or the error that failed the batch.
 /// A full map is grown and the batch retried from scratch (the aborted attempt left nothing).
 result<std::vector<storage::op_reply>> commit_batch(
-    storage::environment& env, const std::vector<std::pair<storage::write_op, promise>>& batch) {
+    storage::environment& env, const storage::store_policy& policy,
+    const std::vector<std::pair<storage::write_op, promise>>& batch) {
   for (int grow_round = 0;; ++grow_round) {
     auto txn = env.begin_write();
     if (!txn) return txn.error();
@@ -40,7 +42,7 @@ result<std::vector<storage::op_reply>> commit_batch(
     replies.reserve(batch.size());
     std::optional<sy::error> failure;
     for (const auto& [op, rp] : batch) {
-      auto r = storage::apply(*txn, op);
+      auto r = storage::apply(*txn, op, policy);
       if (!r) {
         failure = r.error();
         break;
@@ -73,7 +75,7 @@ void flush(writer_ptr self) {
     self->send(self, flush_atom::value);
   }
   if (batch.empty()) return;
-  auto replies = commit_batch(*st.env, batch);
+  auto replies = commit_batch(*st.env, st.policy, batch);
   if (!replies) {
     log::error("storage", "group commit failed",
                {{"ops", batch.size()}, {"code", replies.error().code},
@@ -83,18 +85,27 @@ void flush(writer_ptr self) {
     return;
   }
   bool wake_relay = false;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    wake_relay = wake_relay || replies.value()[i].outbox_appended;
-    batch[i].second.deliver(write_reply{std::move(replies.value()[i]), {}});
+  bool wake_webhooks = false;
+  std::vector<std::string> changed;
+  for (auto& r : replies.value()) {
+    wake_relay = wake_relay || r.outbox_appended;
+    wake_webhooks = wake_webhooks || r.webhooks_appended;
+    changed.insert(changed.end(), r.changed_jobs.begin(), r.changed_jobs.end());
   }
-  if (wake_relay && st.on_outbox) st.on_outbox();
+  for (size_t i = 0; i < batch.size(); ++i)
+    batch[i].second.deliver(write_reply{std::move(replies.value()[i]), {}});
+  if (wake_relay && st.hooks.on_outbox) st.hooks.on_outbox();
+  if (wake_webhooks && st.hooks.on_webhooks) st.hooks.on_webhooks();
+  if (!changed.empty() && st.hooks.on_changed) st.hooks.on_changed(changed);
 }
 
 storage_writer_actor::behavior_type writer(writer_ptr self, storage::environment* env,
-                                           size_t max_ops, std::function<void()> on_outbox) {
+                                           size_t max_ops, storage::store_policy policy,
+                                           writer_hooks hooks) {
   self->state.env = env;
   self->state.max_ops = max_ops == 0 ? 1 : max_ops;
-  self->state.on_outbox = std::move(on_outbox);
+  self->state.policy = std::move(policy);
+  self->state.hooks = std::move(hooks);
   return {
       [=](write_request& req) -> promise {
         auto rp = self->make_response_promise<write_reply>();
@@ -114,9 +125,10 @@ storage_writer_actor::behavior_type writer(writer_ptr self, storage::environment
 }  // namespace
 
 storage_writer_actor spawn_storage_writer(caf::actor_system& sys, storage::environment& env,
-                                          size_t max_ops_per_commit,
-                                          std::function<void()> on_outbox) {
-  return sys.spawn<caf::detached>(writer, &env, max_ops_per_commit, std::move(on_outbox));
+                                          size_t max_ops_per_commit, storage::store_policy policy,
+                                          writer_hooks hooks) {
+  return sys.spawn<caf::detached>(writer, &env, max_ops_per_commit, std::move(policy),
+                                  std::move(hooks));
 }
 
 }  // namespace sy::actors

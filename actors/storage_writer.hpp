@@ -7,6 +7,8 @@
 
 #include <functional>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/typed_actor.hpp>
@@ -34,11 +36,19 @@ using storage_writer_actor =
     caf::typed_actor<caf::replies_to<write_request>::with<write_reply>,
                      caf::reacts_to<flush_atom>>;
 
-/// Spawns the writer. `on_outbox` is called (from the writer's thread) after every commit that
-/// appended outbox records; it must not block (it sends a message to the relay).
+/// What the writer tells others after a commit. Each is called on the writer's thread and must
+/// not block (send a message, post to an executor); any may be empty.
+struct writer_hooks {
+  std::function<void()> on_outbox;    ///< outbox records were appended: wake the relay
+  std::function<void()> on_webhooks;  ///< webhook deliveries were appended
+  /// These jobs got new events (state changes): wake whoever waits on them.
+  std::function<void(const std::vector<std::string>&)> on_changed;
+};
+
+/// Spawns the writer; `policy` is handed to every operation (storage/ops.hpp).
 storage_writer_actor spawn_storage_writer(caf::actor_system& sys, storage::environment& env,
-                                          size_t max_ops_per_commit,
-                                          std::function<void()> on_outbox);
+                                          size_t max_ops_per_commit, storage::store_policy policy,
+                                          writer_hooks hooks);
 
 }  // namespace sy::actors
 

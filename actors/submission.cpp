@@ -13,8 +13,10 @@ using nlohmann::json;
 
 constexpr std::array<std::string_view, 3> known_endpoints = {"/v1/chat/completions",
                                                              "/v1/embeddings", "/v1/completions"};
-constexpr std::array<std::string_view, 4> known_fields = {"endpoint", "body", "metadata",
-                                                          "max_attempts"};
+constexpr std::array<std::string_view, 6> known_fields = {
+    "endpoint", "body", "metadata", "max_attempts", "webhook_url", "timeout"};
+constexpr size_t max_webhook_url_chars = 2048;
+constexpr double max_timeout_s = 7 * 24 * 3600;
 constexpr size_t max_metadata_keys = 16;
 constexpr size_t max_metadata_key_chars = 64;
 constexpr size_t max_metadata_value_chars = 512;
@@ -31,7 +33,7 @@ status check_fields(const json& j) {
       return make_error("unknown_parameter",
                         "Unrecognized request argument supplied: " + key +
                             ". Allowed: endpoint, body, metadata, "
-                            "max_attempts.",
+                            "max_attempts, webhook_url, timeout.",
                         key);
   }
   return ok;
@@ -105,6 +107,38 @@ result<int> parse_max_attempts(const json& j, int cap) {
   return bad;
 }
 
+/// Syntax only; the engine checks the target against the webhook network policy.
+result<std::string> parse_webhook_url(const json& j) {
+  auto it = j.find("webhook_url");
+  if (it == j.end() || it->is_null()) return std::string();
+  auto bad = [](std::string why) {
+    return make_error("invalid_webhook_url", "'webhook_url' " + why, "webhook_url");
+  };
+  if (!it->is_string()) return bad("must be a string.");
+  const auto& url = it->get_ref<const std::string&>();
+  if (url.size() > max_webhook_url_chars) return bad("must be at most 2048 characters.");
+  auto scheme_end = url.find("://");
+  std::string scheme = scheme_end == std::string::npos ? "" : url.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") return bad("must be an http:// or https:// URL.");
+  if (url.size() == scheme_end + 3 || url[scheme_end + 3] == '/')
+    return bad("must name a host.");
+  for (char c : url)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
+      return bad("must not contain spaces or control characters.");
+  return url;
+}
+
+result<int64_t> parse_timeout(const json& j) {
+  auto it = j.find("timeout");
+  if (it == j.end() || it->is_null()) return int64_t{0};
+  if (!it->is_number() || it->get<double>() <= 0 || it->get<double>() > max_timeout_s)
+    return make_error("invalid_timeout",
+                      "'timeout' must be a number of seconds greater than 0 and at most 604800 "
+                      "(7 days).",
+                      "timeout");
+  return static_cast<int64_t>(it->get<double>() * 1000.0 + 0.5);
+}
+
 }  // namespace
 
 result<submission> parse_submission(const json& j, std::string tenant, std::string idempotency_key,
@@ -120,6 +154,10 @@ result<submission> parse_submission(const json& j, std::string tenant, std::stri
   if (!metadata) return metadata.error();
   auto attempts = parse_max_attempts(j, max_attempts_cap);
   if (!attempts) return attempts.error();
+  auto webhook = parse_webhook_url(j);
+  if (!webhook) return webhook.error();
+  auto timeout = parse_timeout(j);
+  if (!timeout) return timeout.error();
   submission s;
   s.tenant = std::move(tenant);
   s.endpoint = std::move(*endpoint);
@@ -127,6 +165,8 @@ result<submission> parse_submission(const json& j, std::string tenant, std::stri
   s.metadata = std::move(*metadata);
   s.max_attempts = *attempts;
   s.idempotency_key = std::move(idempotency_key);
+  s.webhook_url = std::move(*webhook);
+  s.timeout_ms = *timeout;
   return s;
 }
 
@@ -136,6 +176,9 @@ std::string request_hash(const submission& s) {
                     {"body", s.body},
                     {"metadata", s.metadata},
                     {"max_attempts", s.max_attempts}};
+  // Only when given, so that requests without them hash as they always did.
+  if (!s.webhook_url.empty()) canonical["webhook_url"] = s.webhook_url;
+  if (s.timeout_ms > 0) canonical["timeout_ms"] = s.timeout_ms;
   return config::sha256_hex(canonical.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 

@@ -19,7 +19,8 @@ inline constexpr int default_max_attempts_cap = 100;
 /// Errors (code, param): invalid_request (not an object), unknown_parameter (<field>),
 /// invalid_endpoint (endpoint), invalid_body (body), missing_model (body.model),
 /// streaming_unsupported (body.stream), invalid_metadata (metadata[.<key>]),
-/// invalid_max_attempts (max_attempts). Nothing is stored when it fails.
+/// invalid_max_attempts (max_attempts), invalid_webhook_url (webhook_url: http(s) URL syntax),
+/// invalid_timeout (timeout: seconds, 0 < t <= 7 days). Nothing is stored when it fails.
 result<submission> parse_submission(const nlohmann::json& j, std::string tenant,
                                     std::string idempotency_key,
                                     int max_attempts_cap = default_max_attempts_cap);

@@ -34,8 +34,20 @@ inline constexpr const char* storage_error = "storage_error";    ///< any other 
 }  // namespace errc
 
 /// The named databases. Keys and values of each are described in docs/storage.md.
-enum class db { meta, jobs, tasks, idempotency, leases, outbox };
-inline constexpr int db_count = 6;
+enum class db {
+  meta,
+  jobs,
+  tasks,
+  idempotency,
+  leases,
+  outbox,
+  events,     ///< job_id '/' seq(16 hex) → event_record
+  webhooks,   ///< seq (8 bytes big-endian) → webhook_record
+  job_index,  ///< tenant '\x1f' job_id → status (listing, newest first by ULID)
+  deadlines,  ///< deadline_ms(16 hex) '/' job_id → "" (non-terminal jobs with a timeout)
+  retention,  ///< delete_at_ms(16 hex) '/' job_id → "" (terminal jobs, deleted when due)
+};
+inline constexpr int db_count = 11;
 
 /// The on-disk schema this build writes. A store written by a newer schema is refused.
 inline constexpr int schema_version = 1;
@@ -200,5 +212,31 @@ bool del_outbox(write_txn& t, uint64_t seq);
 std::vector<outbox_record> read_outbox(const txn_view& t, uint64_t from_seq, size_t limit);
 /// Every lease (a small set: one per task in flight).
 std::vector<lease_record> read_leases(const txn_view& t);
+
+/// Key of an event: job_id '/' 16 hex digits of seq, so a job's events sort in order.
+std::string event_key(std::string_view job_id, uint64_t seq);
+status put_event(write_txn& t, const event_record& r);
+/// The job's events with seq > after_seq, in order, at most `limit`.
+std::vector<event_record> read_events(const txn_view& t, std::string_view job_id,
+                                      uint64_t after_seq, size_t limit = 1000);
+/// Appends a webhook delivery with the next sequence number (high-water mark in `meta`).
+uint64_t append_webhook(write_txn& t, webhook_record r);
+status put_webhook(write_txn& t, const webhook_record& r);
+std::optional<webhook_record> get_webhook(const txn_view& t, uint64_t seq);
+bool del_webhook(write_txn& t, uint64_t seq);
+/// Up to `limit` deliveries due at `now_ms` (next_at_ms <= now), in sequence order.
+std::vector<webhook_record> read_due_webhooks(const txn_view& t, int64_t now_ms, size_t limit);
+/// The earliest next_at_ms of any waiting delivery, if any.
+std::optional<int64_t> next_webhook_due(const txn_view& t);
+/// Key of the listing index: tenant '\x1f' job_id.
+std::string job_index_key(std::string_view tenant, std::string_view job_id);
+/// Key of a time index (deadlines, retention): 16 hex digits of ms '/' job_id.
+std::string time_index_key(int64_t at_ms, std::string_view job_id);
+/// Up to `limit` entries (time, job id) of a time index whose time is <= now_ms, earliest first.
+std::vector<std::pair<int64_t, std::string>> read_due(const txn_view& t, db index, int64_t now_ms,
+                                                      size_t limit);
+/// A counter in `meta` (`counter/<name>`), 0 when absent.
+uint64_t get_counter(const txn_view& t, std::string_view name);
+status add_counter(write_txn& t, std::string_view name, uint64_t delta);
 
 }  // namespace sy::storage

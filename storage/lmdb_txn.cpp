@@ -8,8 +8,9 @@ namespace sy::storage {
 namespace detail {
 
 std::string_view db_name(db d) {
-  static constexpr std::array<std::string_view, db_count> names{"meta",        "jobs",   "tasks",
-                                                                "idempotency", "leases", "outbox"};
+  static constexpr std::array<std::string_view, db_count> names{
+      "meta",   "jobs",     "tasks",     "idempotency", "leases",   "outbox",
+      "events", "webhooks", "job_index", "deadlines",   "retention"};
   return names[static_cast<size_t>(d)];
 }
 

@@ -1,6 +1,9 @@
 #include "storage/ops.hpp"
 
+#include <algorithm>
 #include <charconv>
+
+#include "storage/events.hpp"
 
 namespace sy::storage {
 namespace {
@@ -17,34 +20,133 @@ op_reply reply(op_reply::kind k) {
   return r;
 }
 
-result<op_reply> apply_create(write_txn& txn, const create_job_op& op) {
+/// Everything an operation's transitions need besides the transaction.
+struct op_ctx {
+  write_txn& txn;
+  const store_policy& policy;
+  op_reply& reply;
+};
+
+int64_t retention_ms(const store_policy& p, job_status s) {
+  return s == job_status::completed ? p.retention_completed_ms : p.retention_failed_ms;
+}
+
+/// Appends the job's next event (its current status, coming from `previous`) and what makes it
+/// visible: the NATS event through the outbox and, when the job has a webhook, a delivery.
+status record_event(op_ctx& c, job_record& job, std::optional<job_status> previous,
+                    std::optional<job_error> why, int64_t now_ms) {
+  event_record ev;
+  ev.job_id = job.id;
+  ev.seq = ++job.event_seq;
+  ev.state = job.status;
+  ev.previous = previous;
+  ev.at_ms = now_ms;
+  ev.attempt = job.attempts;
+  ev.error = std::move(why);
+  SY_TRY(put_event(c.txn, ev));
+  auto nats_payload = event_payload(
+      job, ev, std::min(c.policy.inline_result_bytes, max_nats_inline_result_bytes));
+  append_outbox(c.txn, outbox_record{0, "event:" + job.id + ":" + std::to_string(ev.seq),
+                                     event_subject(c.policy.subject_prefix, ev),
+                                     nats_payload.dump(-1, ' ', false,
+                                                       nlohmann::json::error_handler_t::replace)});
+  c.reply.outbox_appended = true;
+  // The creation event is the client's own 202; webhooks start with the first transition.
+  if (!job.webhook_url.empty() && previous) {
+    webhook_record w;
+    w.job_id = job.id;
+    w.url = job.webhook_url;
+    w.body = event_payload(job, ev, c.policy.inline_result_bytes)
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    w.next_at_ms = now_ms;
+    append_webhook(c.txn, std::move(w));
+    c.reply.webhooks_appended = true;
+  }
+  c.reply.changed_jobs.push_back(job.id);
+  return ok;
+}
+
+/// Moves `job` to `to`: the status, timestamps, indexes (listing, deadline, retention), the
+/// input (retain_inputs), and the event. The caller writes the job record afterwards.
+status set_status(op_ctx& c, job_record& job, job_status to, int64_t now_ms,
+                  std::optional<job_error> why = std::nullopt) {
+  const job_status from = job.status;
+  job.status = to;
+  job.updated_at_ms = now_ms;
+  SY_TRY(c.txn.put(db::job_index, job_index_key(job.tenant, job.id), to_string(to)));
+  if (is_terminal(to)) {
+    job.finished_at_ms = now_ms;
+    if (job.deadline_ms > 0) c.txn.del(db::deadlines, time_index_key(job.deadline_ms, job.id));
+    SY_TRY(c.txn.put(db::retention,
+                     time_index_key(now_ms + retention_ms(c.policy, to), job.id), ""));
+  }
+  SY_TRY(record_event(c, job, from, std::move(why), now_ms));
+  // Dropped after the event so that nothing above needs it; the result is what clients read.
+  if (is_terminal(to) && !c.policy.retain_inputs && !job.body.empty()) {
+    job.body.clear();
+    job.input_dropped = true;
+  }
+  return ok;
+}
+
+/// Ends the task of a job that a client or a deadline stopped: no attempt may start or finish.
+status close_task(write_txn& txn, task_record& task) {
+  task.state = task_state::done;
+  del_lease(txn, task.id);
+  return put_task(txn, task);
+}
+
+job_error deadline_error(const job_record& job, const std::string& last_error) {
+  auto seconds = (job.deadline_ms - job.created_at_ms + 999) / 1000;
+  std::string msg = "the job did not finish within its timeout of " + std::to_string(seconds) + " s";
+  if (!last_error.empty()) msg += "; last error: " + last_error;
+  return job_error{"deadline_exceeded", msg};
+}
+
+job_error cancelled_error() { return job_error{"cancelled", "the job was cancelled by the client"}; }
+
+bool past_deadline(const job_record& job, int64_t now_ms) {
+  return job.deadline_ms > 0 && now_ms >= job.deadline_ms;
+}
+
+result<op_reply> apply_create(op_ctx& c, const create_job_op& op) {
+  auto& txn = c.txn;
   const auto& job = op.job;
   if (!job.idempotency_key.empty()) {
     if (auto idem = get_idempotency(txn, job.tenant, job.idempotency_key)) {
-      op_reply r = reply(idem->request_hash == job.request_hash ? op_reply::kind::existing
-                                                                : op_reply::kind::conflict);
-      r.job = get_job(txn, idem->job_id);
-      if (!r.job) return make_error("storage_corrupt", "idempotency key " + job.idempotency_key +
-                                                           " names missing job " + idem->job_id);
-      return r;
+      c.reply.what = idem->request_hash == job.request_hash ? op_reply::kind::existing
+                                                             : op_reply::kind::conflict;
+      c.reply.job = get_job(txn, idem->job_id);
+      if (!c.reply.job)
+        return make_error("storage_corrupt", "idempotency key " + job.idempotency_key +
+                                                 " names missing job " + idem->job_id);
+      return c.reply;
     }
     SY_TRY(put_idempotency(txn, job.tenant, job.idempotency_key,
                            idempotency_record{job.id, job.request_hash, job.created_at_ms}));
   }
-  SY_TRY(put_job(txn, job));
+  job_record created = job;
+  created.status = job_status::queued;
+  created.event_seq = 0;
+  SY_TRY(txn.put(db::job_index, job_index_key(created.tenant, created.id), "queued"));
+  if (created.deadline_ms > 0)
+    SY_TRY(txn.put(db::deadlines, time_index_key(created.deadline_ms, created.id), ""));
   task_record task = op.task;
-  task.queued_at_ms = job.created_at_ms;
+  task.queued_at_ms = created.created_at_ms;
   SY_TRY(put_task(txn, task));
-  SY_TRY(txn.put(db::meta, known_model_key(job.model), ""));
+  SY_TRY(txn.put(db::meta, known_model_key(created.model), ""));
   append_outbox(txn, op.publish);
-  op_reply r = reply(op_reply::kind::done);
-  r.job = job;
-  r.task = std::move(task);
-  r.outbox_appended = true;
-  return r;
+  SY_TRY(record_event(c, created, std::nullopt, std::nullopt, created.created_at_ms));
+  SY_TRY(put_job(txn, created));
+  c.reply.what = op_reply::kind::done;
+  c.reply.job = std::move(created);
+  c.reply.task = std::move(task);
+  c.reply.outbox_appended = true;
+  return c.reply;
 }
 
-result<op_reply> apply_start(write_txn& txn, const start_attempt_op& op) {
+result<op_reply> apply_start(op_ctx& c, const start_attempt_op& op) {
+  auto& txn = c.txn;
   auto task = get_task(txn, op.task_id);
   if (!task) return reply(op_reply::kind::not_found);
   if (task->state == task_state::done || task->attempt != op.attempt)
@@ -57,19 +159,27 @@ result<op_reply> apply_start(write_txn& txn, const start_attempt_op& op) {
   }
   auto job = get_job(txn, task->job_id);
   if (!job) return reply(op_reply::kind::not_found);
+  if (past_deadline(*job, op.now_ms)) {  // too late to start: the job expires instead
+    SY_TRY(close_task(txn, *task));
+    SY_TRY(set_status(c, *job, job_status::expired, op.now_ms,
+                      deadline_error(*job, task->last_error)));
+    SY_TRY(put_job(txn, *job));
+    c.reply.what = op_reply::kind::stale;
+    c.reply.job = std::move(job);
+    return c.reply;
+  }
   task->state = task_state::leased;
   SY_TRY(put_lease(txn, lease_record{task->id, op.attempt, op.token,
                                      op.now_ms + op.lease_ttl_ms, op.holder}));
   SY_TRY(put_task(txn, *task));
-  job->status = job_status::in_progress;
   job->attempts = op.attempt;
   if (job->started_at_ms == 0) job->started_at_ms = op.now_ms;
-  job->updated_at_ms = op.now_ms;
+  SY_TRY(set_status(c, *job, job_status::in_progress, op.now_ms));
   SY_TRY(put_job(txn, *job));
-  op_reply r = reply(op_reply::kind::done);
-  r.job = std::move(job);
-  r.task = std::move(task);
-  return r;
+  c.reply.what = op_reply::kind::done;
+  c.reply.job = std::move(job);
+  c.reply.task = std::move(task);
+  return c.reply;
 }
 
 /// The current lease, if (task, attempt, token) still holds it.
@@ -88,13 +198,8 @@ result<op_reply> apply_extend(write_txn& txn, const extend_lease_op& op) {
   return reply(op_reply::kind::done);
 }
 
-void finish_job(job_record& job, job_status status, int64_t now_ms) {
-  job.status = status;
-  job.finished_at_ms = now_ms;
-  job.updated_at_ms = now_ms;
-}
-
-result<op_reply> apply_finish(write_txn& txn, const finish_attempt_op& op) {
+result<op_reply> apply_finish(op_ctx& c, const finish_attempt_op& op) {
+  auto& txn = c.txn;
   if (!current_lease(txn, op.task_id, op.attempt, op.token)) return reply(op_reply::kind::stale);
   auto task = get_task(txn, op.task_id);
   if (!task || task->state != task_state::leased || task->attempt != op.attempt)
@@ -102,57 +207,75 @@ result<op_reply> apply_finish(write_txn& txn, const finish_attempt_op& op) {
   auto job = get_job(txn, task->job_id);
   if (!job) return reply(op_reply::kind::not_found);
   del_lease(txn, op.task_id);
-  op_reply r = reply(op_reply::kind::done);
-  job->updated_at_ms = op.now_ms;
-  switch (op.end) {
-    case attempt_end::succeeded:
-      task->state = task_state::done;
-      job->result = op.response;
-      job->error.reset();
-      finish_job(*job, job_status::completed, op.now_ms);
-      break;
-    case attempt_end::rejected:
-      task->state = task_state::done;
-      task->last_error = op.error_message;
-      job->result = op.response;
-      job->error = job_error{op.error_code, op.error_message};
-      finish_job(*job, job_status::failed, op.now_ms);
-      break;
-    case attempt_end::retry:
-      task->last_error = op.error_message;
-      if (op.attempt >= task->max_attempts) {
+  const int64_t now = op.now_ms;
+  const bool success = op.end == attempt_end::succeeded;
+  if (!success && op.end != attempt_end::released) task->last_error = op.error_message;
+  if (success) {
+    // Also when a cancel was under way: the answer arrived first, and it is kept.
+    task->state = task_state::done;
+    job->result = op.response;
+    job->error.reset();
+    SY_TRY(set_status(c, *job, job_status::completed, now));
+  } else if (job->status == job_status::cancelling) {
+    task->state = task_state::done;
+    job->result = op.response;
+    job->error = cancelled_error();
+    SY_TRY(set_status(c, *job, job_status::cancelled, now, job->error));
+  } else if (past_deadline(*job, now)) {
+    task->state = task_state::done;
+    job->result = op.response;
+    job->error = deadline_error(*job, op.error_message);
+    SY_TRY(set_status(c, *job, job_status::expired, now, job->error));
+  } else {
+    switch (op.end) {
+      case attempt_end::succeeded:
+        break;
+      case attempt_end::rejected:
         task->state = task_state::done;
         job->result = op.response;
-        job->error = job_error{op.error_code, op.error_message + " (attempt " +
-                                                  std::to_string(op.attempt) + " of " +
-                                                  std::to_string(task->max_attempts) + ")"};
-        finish_job(*job, job_status::failed, op.now_ms);
-      } else {
+        job->error = job_error{op.error_code, op.error_message};
+        SY_TRY(set_status(c, *job, job_status::failed, now, job->error));
+        break;
+      case attempt_end::retry:
+        if (op.attempt >= task->max_attempts) {
+          task->state = task_state::done;
+          job->result = op.response;
+          job->error = job_error{op.error_code, op.error_message + " (attempt " +
+                                                    std::to_string(op.attempt) + " of " +
+                                                    std::to_string(task->max_attempts) + ")"};
+          SY_TRY(set_status(c, *job, job_status::failed, now, job->error));
+        } else {
+          task->state = task_state::queued;
+          task->attempt = op.attempt + 1;
+          task->not_before_ms = now + op.backoff_ms;
+          task->queued_at_ms = now;
+          append_outbox(txn, outbox_record{0, task_message_id(task->id, task->attempt),
+                                           op.subject,
+                                           task_message_payload(task->id, task->attempt)});
+          c.reply.outbox_appended = true;
+          SY_TRY(set_status(c, *job, job_status::queued, now,
+                            job_error{op.error_code, op.error_message}));
+        }
+        break;
+      case attempt_end::released:
         task->state = task_state::queued;
-        task->attempt = op.attempt + 1;
-        task->not_before_ms = op.now_ms + op.backoff_ms;
-        task->queued_at_ms = op.now_ms;
-        job->status = job_status::queued;
-        append_outbox(txn, outbox_record{0, task_message_id(task->id, task->attempt), op.subject,
-                                         task_message_payload(task->id, task->attempt)});
-        r.outbox_appended = true;
-      }
-      break;
-    case attempt_end::released:
-      task->state = task_state::queued;
-      task->queued_at_ms = op.now_ms;
-      job->status = job_status::queued;
-      job->attempts = op.attempt - 1;
-      break;
+        task->queued_at_ms = now;
+        job->attempts = op.attempt - 1;
+        SY_TRY(set_status(c, *job, job_status::queued, now,
+                          job_error{op.error_code, op.error_message}));
+        break;
+    }
   }
   SY_TRY(put_task(txn, *task));
   SY_TRY(put_job(txn, *job));
-  r.job = std::move(job);
-  r.task = std::move(task);
-  return r;
+  c.reply.what = op_reply::kind::done;
+  c.reply.job = std::move(job);
+  c.reply.task = std::move(task);
+  return c.reply;
 }
 
-result<op_reply> apply_republish(write_txn& txn, const republish_op& op) {
+result<op_reply> apply_republish(op_ctx& c, const republish_op& op) {
+  auto& txn = c.txn;
   auto task = get_task(txn, op.task_id);
   if (!task || task->state != task_state::queued || task->attempt != op.attempt)
     return reply(op_reply::kind::stale);
@@ -169,23 +292,130 @@ result<op_reply> apply_republish(write_txn& txn, const republish_op& op) {
   return r;
 }
 
-result<op_reply> apply_outbox_ack(write_txn& txn, const outbox_ack_op& op) {
-  for (auto seq : op.seqs) del_outbox(txn, seq);
+result<op_reply> apply_outbox_ack(op_ctx& c, const outbox_ack_op& op) {
+  for (auto seq : op.seqs) del_outbox(c.txn, seq);
+  return reply(op_reply::kind::done);
+}
+
+result<op_reply> apply_cancel(op_ctx& c, const cancel_job_op& op) {
+  auto& txn = c.txn;
+  auto job = get_job(txn, op.job_id);
+  if (!job || job->tenant != op.tenant) return reply(op_reply::kind::not_found);
+  c.reply.job = job;
+  if (job->status == job_status::cancelled || job->status == job_status::cancelling) {
+    c.reply.what = op_reply::kind::existing;  // a repeated cancel is harmless
+    return c.reply;
+  }
+  if (is_terminal(job->status)) {
+    c.reply.what = op_reply::kind::conflict;
+    return c.reply;
+  }
+  auto task = get_task(txn, job->task_id);
+  if (!task) return make_error("storage_corrupt", "job " + job->id + " has no task");
+  if (task->state == task_state::leased) {
+    // Running: the caller aborts the request; the attempt's end makes the job cancelled.
+    SY_TRY(set_status(c, *job, job_status::cancelling, op.now_ms));
+    c.reply.abort_inflight = true;
+  } else {
+    SY_TRY(close_task(txn, *task));
+    job->error = cancelled_error();
+    SY_TRY(set_status(c, *job, job_status::cancelled, op.now_ms, job->error));
+  }
+  SY_TRY(put_job(txn, *job));
+  c.reply.what = op_reply::kind::done;
+  c.reply.job = std::move(job);
+  c.reply.task = std::move(task);
+  return c.reply;
+}
+
+result<op_reply> apply_expire(op_ctx& c, const expire_job_op& op) {
+  auto& txn = c.txn;
+  auto job = get_job(txn, op.job_id);
+  if (!job || is_terminal(job->status) || job->deadline_ms != op.deadline_ms) {
+    txn.del(db::deadlines, time_index_key(op.deadline_ms, op.job_id));  // stale entry
+    return reply(op_reply::kind::stale);
+  }
+  if (!past_deadline(*job, op.now_ms)) return reply(op_reply::kind::not_yet);
+  auto task = get_task(txn, job->task_id);
+  if (!task) return make_error("storage_corrupt", "job " + job->id + " has no task");
+  c.reply.abort_inflight = task->state == task_state::leased;
+  SY_TRY(close_task(txn, *task));
+  job->error = deadline_error(*job, task->last_error);
+  SY_TRY(set_status(c, *job, job_status::expired, op.now_ms, job->error));
+  SY_TRY(put_job(txn, *job));
+  c.reply.what = op_reply::kind::done;
+  c.reply.job = std::move(job);
+  c.reply.task = std::move(task);
+  return c.reply;
+}
+
+result<op_reply> apply_purge(op_ctx& c, const purge_jobs_op& op) {
+  auto& txn = c.txn;
+  for (const auto& [at, id] : op.due) {
+    txn.del(db::retention, time_index_key(at, id));
+    auto job = get_job(txn, id);
+    if (!job || !is_terminal(job->status)) continue;
+    std::vector<std::string> event_keys;
+    const std::string prefix = id + "/";
+    txn.scan(db::events, prefix, [&](std::string_view key, std::string_view) {
+      if (key.substr(0, prefix.size()) != prefix) return false;
+      event_keys.emplace_back(key);
+      return true;
+    });
+    for (const auto& k : event_keys) txn.del(db::events, k);
+    if (!job->idempotency_key.empty()) {
+      auto idem = get_idempotency(txn, job->tenant, job->idempotency_key);
+      if (idem && idem->job_id == id)
+        txn.del(db::idempotency, idempotency_db_key(job->tenant, job->idempotency_key));
+    }
+    del_lease(txn, job->task_id);
+    txn.del(db::tasks, job->task_id);
+    txn.del(db::job_index, job_index_key(job->tenant, id));
+    txn.del(db::jobs, id);
+    ++c.reply.purged;
+  }
+  c.reply.what = op_reply::kind::done;
+  return c.reply;
+}
+
+result<op_reply> apply_webhook_result(op_ctx& c, const webhook_result_op& op) {
+  auto& txn = c.txn;
+  using outcome = webhook_result_op::outcome;
+  if (op.what == outcome::delivered) {
+    if (del_webhook(txn, op.seq)) SY_TRY(add_counter(txn, "webhooks_delivered", 1));
+    return reply(op_reply::kind::done);
+  }
+  if (op.what == outcome::dropped) {
+    if (del_webhook(txn, op.seq)) SY_TRY(add_counter(txn, "webhooks_dropped", 1));
+    return reply(op_reply::kind::done);
+  }
+  auto w = get_webhook(txn, op.seq);
+  if (!w) return reply(op_reply::kind::stale);
+  w->attempts = op.attempts;
+  w->next_at_ms = op.next_at_ms;
+  w->last_error = op.error;
+  SY_TRY(put_webhook(txn, *w));
   return reply(op_reply::kind::done);
 }
 
 }  // namespace
 
-result<op_reply> apply(write_txn& txn, const write_op& op) {
+result<op_reply> apply(write_txn& txn, const write_op& op, const store_policy& policy) {
+  op_reply r;
+  op_ctx c{txn, policy, r};
   return std::visit(
       [&](const auto& o) -> result<op_reply> {
         using T = std::decay_t<decltype(o)>;
-        if constexpr (std::is_same_v<T, create_job_op>) return apply_create(txn, o);
-        if constexpr (std::is_same_v<T, start_attempt_op>) return apply_start(txn, o);
+        if constexpr (std::is_same_v<T, create_job_op>) return apply_create(c, o);
+        if constexpr (std::is_same_v<T, start_attempt_op>) return apply_start(c, o);
         if constexpr (std::is_same_v<T, extend_lease_op>) return apply_extend(txn, o);
-        if constexpr (std::is_same_v<T, finish_attempt_op>) return apply_finish(txn, o);
-        if constexpr (std::is_same_v<T, republish_op>) return apply_republish(txn, o);
-        if constexpr (std::is_same_v<T, outbox_ack_op>) return apply_outbox_ack(txn, o);
+        if constexpr (std::is_same_v<T, finish_attempt_op>) return apply_finish(c, o);
+        if constexpr (std::is_same_v<T, republish_op>) return apply_republish(c, o);
+        if constexpr (std::is_same_v<T, outbox_ack_op>) return apply_outbox_ack(c, o);
+        if constexpr (std::is_same_v<T, cancel_job_op>) return apply_cancel(c, o);
+        if constexpr (std::is_same_v<T, expire_job_op>) return apply_expire(c, o);
+        if constexpr (std::is_same_v<T, purge_jobs_op>) return apply_purge(c, o);
+        if constexpr (std::is_same_v<T, webhook_result_op>) return apply_webhook_result(c, o);
       },
       op);
 }

@@ -81,9 +81,54 @@ struct outbox_ack_op {
   std::vector<uint64_t> seqs;
 };
 
+/// A client cancels a job of `tenant`: queued → cancelled at once; in_progress → cancelling (the
+/// caller then aborts the in-flight request; the attempt's end makes it cancelled).
+struct cancel_job_op {
+  std::string tenant;
+  std::string job_id;
+  int64_t now_ms = 0;
+};
+
+/// The deadline index says job `job_id` is due at `deadline_ms`: expire it if it is still not
+/// terminal (the caller aborts an in-flight request). Stale index entries are removed.
+struct expire_job_op {
+  std::string job_id;
+  int64_t deadline_ms = 0;
+  int64_t now_ms = 0;
+};
+
+/// Retention: delete terminal jobs whose time has come — job, task, lease, idempotency key,
+/// events and index entries. Entries are (delete_at_ms, job_id) from the retention index.
+struct purge_jobs_op {
+  std::vector<std::pair<int64_t, std::string>> due;
+};
+
+/// The outcome of one webhook delivery attempt.
+struct webhook_result_op {
+  enum class outcome { delivered, retry, dropped };
+  uint64_t seq = 0;
+  outcome what = outcome::delivered;
+  int attempts = 0;         ///< deliveries tried, including this one
+  int64_t next_at_ms = 0;   ///< retry: not before
+  std::string error;        ///< retry/dropped: why the last attempt failed
+};
+
 using write_op =
     std::variant<create_job_op, start_attempt_op, extend_lease_op, finish_attempt_op,
-                 republish_op, outbox_ack_op>;
+                 republish_op, outbox_ack_op, cancel_job_op, expire_job_op, purge_jobs_op,
+                 webhook_result_op>;
+
+/// What the operations need to know about the deployment. Set once by the writer's owner.
+struct store_policy {
+  std::string subject_prefix = "sy";   ///< state changes go out on <prefix>.jobs.<id>.<state>
+  int64_t inline_result_bytes = 65'536;  ///< events carry results up to this size inline
+  int64_t retention_completed_ms = int64_t{24} * 3'600'000;
+  int64_t retention_failed_ms = int64_t{7} * 24 * 3'600'000;  ///< failed, expired, cancelled
+  bool retain_inputs = true;  ///< false: drop the request body when the job ends
+};
+
+/// NATS events carry results inline up to this size at most (NATS' default max payload is 1 MiB).
+inline constexpr int64_t max_nats_inline_result_bytes = 256 * 1024;
 
 /// The answer to an operation.
 struct op_reply {
@@ -100,12 +145,16 @@ struct op_reply {
   std::optional<job_record> job;
   std::optional<task_record> task;
   int64_t delay_ms = 0;
-  bool outbox_appended = false;  ///< tells the writer to wake the outbox relay
+  bool outbox_appended = false;    ///< tells the writer to wake the outbox relay
+  bool webhooks_appended = false;  ///< tells the writer to wake the webhook deliverer
+  bool abort_inflight = false;     ///< cancel/expire: abort the running attempt of `task`
+  std::vector<std::string> changed_jobs;  ///< jobs that got a new event (wake their waiters)
+  size_t purged = 0;                      ///< purge: jobs deleted
 };
 
 /// Applies one operation. Errors are storage failures (e.g. map_full): the caller aborts the
 /// transaction (and, for map_full, grows the map and retries the whole batch).
-result<op_reply> apply(write_txn& txn, const write_op& op);
+result<op_reply> apply(write_txn& txn, const write_op& op, const store_policy& policy = {});
 
 /// Every model that ever had a job is remembered in `db::meta` under this prefix, so that a
 /// restarted engine subscribes to its queue again.
