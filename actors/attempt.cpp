@@ -132,6 +132,12 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
   } else {
     auto abort = std::make_shared<runtime::abort_handle>();
     auto reg = ctx.inflight.add(task_id, abort);
+    {
+      // A cancel committed between our start and this registration found nothing to abort.
+      auto txn = ctx.env->begin_read();
+      auto now = storage::get_job(txn, job.id);
+      if (now && now->status == storage::job_status::cancelling) abort->abort();
+    }
     auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
     storage::extend_lease_op extend{task_id, attempt, start.token, 0};
     asio::co_spawn(ctx.exec, heartbeat(ctx, std::move(extend), msg, timer), asio::detached);

@@ -47,6 +47,7 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   e->sys_ = std::make_unique<caf::actor_system>(e->caf_cfg_);
   e->ctx_ = std::make_unique<engine_context>(*e->sys_, d.cfg, d.clock, d.js, e->exec_);
   auto& ctx = *e->ctx_;
+  ctx.env = &d.env;
   ctx.holder = node_prefix + e->ids_.next(d.clock.now_ms());
   if (d.cfg.gateway) {
     ctx.gateways["*"] = std::make_unique<runtime::gateway_client>(e->exec_.get_executor(),

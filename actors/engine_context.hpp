@@ -54,6 +54,7 @@ struct engine_context {
   runtime::js_client& js;
   boost::asio::io_context& exec;  ///< attempt runners and gateway clients run here
   storage_writer_actor writer;
+  storage::environment* env = nullptr;  ///< for short read transactions
   global_budget budget;
   std::string holder;  ///< lease holder id of this process: "<node>/<boot ULID>"
   std::map<std::string, std::unique_ptr<runtime::gateway_client>> gateways;  ///< by model; "*"

@@ -72,13 +72,12 @@ void reconcile(reaper_ptr self, int64_t now) {
   {
     auto txn = st.env->begin_read();
     if (!storage::read_outbox(txn, 0, 1).empty()) return;  // the relay has work: wait for it
-    txn.scan(storage::db::tasks, "", [&](std::string_view, std::string_view value) {
-      auto j = nlohmann::json::parse(value, nullptr, false);
-      if (j.is_discarded()) return true;
-      auto t = storage::task_from_json(j);
-      if (t.state == storage::task_state::queued && t.queued_at_ms + after <= now &&
-          t.not_before_ms + after <= now)
-        stale[t.model].push_back(std::move(t));
+    // Only the tasks in state `queued` (their index), not every task the store still holds.
+    txn.scan(storage::db::queued, "", [&](std::string_view task_id, std::string_view) {
+      auto t = storage::get_task(txn, task_id);
+      if (t && t->state == storage::task_state::queued && t->queued_at_ms + after <= now &&
+          t->not_before_ms + after <= now)
+        stale[t->model].push_back(std::move(*t));
       return true;
     });
   }

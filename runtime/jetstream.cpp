@@ -1,8 +1,10 @@
 #include "runtime/jetstream.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
@@ -201,6 +203,28 @@ std::string_view js_message::data() const {
   return {natsMsg_GetData(msg_), static_cast<size_t>(natsMsg_GetDataLength(msg_))};
 }
 
+std::optional<std::string> js_message::header(const char* name) const {
+  if (msg_ == nullptr) return std::nullopt;
+  const char** keys = nullptr;
+  int count = 0;
+  if (natsMsgHeader_Keys(msg_, &keys, &count) != NATS_OK) return std::nullopt;  // no headers
+  std::optional<std::string> out;
+  const std::string_view wanted(name);
+  for (int i = 0; i < count && !out; ++i) {
+    const std::string_view key(keys[i]);
+    bool same = key.size() == wanted.size() &&
+                std::equal(key.begin(), key.end(), wanted.begin(), [](char a, char b) {
+                  return std::tolower(static_cast<unsigned char>(a)) ==
+                         std::tolower(static_cast<unsigned char>(b));
+                });
+    const char* value = nullptr;
+    if (same && natsMsgHeader_Get(msg_, keys[i], &value) == NATS_OK && value != nullptr)
+      out = std::string(value);
+  }
+  free(static_cast<void*>(keys));  // nats.c allocates the array, not the strings
+  return out;
+}
+
 std::string_view js_message::subject() const {
   return msg_ == nullptr ? std::string_view{} : std::string_view{natsMsg_GetSubject(msg_)};
 }
@@ -302,7 +326,7 @@ std::string js_client::task_subject(std::string_view model) const {
 }
 
 status js_client::ensure_stream(const std::string& name, const std::string& subject,
-                                bool work_queue, int64_t max_age_ms) {
+                                bool work_queue, int64_t max_age_ms, int64_t duplicate_window_ms) {
   const char* subjects[] = {subject.c_str()};
   jsStreamConfig cfg;
   jsStreamConfig_Init(&cfg);
@@ -311,7 +335,7 @@ status js_client::ensure_stream(const std::string& name, const std::string& subj
   cfg.SubjectsLen = 1;
   cfg.Retention = work_queue ? js_WorkQueuePolicy : js_LimitsPolicy;
   cfg.Storage = js_FileStorage;
-  cfg.Duplicates = layout_.duplicate_window_ms * ns_per_ms;
+  cfg.Duplicates = duplicate_window_ms * ns_per_ms;
   cfg.MaxAge = max_age_ms * ns_per_ms;
   jsStreamInfo* si = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
@@ -327,19 +351,39 @@ status js_client::ensure_stream(const std::string& name, const std::string& subj
 
 status js_client::ensure_layout() {
   const std::string& sp = layout_.subject_prefix;
-  auto st = ensure_stream(stream_name("TASKS"), sp + ".tasks.>", true, 0);
-  if (st) st = ensure_stream(stream_name("EVENTS"), sp + ".jobs.>", false, day_ms);
-  if (st) st = ensure_stream(stream_name("DLQ"), sp + ".dlq.>", false, 0);
+  const int64_t dup = layout_.duplicate_window_ms;
+  auto st = ensure_stream(stream_name("TASKS"), sp + ".tasks.>", true, 0, dup);
+  if (st) st = ensure_stream(stream_name("EVENTS"), sp + ".jobs.>", false, day_ms, dup);
+  if (st) st = ensure_stream(stream_name("DLQ"), sp + ".dlq.>", false, 0, dup);
+  if (st) {
+    st = ensure_stream(stream_name("INTAKE"), sp + ".submit.>", true, 0,
+                       layout_.intake_duplicate_window_ms);
+  }
   return st;
+}
+
+std::string js_client::intake_subject(std::string_view kind) const {
+  return layout_.subject_prefix + ".submit." + std::string(kind);
 }
 
 result<std::unique_ptr<pull_subscription>> js_client::subscribe_tasks(std::string_view model) {
   if (model.empty()) return make_error("invalid_model", "A model name is required.", "model");
+  return subscribe_pull(stream_name("TASKS"), task_subject(model), "tasks_" + subject_token(model),
+                        -1);
+}
+
+result<std::unique_ptr<pull_subscription>> js_client::subscribe_intake() {
+  return subscribe_pull(stream_name("INTAKE"), layout_.subject_prefix + ".submit.>", "intake",
+                        layout_.intake_max_deliver);
+}
+
+result<std::unique_ptr<pull_subscription>> js_client::subscribe_pull(const std::string& stream,
+                                                                     const std::string& subject,
+                                                                     std::string consumer,
+                                                                     int64_t max_deliver) {
   auto sub = std::make_shared<detail::js_sub>();
   sub->conn = conn_;
-  sub->consumer = "tasks_" + subject_token(model);
-  const std::string stream = stream_name("TASKS");
-  const std::string subject = task_subject(model);
+  sub->consumer = std::move(consumer);
 
   jsConsumerConfig cc;
   jsConsumerConfig_Init(&cc);
@@ -347,7 +391,7 @@ result<std::unique_ptr<pull_subscription>> js_client::subscribe_tasks(std::strin
   cc.FilterSubject = subject.c_str();
   cc.AckPolicy = js_AckExplicit;
   cc.AckWait = layout_.ack_wait_ms * ns_per_ms;
-  cc.MaxDeliver = -1;
+  cc.MaxDeliver = max_deliver;
   cc.MaxAckPending = max_ack_pending;
   jsConsumerInfo* ci = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
@@ -381,6 +425,20 @@ status js_client::publish(const pub_msg& m) {
   if (s == NATS_OK) s = natsConnection_PublishMsg(conn_->nc, msg);
   natsMsg_Destroy(msg);
   if (s != NATS_OK) return nats_error("Publishing on " + m.subject, s);
+  return sy::ok;
+}
+
+status js_client::publish_reply(const std::string& subject, std::string_view payload,
+                                const std::vector<std::pair<std::string, std::string>>& headers) {
+  natsMsg* msg = nullptr;
+  natsStatus s = natsMsg_Create(&msg, subject.c_str(), nullptr, payload.data(),
+                                static_cast<int>(payload.size()));
+  for (const auto& [name, value] : headers) {
+    if (s == NATS_OK) s = natsMsgHeader_Set(msg, name.c_str(), value.c_str());
+  }
+  if (s == NATS_OK) s = natsConnection_PublishMsg(conn_->nc, msg);
+  natsMsg_Destroy(msg);
+  if (s != NATS_OK) return nats_error("Replying on " + subject, s);
   return sy::ok;
 }
 
@@ -462,8 +520,15 @@ result<uint64_t> js_client::stream_message_count(std::string_view stream) {
 }
 
 result<uint64_t> js_client::task_backlog(std::string_view model) {
-  std::string stream = stream_name("TASKS");
-  std::string consumer = "tasks_" + subject_token(model);
+  return consumer_backlog(stream_name("TASKS"), "tasks_" + subject_token(model));
+}
+
+result<uint64_t> js_client::intake_backlog() {
+  return consumer_backlog(stream_name("INTAKE"), "intake");
+}
+
+result<uint64_t> js_client::consumer_backlog(const std::string& stream,
+                                             const std::string& consumer) {
   jsConsumerInfo* ci = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
   natsStatus s = js_GetConsumerInfo(&ci, conn_->js, stream.c_str(), consumer.c_str(), nullptr,

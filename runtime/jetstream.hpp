@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/result.hpp"
@@ -31,13 +32,20 @@ std::string subject_token(std::string_view model);
 /// The inverse of subject_token(); nullopt when `token` is not a valid encoding.
 std::optional<std::string> model_from_token(std::string_view token);
 
-/// Names and timings of the JetStream layout. Streams are `<stream_prefix>_TASKS|EVENTS|DLQ`,
-/// subjects start with `<subject_prefix>.`.
+/// Names and timings of the JetStream layout. Streams are
+/// `<stream_prefix>_TASKS|EVENTS|DLQ|INTAKE`, subjects start with `<subject_prefix>.`.
 struct js_layout {
   std::string stream_prefix = "SY";
   std::string subject_prefix = "sy";
   int64_t ack_wait_ms = 30000;            ///< consumer AckWait: the transport lease
-  int64_t duplicate_window_ms = 120000;   ///< Nats-Msg-Id deduplication window of every stream
+  int64_t duplicate_window_ms = 120000;   ///< Nats-Msg-Id deduplication window of the streams
+  /// Duplicate window of <prefix>_INTAKE: the server's minimum. Submissions are deduplicated by
+  /// the engine (per tenant, durably, with a reply to every copy), not silently by JetStream;
+  /// see docs/nats.md, "Deduplication".
+  int64_t intake_duplicate_window_ms = 100;
+  /// MaxDeliver of the intake consumer: a submission that keeps failing (or crashing the
+  /// process) is delivered at most this many times.
+  int intake_max_deliver = 5;
 };
 
 /// One message to publish. `msg_id` (may be empty) becomes the `Nats-Msg-Id` header.
@@ -64,6 +72,9 @@ class js_message {
   std::string_view data() const;
   /// The subject it was published on, e.g. `sy.tasks.gpt-4o`.
   std::string_view subject() const;
+  /// The first value of header `name`, matched case-insensitively as HTTP headers are (NATS
+  /// clients keep the case the publisher wrote); nullopt when the message has no such header.
+  std::optional<std::string> header(const char* name) const;
   /// How many times JetStream has delivered this message (1 on the first delivery).
   uint64_t delivered() const { return delivered_; }
   /// The stream sequence number (unique per stream; useful in logs).
@@ -97,7 +108,7 @@ class pull_subscription {
   /// Blocks up to timeout_ms; returns 0..max messages (timeout → empty, not an error). Errors
   /// mean the connection or consumer is unusable right now; the caller backs off and retries.
   result<std::vector<js_message>> fetch(int max, int64_t timeout_ms);
-  /// The durable consumer's name, `tasks_<token>`.
+  /// The durable consumer's name, `tasks_<token>` or `intake`.
   const std::string& consumer() const;
 
  private:
@@ -124,19 +135,27 @@ class js_client {
 
   /// Creates or updates (idempotent): <prefix>_TASKS (subjects <sp>.tasks.>, WorkQueue
   /// retention, file storage, duplicate window), <prefix>_EVENTS (<sp>.jobs.>, limits retention,
-  /// max age 24 h), <prefix>_DLQ (<sp>.dlq.>, limits retention). Safe to call on every start and
-  /// after reconnect.
+  /// max age 24 h), <prefix>_DLQ (<sp>.dlq.>, limits retention), <prefix>_INTAKE
+  /// (<sp>.submit.>, WorkQueue retention, file storage, intake_duplicate_window_ms). Safe to
+  /// call on every start and after reconnect.
   status ensure_layout();
 
   /// `<stream_prefix>_<kind>`, e.g. stream_name("TASKS") == "SY_TASKS".
   std::string stream_name(std::string_view kind) const;
   /// `<sp>.tasks.<subject_token(model)>`.
   std::string task_subject(std::string_view model) const;
+  /// `<sp>.submit.<kind>`, e.g. intake_subject("job") == "sy.submit.job".
+  std::string intake_subject(std::string_view kind) const;
 
   /// Durable pull consumer "tasks_<token>" filtered on task_subject(model), AckExplicit,
   /// AckWait = layout.ack_wait_ms, MaxDeliver unlimited, MaxAckPending 20000. Idempotent:
   /// creates it, or updates and binds to the existing one.
   result<std::unique_ptr<pull_subscription>> subscribe_tasks(std::string_view model);
+
+  /// Durable pull consumer "intake" on <prefix>_INTAKE filtered on `<sp>.submit.>`,
+  /// AckExplicit, AckWait = layout.ack_wait_ms, MaxDeliver = layout.intake_max_deliver.
+  /// Idempotent like subscribe_tasks.
+  result<std::unique_ptr<pull_subscription>> subscribe_intake();
 
   /// Publishes all messages asynchronously with Nats-Msg-Id = msg_id and waits for every ack up
   /// to timeout_ms; result[i] is true iff message i was acked (a duplicate-window drop counts as
@@ -148,17 +167,30 @@ class js_client {
   /// Nats-Msg-Id so a stream capturing the subject deduplicates it.
   status publish(const pub_msg& msg);
 
+  /// Core NATS publish of `payload` on `subject` with extra `headers` (name, value): the answer
+  /// to a request (e.g. the intake's reply). Fails on an invalid subject or when the message
+  /// cannot be buffered; never waits for the server.
+  status publish_reply(const std::string& subject, std::string_view payload,
+                       const std::vector<std::pair<std::string, std::string>>& headers);
+
   /// Number of messages currently stored in `stream` (a full stream name): for tests, metrics
   /// and readiness checks.
   result<uint64_t> stream_message_count(std::string_view stream);
   /// Messages of `model`'s task consumer not yet acked: waiting (NumPending) plus delivered and
   /// unacked (NumAckPending). Zero while LMDB still holds queued tasks means messages were lost.
   result<uint64_t> task_backlog(std::string_view model);
+  /// The same for the intake consumer: submissions not yet acked or terminated.
+  result<uint64_t> intake_backlog();
 
  private:
   js_client(std::shared_ptr<detail::js_conn> conn, js_layout layout);
   status ensure_stream(const std::string& name, const std::string& subject, bool work_queue,
-                       int64_t max_age_ms);
+                       int64_t max_age_ms, int64_t duplicate_window_ms);
+  result<std::unique_ptr<pull_subscription>> subscribe_pull(const std::string& stream,
+                                                            const std::string& subject,
+                                                            std::string consumer,
+                                                            int64_t max_deliver);
+  result<uint64_t> consumer_backlog(const std::string& stream, const std::string& consumer);
 
   std::shared_ptr<detail::js_conn> conn_;
   js_layout layout_;

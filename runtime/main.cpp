@@ -10,6 +10,7 @@
 
 #include "actors/engine.hpp"
 #include "api/http_server.hpp"
+#include "api/nats_intake.hpp"
 #include "config/cli.hpp"
 #include "config/sha256.hpp"
 #include "runtime/clock.hpp"
@@ -93,6 +94,8 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   actors::engine* engine = eng->get();
   auto http = api::http_server::start(s, *engine, [engine] { return engine->ready(); });
   if (!http) return fail("cannot start the HTTP server", http.error());
+  auto intake = api::nats_intake::start(s, *engine, **js);
+  if (!intake) return fail("cannot start the NATS intake", intake.error());
   write_listen_file(s, (*http)->port());
   log::info("main", "listening", {{"listen", s.listen}, {"port", (*http)->port()},
                                   {"data_dir", s.data_dir}});
@@ -112,6 +115,7 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
     }
   }
   (*http)->stop_accepting();
+  (*intake)->stop();
   engine->shutdown();
   (*http)->stop();
   eng->reset();

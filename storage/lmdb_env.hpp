@@ -46,8 +46,9 @@ enum class db {
   job_index,  ///< tenant '\x1f' job_id → status (listing, newest first by ULID)
   deadlines,  ///< deadline_ms(16 hex) '/' job_id → "" (non-terminal jobs with a timeout)
   retention,  ///< delete_at_ms(16 hex) '/' job_id → "" (terminal jobs, deleted when due)
+  queued,     ///< task_id → "" for every task in state `queued` (the reconcile sweeper's scan)
 };
-inline constexpr int db_count = 11;
+inline constexpr int db_count = 12;
 
 /// The on-disk schema this build writes. A store written by a newer schema is refused.
 inline constexpr int schema_version = 1;

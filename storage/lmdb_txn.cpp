@@ -10,7 +10,7 @@ namespace detail {
 std::string_view db_name(db d) {
   static constexpr std::array<std::string_view, db_count> names{
       "meta",   "jobs",     "tasks",     "idempotency", "leases",   "outbox",
-      "events", "webhooks", "job_index", "deadlines",   "retention"};
+      "events", "webhooks", "job_index", "deadlines",   "retention", "queued"};
   return names[static_cast<size_t>(d)];
 }
 

@@ -93,6 +93,7 @@ status set_status(op_ctx& c, job_record& job, job_status to, int64_t now_ms,
 status close_task(write_txn& txn, task_record& task) {
   task.state = task_state::done;
   del_lease(txn, task.id);
+  txn.del(db::queued, task.id);
   return put_task(txn, task);
 }
 
@@ -134,6 +135,7 @@ result<op_reply> apply_create(op_ctx& c, const create_job_op& op) {
   task_record task = op.task;
   task.queued_at_ms = created.created_at_ms;
   SY_TRY(put_task(txn, task));
+  SY_TRY(txn.put(db::queued, task.id, ""));
   SY_TRY(txn.put(db::meta, known_model_key(created.model), ""));
   append_outbox(txn, op.publish);
   SY_TRY(record_event(c, created, std::nullopt, std::nullopt, created.created_at_ms));
@@ -169,6 +171,7 @@ result<op_reply> apply_start(op_ctx& c, const start_attempt_op& op) {
     return c.reply;
   }
   task->state = task_state::leased;
+  txn.del(db::queued, task->id);
   SY_TRY(put_lease(txn, lease_record{task->id, op.attempt, op.token,
                                      op.now_ms + op.lease_ttl_ms, op.holder}));
   SY_TRY(put_task(txn, *task));
@@ -246,6 +249,7 @@ result<op_reply> apply_finish(op_ctx& c, const finish_attempt_op& op) {
           SY_TRY(set_status(c, *job, job_status::failed, now, job->error));
         } else {
           task->state = task_state::queued;
+          SY_TRY(txn.put(db::queued, task->id, ""));
           task->attempt = op.attempt + 1;
           task->not_before_ms = now + op.backoff_ms;
           task->queued_at_ms = now;
@@ -259,6 +263,7 @@ result<op_reply> apply_finish(op_ctx& c, const finish_attempt_op& op) {
         break;
       case attempt_end::released:
         task->state = task_state::queued;
+        SY_TRY(txn.put(db::queued, task->id, ""));
         task->queued_at_ms = now;
         job->attempts = op.attempt - 1;
         SY_TRY(set_status(c, *job, job_status::queued, now,
@@ -369,6 +374,7 @@ result<op_reply> apply_purge(op_ctx& c, const purge_jobs_op& op) {
         txn.del(db::idempotency, idempotency_db_key(job->tenant, job->idempotency_key));
     }
     del_lease(txn, job->task_id);
+    txn.del(db::queued, job->task_id);
     txn.del(db::tasks, job->task_id);
     txn.del(db::job_index, job_index_key(job->tenant, id));
     txn.del(db::jobs, id);

@@ -470,6 +470,29 @@ TEST_F(ops_test, retain_inputs_false_drops_the_body_when_the_job_ends) {
   EXPECT_TRUE(job("j1")->result.has_value());
 }
 
+TEST_F(ops_test, the_queued_index_holds_exactly_the_queued_tasks) {
+  auto queued = [&](const std::string& job_id) {
+    auto txn = env_->begin_read();
+    return txn.get(db::queued, task_of(job_id)).has_value();
+  };
+  run(make_job("j1"));
+  EXPECT_TRUE(queued("j1"));
+  run(start(task_of("j1"), 1, "tok"));
+  EXPECT_FALSE(queued("j1"));
+  run(finish(task_of("j1"), 1, "tok", attempt_end::retry));
+  EXPECT_TRUE(queued("j1"));
+  run(start(task_of("j1"), 2, "tok2", 3000));
+  run(finish(task_of("j1"), 2, "tok2", attempt_end::released, 3500));
+  EXPECT_TRUE(queued("j1"));
+  run(start(task_of("j1"), 2, "tok3", 4000));
+  run(finish(task_of("j1"), 2, "tok3", attempt_end::succeeded, 4500));
+  EXPECT_FALSE(queued("j1"));
+  run(make_job("j2"));
+  run(cancel_job_op{"t1", "j2", 100});
+  EXPECT_FALSE(queued("j2"));
+  EXPECT_EQ(count(db::queued), 0u);
+}
+
 TEST_F(ops_test, the_listing_index_follows_the_status) {
   run(make_job("j1"));
   run(start(task_of("j1"), 1, "tok"));

@@ -1,0 +1,74 @@
+#include "api/detail/intake_message.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "actors/submission.hpp"
+#include "api/detail/json_parse.hpp"
+#include "api/errors.hpp"
+#include "api/job_json.hpp"
+
+namespace sy::api::detail {
+namespace {
+
+constexpr size_t max_idempotency_key_chars = 255;
+constexpr size_t max_subject_chars = 255;
+
+/// The same rule as HTTP's Idempotency-Key: 1..255 printable ASCII characters.
+result<std::string> idempotency_key(const std::optional<std::string>& header) {
+  if (!header) return std::string();
+  const std::string& key = *header;
+  bool valid = !key.empty() && key.size() <= max_idempotency_key_chars;
+  for (char c : key) valid = valid && c >= 0x20 && c <= 0x7e;
+  if (!valid)
+    return make_error("invalid_idempotency_key",
+                      "The Nats-Msg-Id header must be 1 to 255 printable ASCII characters.",
+                      "Nats-Msg-Id");
+  return key;
+}
+
+}  // namespace
+
+result<actors::submission> to_submission(const intake_input& in, std::string_view job_subject,
+                                         const authenticator& auth) {
+  if (in.subject != job_subject)
+    return make_error("not_found", "Unknown intake subject " + std::string(in.subject) +
+                                       "; submissions are published on " +
+                                       std::string(job_subject) + ".");
+  auto tenant = auth.tenant_for(in.authorization.value_or(std::string()));
+  if (!tenant) return tenant.error();
+  auto doc = parse_json_body(in.data);
+  if (!doc) return doc.error();
+  auto key = idempotency_key(in.msg_id);
+  if (!key) return key.error();
+  return actors::parse_submission(*doc, std::move(*tenant), std::move(*key));
+}
+
+bool is_transient(const sy::error& e) {
+  return e.code == "storage_unavailable" || e.code == "shutting_down" || e.code == "not_ready" ||
+         e.code == "internal_error";
+}
+
+intake_reply reply_for(const actors::submit_outcome& outcome) {
+  bool accepted = outcome.created || !storage::is_terminal(outcome.job.status);
+  return {job_to_json(outcome.job).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+          accepted ? 202u : 200u};
+}
+
+intake_reply reply_for(const sy::error& e) { return {error_body(e), lookup_error(e.code).status}; }
+
+bool is_valid_reply_subject(std::string_view subject) {
+  if (subject.empty() || subject.size() > max_subject_chars) return false;
+  size_t start = 0;
+  while (start <= subject.size()) {
+    size_t end = subject.find('.', start);
+    if (end == std::string_view::npos) end = subject.size();
+    std::string_view token = subject.substr(start, end - start);
+    if (token.empty() || token == "*" || token == ">") return false;
+    for (char c : token)
+      if (c <= 0x20 || c > 0x7e) return false;
+    start = end + 1;
+  }
+  return true;
+}
+
+}  // namespace sy::api::detail

@@ -1,0 +1,50 @@
+#pragma once
+/// The NATS intake's pure rules (docs/nats.md): what one intake message means, which errors are
+/// worth a redelivery, and what the reply says. No I/O and no clock, so any thread may call them
+/// and they are tested without a server.
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "actors/job_service.hpp"
+#include "api/auth.hpp"
+#include "config/result.hpp"
+
+namespace sy::api::detail {
+
+/// The parts of one intake message the rules look at.
+struct intake_input {
+  std::string_view subject;                  ///< e.g. `sy.submit.job`
+  std::string_view data;                     ///< the payload: a `POST /v1/jobs` document
+  std::optional<std::string> authorization;  ///< header `Authorization`
+  std::optional<std::string> msg_id;         ///< header `Nats-Msg-Id`: the idempotency key
+};
+
+/// Authenticates, parses and validates one message exactly as `POST /v1/jobs` does (same order:
+/// subject, API key, JSON, idempotency key, document). `job_subject` is the only accepted
+/// subject (`<sp>.submit.job`); another subject under `<sp>.submit.` is `not_found`.
+result<actors::submission> to_submission(const intake_input& in, std::string_view job_subject,
+                                         const authenticator& auth);
+
+/// True when a later delivery may succeed (storage_unavailable, shutting_down, not_ready,
+/// internal_error): the message is nak'ed with a delay instead of answered and terminated.
+bool is_transient(const sy::error& e);
+
+/// A reply: the payload and the HTTP status the same outcome has on `POST /v1/jobs`
+/// (sent as header `Sy-Status`).
+struct intake_reply {
+  std::string body;
+  unsigned status = 0;
+};
+
+/// The job exactly as HTTP renders it; 202 when created or not yet terminal, else 200.
+intake_reply reply_for(const actors::submit_outcome& outcome);
+/// The OpenAI error envelope with the error table's status.
+intake_reply reply_for(const sy::error& e);
+
+/// A subject a reply may be published on: non-empty tokens of printable ASCII without spaces,
+/// no wildcard tokens, at most 255 bytes. A bad `Sy-Reply-To` is logged and not answered.
+bool is_valid_reply_subject(std::string_view subject);
+
+}  // namespace sy::api::detail

@@ -1,0 +1,103 @@
+#pragma once
+/// The NATS intake (docs/nats.md): submissions published on `<sp>.submit.job` into the
+/// `<prefix>_INTAKE` work-queue stream become jobs with the same authentication, validation and
+/// idempotency as `POST /v1/jobs`. Each message is answered (when it names a reply subject in
+/// header `Sy-Reply-To`) with the job or the error, then acked (job created or found),
+/// terminated (a submission that can never succeed) or nak'ed with a delay (storage or engine
+/// temporarily unavailable; the last allowed delivery is answered and terminated instead).
+///
+/// Threads: the intake owns two threads. The fetch thread pulls batches from the durable
+/// consumer `intake`, decides, replies and acks (it is the only thread that touches the
+/// subscription and its messages); the io thread runs the `job_service::submit` coroutines of a
+/// batch concurrently, so one batch shares the storage writer's group commit. Public members
+/// may be called from any one thread (the owner, e.g. main).
+
+#include <utility>  // before any Asio header
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "actors/job_service.hpp"
+#include "api/auth.hpp"
+#include "config/result.hpp"
+#include "config/settings.hpp"
+#include "runtime/jetstream.hpp"
+
+namespace sy::api {
+
+/// Tuning of the fetch loop (defaults suit production; tests keep them).
+struct nats_intake_options {
+  int batch = 64;                  ///< messages per fetch (and submits in flight)
+  int64_t fetch_timeout_ms = 250;  ///< one fetch's wait; also bounds how long stop() takes
+  int64_t retry_delay_ms = 1'000;  ///< nak delay after a transient error
+  int64_t error_backoff_ms = 500;  ///< pause after a failed fetch (NATS down)
+};
+
+/// What the intake has done since it started (for tests and logs).
+struct nats_intake_counters {
+  uint64_t received = 0;  ///< deliveries fetched (a redelivery counts again)
+  uint64_t accepted = 0;  ///< answered with a job and acked
+  uint64_t rejected = 0;  ///< answered with an error and terminated
+  uint64_t deferred = 0;  ///< nak'ed for a later redelivery
+};
+
+class nats_intake {
+ public:
+  /// Binds the durable consumer (creating it when missing) and starts both threads.
+  /// `service` and `js` must outlive the intake. Errors: the consumer cannot be bound.
+  static result<std::unique_ptr<nats_intake>> start(const config::settings& settings,
+                                                    actors::job_service& service,
+                                                    runtime::js_client& js,
+                                                    nats_intake_options options = {});
+  nats_intake(const nats_intake&) = delete;
+  nats_intake& operator=(const nats_intake&) = delete;
+  /// Calls stop().
+  ~nats_intake();
+
+  /// Stops fetching, finishes the batch in hand (its submits, replies and acks), joins both
+  /// threads. Idempotent. Call it before the engine shuts down.
+  void stop();
+
+  nats_intake_counters counters() const;
+
+ private:
+  struct pending;  // one fetched message and what became of it
+  nats_intake(const config::settings& settings, actors::job_service& service,
+              runtime::js_client& js, nats_intake_options options,
+              std::unique_ptr<runtime::pull_subscription> sub);
+  void fetch_loop();
+  void process(std::vector<runtime::js_message>& batch);
+  void finish(pending& p);
+  void answer(const pending& p, unsigned status, const std::string& body);
+  void resubscribe();
+
+  authenticator auth_;
+  actors::job_service& service_;
+  runtime::js_client& js_;
+  nats_intake_options options_;
+  std::string job_subject_;
+  std::unique_ptr<runtime::pull_subscription> sub_;  // fetch thread only (after start)
+
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::thread io_thread_;
+  std::thread fetch_thread_;
+  std::atomic<bool> stopping_{false};
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;  // wakes the fetch thread's back-off on stop()
+
+  mutable std::mutex counters_mu_;
+  nats_intake_counters counters_;
+};
+
+}  // namespace sy::api
