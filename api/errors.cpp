@@ -12,7 +12,7 @@ constexpr std::string_view auth = "authentication_error";
 constexpr std::string_view server = "server_error";
 
 // Keep in step with docs/api.md ("Errors").
-constexpr std::array<error_info, 25> table = {{
+constexpr std::array<error_info, 33> table = {{
     {"invalid_json", 400, invalid_request, "The request body is not valid JSON."},
     {"invalid_request", 400, invalid_request, "The request body must be a JSON object."},
     {"invalid_endpoint", 400, invalid_request,
@@ -43,6 +43,18 @@ constexpr std::array<error_info, 25> table = {{
     {"not_ready", 503, server, "The server is not ready yet."},
     {"header_too_large", 431, invalid_request, "The request headers are too large."},
     {"bad_request", 400, invalid_request, "The request is not valid HTTP/1.1."},
+    {"invalid_value", 400, invalid_request, "A query parameter has an invalid value."},
+    {"invalid_webhook_url", 400, invalid_request,
+     "'webhook_url' must be an http:// or https:// URL naming a host."},
+    {"invalid_timeout", 400, invalid_request,
+     "'timeout' must be a number of seconds greater than 0 and at most 604800."},
+    {"job_not_cancellable", 409, invalid_request,
+     "The job has already finished (completed, failed or expired) and cannot be cancelled."},
+    {"job_cancelled", 409, invalid_request, "The job was cancelled before it finished."},
+    {"gateway_unreachable", 502, server, "The gateway could not be reached."},
+    {"job_expired", 504, server, "The job reached its deadline before it finished."},
+    {"sync_timeout", 504, server,
+     "The job did not finish in time; it keeps running, poll GET /v1/jobs/{id}."},
 }};
 
 const error_info* find_row(std::string_view code) {

@@ -11,10 +11,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 
@@ -57,6 +60,67 @@ std::optional<sy::error> read_failure(const beast::error_code& ec) {
   if (ec.category() == http::make_error_code(http::error::bad_target).category())
     return make_error("bad_request", "The request is not valid HTTP/1.1: " + ec.message() + ".");
   return std::nullopt;
+}
+
+/// The `stream_writer` of one connection: each chunk is written with the write timeout.
+class connection_writer final : public detail::stream_writer {
+ public:
+  connection_writer(connection& c, bool chunked, int64_t timeout_ms,
+                    const std::atomic<bool>& stopping)
+      : c_(c), chunked_(chunked), timeout_ms_(timeout_ms), stopping_(stopping) {}
+
+  asio::awaitable<bool> write(std::string data) override {
+    if (ec_) co_return false;
+    if (data.empty()) co_return true;
+    c_.stream.expires_after(std::chrono::milliseconds(timeout_ms_));
+    if (chunked_)
+      co_await asio::async_write(c_.stream, http::make_chunk(asio::buffer(data)), use_ec(ec_));
+    else
+      co_await asio::async_write(c_.stream, asio::buffer(data), use_ec(ec_));
+    co_return !ec_;
+  }
+  bool stopping() const override { return stopping_.load(); }
+  const beast::error_code& error() const { return ec_; }
+
+ private:
+  connection& c_;
+  bool chunked_;
+  int64_t timeout_ms_;
+  const std::atomic<bool>& stopping_;
+  beast::error_code ec_;
+};
+
+/// Writes a streamed reply: the header (chunked for HTTP/1.1, `Connection: close` and a raw body
+/// for HTTP/1.0), the streamer's chunks, then the last chunk. Sets `keep_alive` to whether the
+/// connection may carry another request.
+asio::awaitable<void> write_streamed(connection& c, detail::reply& rep, int64_t timeout_ms,
+                                     const std::atomic<bool>& stopping, beast::error_code& ec,
+                                     bool& keep_alive) {
+  http::response<http::empty_body> head{std::move(rep.res.base())};
+  head.erase(http::field::content_length);
+  bool chunked = head.version() >= 11;
+  if (chunked) {
+    head.chunked(true);
+  } else {
+    head.keep_alive(false);
+  }
+  keep_alive = head.keep_alive();
+  http::response_serializer<http::empty_body> sr{head};
+  c.stream.expires_after(std::chrono::milliseconds(timeout_ms));
+  co_await http::async_write_header(c.stream, sr, use_ec(ec));
+  if (ec) co_return;
+  connection_writer out(c, chunked, timeout_ms, stopping);
+  try {
+    co_await rep.stream(out);
+  } catch (const std::exception&) {
+    // Our own bug: end this stream, keep serving others.
+    ec = asio::error::operation_aborted;
+    co_return;
+  }
+  ec = out.error();
+  if (ec) co_return;
+  c.stream.expires_after(std::chrono::milliseconds(timeout_ms));
+  if (chunked) co_await asio::async_write(c.stream, http::make_chunk_last(), use_ec(ec));
 }
 
 /// Answers an unreadable request and closes "lingeringly": half-close, then discard what the
@@ -153,21 +217,27 @@ asio::awaitable<void> http_server::serve(std::shared_ptr<connection> conn) {
     conn->busy = true;
     request_started();
     conn->stream.expires_never();  // the job service bounds its own time
-    std::optional<detail::response> res;
+    std::optional<detail::reply> rep;
     try {
-      res = co_await handler_.handle(parser.release());
+      rep = co_await handler_.handle(parser.release());
     } catch (const std::exception&) {
       // Our own bug or a throwing library call that escaped its adapter: answer, do not crash.
     }
-    if (!res)
-      res = detail::request_handler::early_error(make_error("internal_error", ""), 11,
-                                                 /*keep_alive=*/false);
-    if (stopping_.load()) res->keep_alive(false);
-    conn->stream.expires_after(std::chrono::milliseconds(read_timeout_ms_));
-    co_await http::async_write(conn->stream, *res, use_ec(ec));
+    if (!rep)
+      rep = detail::reply{detail::request_handler::early_error(make_error("internal_error", ""),
+                                                               11, /*keep_alive=*/false),
+                          {}};
+    if (stopping_.load()) rep->res.keep_alive(false);
+    bool keep_alive = rep->res.keep_alive();
+    if (rep->stream) {
+      co_await write_streamed(*conn, *rep, read_timeout_ms_, stopping_, ec, keep_alive);
+    } else {
+      conn->stream.expires_after(std::chrono::milliseconds(read_timeout_ms_));
+      co_await http::async_write(conn->stream, rep->res, use_ec(ec));
+    }
     conn->busy = false;
     request_finished();
-    if (ec || !res->keep_alive()) break;
+    if (ec || !keep_alive || stopping_.load()) break;
   }
   conn->stream.socket().shutdown(tcp::socket::shutdown_send, ec);
   conn->stream.close();

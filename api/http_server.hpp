@@ -2,7 +2,9 @@
 /// The HTTP/1.1 front door (Boost.Beast, C++20 coroutines). It runs on its own io_context with
 /// `settings.http_threads` threads; each connection is a coroutine on its own strand. Requests
 /// are read with `http_read_timeout_ms` (slow or half-open clients are cut off) and a body limit
-/// of `max_body_bytes` (413). Handlers never block an io thread: a submission awaits the job
+/// of `max_body_bytes` (413). Responses, and each chunk of a streamed response (server-sent
+/// events, see api/detail/stream.hpp), are written within `http_read_timeout_ms` too, so a
+/// client that stops reading is disconnected instead of holding memory. Handlers never block an io thread: a submission awaits the job
 /// service's durable commit. Threads: `start`, `stop_accepting` and `stop` are called by the
 /// owner (runtime), never from an io thread.
 
@@ -53,7 +55,9 @@ class http_server {
 
   /// Graceful: closes the listener and idle connections, lets in-flight requests finish (their
   /// responses say `Connection: close`), and returns when none is left or after
-  /// `shutdown_timeout_ms`. /readyz answers 503 from now on.
+  /// `shutdown_timeout_ms`. Requests waiting on a job (Prefer: wait, synchronous endpoints)
+  /// answer with the job as it is, and event streams end, within about
+  /// `detail::stop_check_interval`. /readyz answers 503 from now on.
   void stop_accepting();
 
   /// True once `stop_accepting` has begun: new requests are no longer taken.

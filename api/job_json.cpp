@@ -39,7 +39,9 @@ json job_to_json(const storage::job_record& job) {
           {"max_attempts", job.max_attempts},
           {"metadata", job.metadata.is_object() ? job.metadata : json::object()},
           {"result", result_json(job.result)},
-          {"error", error_json(job.error)}};
+          {"error", error_json(job.error)},
+          {"webhook_url", job.webhook_url.empty() ? json(nullptr) : json(job.webhook_url)},
+          {"expires_at", unix_seconds(job.deadline_ms)}};
 }
 
 }  // namespace sy::api

@@ -1,13 +1,15 @@
 #include "api/detail/request_handler.hpp"
 
-#include <random>
+#include <algorithm>
+#include <vector>
 
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/beast/core/string.hpp>
-#include <nlohmann/json.hpp>
 
 #include "actors/submission.hpp"
 #include "api/detail/json_parse.hpp"
+#include "api/detail/prefer.hpp"
+#include "api/detail/query.hpp"
+#include "api/detail/responses.hpp"
 #include "api/errors.hpp"
 #include "api/job_json.hpp"
 
@@ -16,74 +18,63 @@ namespace {
 
 namespace http = boost::beast::http;
 using nlohmann::json;
+using std::chrono::milliseconds;
 
-enum route_id : int { route_submit_job, route_get_job, route_healthz, route_readyz };
+enum route_id : int {
+  route_submit_job,
+  route_list_jobs,
+  route_get_job,
+  route_cancel_job,
+  route_job_events,
+  route_chat_completions,
+  route_embeddings,
+  route_completions,
+  route_healthz,
+  route_readyz,
+};
 
-constexpr size_t max_idempotency_key_chars = 255;
-
-std::string new_request_id() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string id = "req_";
-  for (int half = 0; half < 2; ++half) {
-    uint64_t bits = rng();
-    for (int i = 0; i < 16; ++i, bits >>= 4) id += hex[bits & 0xf];
-  }
-  return id;
-}
-
-response json_response(http::status status, const json& body, const request& req) {
-  response res{status, req.version()};
-  res.set(http::field::content_type, "application/json");
-  res.keep_alive(req.keep_alive());
-  res.body() = body.dump(-1, ' ', false, json::error_handler_t::replace);
-  res.prepare_payload();
-  return res;
-}
-
-response error_for(const sy::error& e, const request& req) {
-  return error_response(e, req.version(), req.keep_alive());
-}
-
-/// `application/json`, optionally with parameters such as `; charset=utf-8`.
-bool is_json_media_type(std::string_view content_type) {
-  std::string_view media = content_type.substr(0, content_type.find(';'));
-  while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
-  while (!media.empty() && (media.front() == ' ' || media.front() == '\t')) media.remove_prefix(1);
-  return boost::beast::iequals(media, "application/json");
-}
-
-/// The Idempotency-Key header: absent → empty; present → 1..255 printable ASCII characters.
-result<std::string> idempotency_key(const request& req) {
-  auto it = req.find("Idempotency-Key");
-  if (it == req.end()) return std::string();
-  std::string_view key = it->value();
-  bool valid = !key.empty() && key.size() <= max_idempotency_key_chars;
-  for (char c : key) valid = valid && c >= 0x20 && c <= 0x7e;
-  if (!valid)
-    return make_error("invalid_idempotency_key",
-                      "The Idempotency-Key header must be 1 to 255 printable ASCII characters.",
-                      "Idempotency-Key");
-  return std::string(key);
-}
-
-response job_response(const actors::submit_outcome& outcome, const request& req) {
-  bool terminal = storage::is_terminal(outcome.job.status);
-  bool accepted = outcome.created || !terminal;
+/// Without `Prefer: wait`: 202 while the job runs (and always for a job this call created),
+/// 200 when an idempotent re-submission finds it terminal. With it: 200 exactly when terminal.
+response job_response(const storage::job_record& job, bool accepted, const request& req) {
   auto res = json_response(accepted ? http::status::accepted : http::status::ok,
-                           job_to_json(outcome.job), req);
-  res.set(http::field::location, "/v1/jobs/" + outcome.job.id);
+                           job_to_json(job), req);
+  res.set(http::field::location, "/v1/jobs/" + job.id);
   if (accepted) res.set(http::field::retry_after, "1");
   return res;
+}
+
+/// The wait a `Prefer: wait=N` asks for, capped by `max_wait_ms`.
+milliseconds applied_wait(int64_t requested_s, int64_t max_wait_ms) {
+  if (requested_s > max_wait_ms / 1000) return milliseconds(max_wait_ms);
+  return milliseconds(requested_s * 1000);
+}
+
+std::vector<std::string_view> header_values(const request& req, std::string_view name) {
+  std::vector<std::string_view> out;
+  auto [first, last] = req.equal_range(name);
+  for (auto it = first; it != last; ++it) out.push_back(it->value());
+  return out;
 }
 
 }  // namespace
 
 request_handler::request_handler(const config::settings& settings, actors::job_service& service,
                                  std::function<bool()> ready, const std::atomic<bool>& stopping)
-    : auth_(settings.api_keys), service_(service), ready_(std::move(ready)), stopping_(stopping) {
+    : auth_(settings.api_keys),
+      service_(service),
+      ready_(std::move(ready)),
+      stopping_(stopping),
+      max_wait_ms_(settings.max_wait_ms),
+      sync_timeout_ms_(settings.sync_timeout_ms),
+      inline_result_bytes_(settings.webhook_inline_result_bytes) {
   router_.add(http::verb::post, "/v1/jobs", route_submit_job);
+  router_.add(http::verb::get, "/v1/jobs", route_list_jobs);
   router_.add(http::verb::get, "/v1/jobs/{id}", route_get_job);
+  router_.add(http::verb::post, "/v1/jobs/{id}/cancel", route_cancel_job);
+  router_.add(http::verb::get, "/v1/jobs/{id}/events", route_job_events);
+  router_.add(http::verb::post, "/v1/chat/completions", route_chat_completions);
+  router_.add(http::verb::post, "/v1/embeddings", route_embeddings);
+  router_.add(http::verb::post, "/v1/completions", route_completions);
   router_.add(http::verb::get, "/healthz", route_healthz);
   router_.add(http::verb::get, "/readyz", route_readyz);
 }
@@ -94,9 +85,10 @@ response request_handler::early_error(const sy::error& e, unsigned version, bool
   return res;
 }
 
-boost::asio::awaitable<response> request_handler::handle(request req) {
+boost::asio::awaitable<reply> request_handler::handle(request req) {
   auto m = router_.match(req.method(), req.target());
-  response res;
+  reply out;
+  response& res = out.res;
   if (m.outcome == route_match::kind::not_found) {
     res = error_for(make_error("not_found", "Unknown route: " + std::string(req.method_string()) +
                                                 " " + std::string(req.target()) + "."),
@@ -109,34 +101,67 @@ boost::asio::awaitable<response> request_handler::handle(request req) {
     res.set(http::field::allow, m.allow);
   } else if (m.route == route_submit_job) {
     res = co_await submit_job(req);
+  } else if (m.route == route_list_jobs) {
+    res = list_jobs(req);
   } else if (m.route == route_get_job) {
     res = get_job(req, m.params.at(0));
+  } else if (m.route == route_cancel_job) {
+    res = co_await cancel_job(req, m.params.at(0));
+  } else if (m.route == route_job_events) {
+    out = job_events(req, m.params.at(0));
+  } else if (m.route == route_chat_completions) {
+    res = co_await sync_call(req, "/v1/chat/completions");
+  } else if (m.route == route_embeddings) {
+    res = co_await sync_call(req, "/v1/embeddings");
+  } else if (m.route == route_completions) {
+    res = co_await sync_call(req, "/v1/completions");
   } else if (m.route == route_healthz) {
     res = json_response(http::status::ok, {{"status", "ok"}}, req);
   } else {
     res = readyz(req);
   }
-  res.set("x-request-id", new_request_id());
-  co_return res;
+  out.res.set("x-request-id", new_request_id());
+  co_return out;
+}
+
+result<request_handler::submit_input> request_handler::read_submit_input(
+    const request& req) const {
+  if (!is_json_media_type(req[http::field::content_type]))
+    return make_error("unsupported_media_type",
+                      "The request body must be sent with 'Content-Type: application/json'.");
+  auto tenant = auth_.tenant_for(req[http::field::authorization]);
+  if (!tenant) return tenant.error();
+  auto doc = parse_json_body(req.body());
+  if (!doc) return doc.error();
+  auto key = idempotency_key(req);
+  if (!key) return key.error();
+  return submit_input{std::move(*tenant), std::move(*doc), std::move(*key)};
 }
 
 boost::asio::awaitable<response> request_handler::submit_job(const request& req) {
-  if (!is_json_media_type(req[http::field::content_type]))
-    co_return error_for(make_error("unsupported_media_type",
-                                   "The request body must be sent with 'Content-Type: "
-                                   "application/json'."),
-                        req);
-  auto tenant = auth_.tenant_for(req[http::field::authorization]);
-  if (!tenant) co_return error_for(tenant.error(), req);
-  auto doc = parse_json_body(req.body());
-  if (!doc) co_return error_for(doc.error(), req);
-  auto key = idempotency_key(req);
-  if (!key) co_return error_for(key.error(), req);
-  auto sub = actors::parse_submission(*doc, std::move(*tenant), std::move(*key));
+  auto in = read_submit_input(req);
+  if (!in) co_return error_for(in.error(), req);
+  std::string tenant = in->tenant;
+  auto sub = actors::parse_submission(in->doc, std::move(in->tenant),
+                                      std::move(in->idempotency_key));
   if (!sub) co_return error_for(sub.error(), req);
   auto outcome = co_await service_.submit(std::move(*sub));
   if (!outcome) co_return error_for(outcome.error(), req);
-  co_return job_response(*outcome, req);
+  storage::job_record job = std::move(outcome->job);
+  auto wait_s = prefer_wait_seconds(header_values(req, "Prefer"));
+  if (!wait_s)
+    co_return job_response(job, outcome->created || !storage::is_terminal(job.status), req);
+  // The job is durable whatever happens now: a failed wait (or a client that went away) only
+  // means this answer shows the job as it was at submission.
+  milliseconds wait = applied_wait(*wait_s, max_wait_ms_);
+  if (!storage::is_terminal(job.status) && wait.count() > 0) {
+    std::string id = job.id;
+    auto waited = co_await wait_terminal(tenant, id, wait);
+    if (waited) job = std::move(*waited);
+  }
+  auto res = job_response(job, !storage::is_terminal(job.status), req);
+  res.set("Preference-Applied", "wait=" + std::to_string((wait.count() + 999) / 1000));
+  co_return res;
 }
 
 response request_handler::get_job(const request& req, const std::string& id) {
@@ -147,12 +172,51 @@ response request_handler::get_job(const request& req, const std::string& id) {
   return json_response(http::status::ok, job_to_json(*job), req);
 }
 
+boost::asio::awaitable<response> request_handler::cancel_job(const request& req, std::string id) {
+  auto tenant = auth_.tenant_for(req[http::field::authorization]);
+  if (!tenant) co_return error_for(tenant.error(), req);
+  auto job = co_await service_.cancel(std::move(*tenant), std::move(id));
+  if (!job) co_return error_for(job.error(), req);
+  co_return json_response(http::status::ok, job_to_json(*job), req);
+}
+
+response request_handler::list_jobs(const request& req) {
+  auto tenant = auth_.tenant_for(req[http::field::authorization]);
+  if (!tenant) return error_for(tenant.error(), req);
+  auto params = parse_list_params(req.target());
+  if (!params) return error_for(params.error(), req);
+  auto page = service_.list(*tenant, params->status, params->limit, params->after);
+  if (!page) return error_for(page.error(), req);
+  json data = json::array();
+  for (const auto& job : page->jobs) data.push_back(job_to_json(job));
+  bool empty = page->jobs.empty();
+  return json_response(http::status::ok,
+                       {{"object", "list"},
+                        {"data", std::move(data)},
+                        {"first_id", empty ? json(nullptr) : json(page->jobs.front().id)},
+                        {"last_id", empty ? json(nullptr) : json(page->jobs.back().id)},
+                        {"has_more", page->has_more}},
+                       req);
+}
+
 response request_handler::readyz(const request& req) const {
   if (stopping_.load())
     return error_for(make_error("shutting_down", "The server is shutting down."), req);
   if (ready_ && !ready_())
     return error_for(make_error("not_ready", "The server is not ready yet."), req);
   return json_response(http::status::ok, {{"status", "ready"}}, req);
+}
+
+boost::asio::awaitable<result<storage::job_record>> request_handler::wait_terminal(
+    std::string tenant, std::string id, milliseconds timeout) {
+  auto until = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now());
+    milliseconds slice = std::clamp(left, milliseconds(0), stop_check_interval);
+    auto job = co_await service_.wait_terminal(tenant, id, slice);
+    if (!job || storage::is_terminal(job->status) || left <= slice || stopping_.load())
+      co_return job;
+  }
 }
 
 }  // namespace sy::api::detail

@@ -1,51 +1,83 @@
 #pragma once
-/// Turns one complete HTTP request into one response: routing, authentication, validation,
-/// and the call into `actors::job_service`. It holds no per-connection state, so every
-/// connection of the server shares one handler; it never blocks an io thread except on the
-/// short LMDB read inside `job_service::get`.
+/// Turns one complete HTTP request into one reply: routing, authentication, validation, and the
+/// calls into `actors::job_service`. It holds no per-connection state, so every connection of
+/// the server shares one handler; it never blocks an io thread except on short LMDB reads
+/// (`job_service::get` and `list`). Waiting (Prefer: wait, the synchronous OpenAI endpoints, the
+/// event stream) awaits the job service without holding a thread.
+///
+/// The routes live in three files: request_handler.cpp (native jobs, health), sync_routes.cpp
+/// (POST /v1/chat/completions & co.), event_routes.cpp (GET /v1/jobs/{id}/events).
 
 #include <utility>  // before any Asio/Beast header
 
 #include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/string_body.hpp>
+#include <nlohmann/json.hpp>
 
 #include "actors/job_service.hpp"
 #include "api/auth.hpp"
+#include "api/detail/stream.hpp"
 #include "api/router.hpp"
 #include "config/settings.hpp"
 
 namespace sy::api::detail {
 
-using request = boost::beast::http::request<boost::beast::http::string_body>;
-using response = boost::beast::http::response<boost::beast::http::string_body>;
+/// While a request waits on a job, the handler wakes at least this often to notice a graceful
+/// stop (the job service's waits cannot be cancelled from outside), so a stop ends waits and
+/// event streams within about this long instead of after `shutdown_timeout_ms`.
+inline constexpr std::chrono::milliseconds stop_check_interval{500};
 
 class request_handler {
  public:
-  /// `stopping` turns /readyz to 503 once the server drains; it must outlive the handler.
+  /// `stopping` turns /readyz to 503 once the server drains and ends waits and event streams
+  /// early; it must outlive the handler.
   request_handler(const config::settings& settings, actors::job_service& service,
                   std::function<bool()> ready, const std::atomic<bool>& stopping);
 
-  /// The response to `req`, with Content-Type, x-request-id and keep-alive set.
-  boost::asio::awaitable<response> handle(request req);
+  /// The reply to `req`, with Content-Type, x-request-id and keep-alive set.
+  boost::asio::awaitable<reply> handle(request req);
 
   /// A response for an error found before a request could be routed (413, 400, 408, 500).
   static response early_error(const sy::error& e, unsigned version, bool keep_alive);
 
  private:
+  /// What every submitting route checks first, in this order: Content-Type, API key, JSON body,
+  /// Idempotency-Key.
+  struct submit_input {
+    std::string tenant;
+    nlohmann::json doc;
+    std::string idempotency_key;
+  };
+  result<submit_input> read_submit_input(const request& req) const;
+
   boost::asio::awaitable<response> submit_job(const request& req);
   response get_job(const request& req, const std::string& id);
+  boost::asio::awaitable<response> cancel_job(const request& req, std::string id);
+  response list_jobs(const request& req);
   response readyz(const request& req) const;
+  boost::asio::awaitable<response> sync_call(const request& req, std::string endpoint);
+  reply job_events(const request& req, const std::string& id);
+  boost::asio::awaitable<void> stream_events(stream_writer& out, std::string tenant,
+                                             std::string id, uint64_t after_seq);
+
+  /// `job_service::wait_terminal` in slices of `stop_check_interval`, ending early when the
+  /// server stops. Errors: those of the service.
+  boost::asio::awaitable<result<storage::job_record>> wait_terminal(
+      std::string tenant, std::string id, std::chrono::milliseconds timeout);
 
   router router_;
   authenticator auth_;
   actors::job_service& service_;
   std::function<bool()> ready_;
   const std::atomic<bool>& stopping_;
+  int64_t max_wait_ms_;
+  int64_t sync_timeout_ms_;
+  int64_t inline_result_bytes_;
 };
 
 }  // namespace sy::api::detail

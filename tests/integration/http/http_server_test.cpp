@@ -182,7 +182,7 @@ TEST_F(http_server_test, unknown_route_is_404_and_wrong_method_is_405) {
   EXPECT_EQ(error_of(unknown)["code"], "not_found");
   auto wrong = call(make_request(http::verb::delete_, "/v1/jobs"));
   EXPECT_EQ(wrong.result(), http::status::method_not_allowed);
-  EXPECT_EQ(wrong[http::field::allow], "POST");
+  EXPECT_EQ(wrong[http::field::allow], "POST, GET");  // GET lists jobs
   EXPECT_EQ(error_of(wrong)["code"], "method_not_allowed");
   auto get_only = call(make_request(http::verb::post, "/healthz", "{}"));
   EXPECT_EQ(get_only[http::field::allow], "GET");

@@ -33,6 +33,20 @@ TEST(job_to_json, queued_job_has_nulls) {
   EXPECT_TRUE(j["error"].is_null());
   EXPECT_EQ(j["metadata"], json({{"k", "v"}}));
   EXPECT_FALSE(j.contains("tenant"));
+  EXPECT_TRUE(j["webhook_url"].is_null());
+  EXPECT_TRUE(j["expires_at"].is_null());
+}
+
+TEST(job_to_json, webhook_and_deadline_and_cancelling) {
+  auto job = queued_job();
+  job.status = storage::job_status::cancelling;
+  job.webhook_url = "https://example.com/hook";
+  job.deadline_ms = 1'700'000'600'500;
+  auto j = job_to_json(job);
+  EXPECT_EQ(j["status"], "cancelling");
+  EXPECT_EQ(j["webhook_url"], "https://example.com/hook");
+  EXPECT_EQ(j["expires_at"], 1'700'000'600);
+  EXPECT_TRUE(j["finished_at"].is_null());  // cancelling is not terminal
 }
 
 TEST(job_to_json, completed_job_has_parsed_result) {

@@ -1,0 +1,90 @@
+// GET /v1/jobs/{id}/events: the job's state changes as server-sent events. The stream reads
+// events from storage (job_service::next_events) one batch at a time and writes each batch
+// before asking for more, so a slow client holds at most one batch, never a growing queue.
+
+#include <algorithm>
+
+#include "api/detail/request_handler.hpp"
+#include "api/detail/responses.hpp"
+#include "api/detail/sse.hpp"
+#include "storage/events.hpp"
+
+namespace sy::api::detail {
+namespace {
+
+namespace http = boost::beast::http;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+}  // namespace
+
+reply request_handler::job_events(const request& req, const std::string& id) {
+  reply out;
+  auto tenant = auth_.tenant_for(req[http::field::authorization]);
+  if (!tenant) {
+    out.res = error_for(tenant.error(), req);
+    return out;
+  }
+  auto job = service_.get(*tenant, id);
+  if (!job) {
+    out.res = error_for(job.error(), req);
+    return out;
+  }
+  auto after = parse_last_event_id(req["Last-Event-ID"]);
+  if (!after) {
+    out.res = error_for(make_error("invalid_value",
+                                   "The Last-Event-ID header must be an event id (a decimal "
+                                   "sequence number).",
+                                   "Last-Event-ID"),
+                        req);
+    return out;
+  }
+  out.res = response{http::status::ok, req.version()};
+  out.res.set(http::field::content_type, "text/event-stream");
+  out.res.set(http::field::cache_control, "no-cache");
+  out.res.set("X-Accel-Buffering", "no");  // tell reverse proxies not to buffer the stream
+  out.res.keep_alive(req.keep_alive());
+  out.stream = [this, tenant = std::move(*tenant), id, seq = *after](stream_writer& w) {
+    return stream_events(w, tenant, id, seq);
+  };
+  return out;
+}
+
+boost::asio::awaitable<void> request_handler::stream_events(stream_writer& out,
+                                                            std::string tenant, std::string id,
+                                                            uint64_t after_seq) {
+  auto last_write = steady_clock::now();
+  while (!out.stopping()) {
+    auto silent = std::chrono::duration_cast<milliseconds>(steady_clock::now() - last_write);
+    milliseconds wait = std::clamp(milliseconds(sse_keepalive_ms) - silent, milliseconds(0),
+                                   stop_check_interval);
+    auto batch = co_await service_.next_events(tenant, id, after_seq, wait);
+    if (!batch) co_return;  // the job is gone (retention) or storage failed: end the stream
+    std::string chunk;
+    bool terminal = false;
+    for (const auto& ev : batch->events) {
+      if (ev.seq <= after_seq) continue;
+      auto data = storage::event_payload(batch->job, ev, inline_result_bytes_);
+      chunk += sse_event(ev.seq, storage::to_string(ev.state),
+                         data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      after_seq = ev.seq;
+      if (storage::is_terminal(ev.state)) {
+        terminal = true;
+        break;
+      }
+    }
+    // Resumed after the terminal event: there is nothing more to wait for.
+    if (chunk.empty() && storage::is_terminal(batch->job.status) &&
+        after_seq >= batch->job.event_seq)
+      co_return;
+    if (chunk.empty() && steady_clock::now() - last_write >= milliseconds(sse_keepalive_ms))
+      chunk = sse_keepalive;
+    if (!chunk.empty()) {
+      if (!co_await out.write(std::move(chunk))) co_return;
+      last_write = steady_clock::now();
+    }
+    if (terminal) co_return;
+  }
+}
+
+}  // namespace sy::api::detail

@@ -1,0 +1,61 @@
+#include "api/detail/responses.hpp"
+
+#include <random>
+
+#include <boost/beast/core/string.hpp>
+
+#include "api/errors.hpp"
+
+namespace sy::api::detail {
+namespace {
+
+namespace http = boost::beast::http;
+constexpr size_t max_idempotency_key_chars = 255;
+
+}  // namespace
+
+std::string new_request_id() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string id = "req_";
+  for (int half = 0; half < 2; ++half) {
+    uint64_t bits = rng();
+    for (int i = 0; i < 16; ++i, bits >>= 4) id += hex[bits & 0xf];
+  }
+  return id;
+}
+
+response json_response(http::status status, const nlohmann::json& body, const request& req) {
+  response res{status, req.version()};
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(req.keep_alive());
+  res.body() = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  res.prepare_payload();
+  return res;
+}
+
+response error_for(const sy::error& e, const request& req) {
+  return error_response(e, req.version(), req.keep_alive());
+}
+
+bool is_json_media_type(std::string_view content_type) {
+  std::string_view media = content_type.substr(0, content_type.find(';'));
+  while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);
+  while (!media.empty() && (media.front() == ' ' || media.front() == '\t')) media.remove_prefix(1);
+  return boost::beast::iequals(media, "application/json");
+}
+
+result<std::string> idempotency_key(const request& req) {
+  auto it = req.find("Idempotency-Key");
+  if (it == req.end()) return std::string();
+  std::string_view key = it->value();
+  bool valid = !key.empty() && key.size() <= max_idempotency_key_chars;
+  for (char c : key) valid = valid && c >= 0x20 && c <= 0x7e;
+  if (!valid)
+    return make_error("invalid_idempotency_key",
+                      "The Idempotency-Key header must be 1 to 255 printable ASCII characters.",
+                      "Idempotency-Key");
+  return std::string(key);
+}
+
+}  // namespace sy::api::detail

@@ -1,0 +1,34 @@
+#pragma once
+/// Small helpers shared by the request handler's routes: JSON responses, error responses,
+/// request-header checks. Pure functions: any thread may call them.
+
+#include <utility>  // before any Asio/Beast header
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "api/detail/stream.hpp"
+#include "config/result.hpp"
+
+namespace sy::api::detail {
+
+/// "req_" + 32 random hex digits.
+std::string new_request_id();
+
+/// `status` with `body` as compact JSON, `Content-Type: application/json`, keep-alive as `req`.
+response json_response(boost::beast::http::status status, const nlohmann::json& body,
+                       const request& req);
+
+/// The error table's response for `e`, keep-alive as `req`.
+response error_for(const sy::error& e, const request& req);
+
+/// `application/json`, optionally with parameters such as `; charset=utf-8`.
+bool is_json_media_type(std::string_view content_type);
+
+/// The Idempotency-Key header: absent → empty; present → 1..255 printable ASCII characters.
+/// Error: invalid_idempotency_key.
+result<std::string> idempotency_key(const request& req);
+
+}  // namespace sy::api::detail

@@ -1,0 +1,95 @@
+#include "api/detail/request_handler.hpp"
+#include "api/detail/responses.hpp"
+#include "api/detail/sync.hpp"
+
+namespace sy::api::detail {
+namespace {
+
+namespace http = boost::beast::http;
+
+constexpr const char* job_id_header = "X-Switchyard-Job-Id";
+
+}  // namespace
+
+result<actors::submission> sync_submission(std::string endpoint, nlohmann::json body,
+                                           std::string tenant, std::string idempotency_key) {
+  if (!body.is_object())
+    return make_error("invalid_request", "The request body must be a JSON object.");
+  auto model = body.find("model");
+  if (model == body.end() || !model->is_string() || model->get_ref<const std::string&>().empty())
+    return make_error("missing_model", "'model' is required and must be a non-empty string.",
+                      "model");
+  auto stream = body.find("stream");
+  if (stream != body.end() && stream->is_boolean() && stream->get<bool>())
+    return make_error("streaming_unsupported",
+                      "Streaming is not supported; remove 'stream' or set it to false.", "stream");
+  actors::submission s;
+  s.tenant = std::move(tenant);
+  s.endpoint = std::move(endpoint);
+  s.body = std::move(body);
+  s.idempotency_key = std::move(idempotency_key);
+  return s;
+}
+
+response sync_response(const storage::job_record& job, sync_cut cut, const request& req) {
+  using storage::job_status;
+  response res;
+  const bool answered = job.result && job.result->status_code >= 100 &&
+                        job.result->status_code <= 999;
+  if (answered && (job.status == job_status::completed || job.status == job_status::failed)) {
+    res = response{static_cast<http::status>(job.result->status_code), req.version()};
+    res.set(http::field::content_type, "application/json");
+    res.keep_alive(req.keep_alive());
+    res.body() = job.result->body;
+    res.prepare_payload();
+  } else if (job.status == job_status::completed || job.status == job_status::failed) {
+    std::string why = job.error ? job.error->message : "no answer was recorded";
+    res = error_for(make_error("gateway_unreachable", "Job " + job.id + " failed: " + why + "."),
+                    req);
+  } else if (job.status == job_status::expired) {
+    res = error_for(make_error("job_expired",
+                               "Job " + job.id + " reached its deadline before it finished."),
+                    req);
+  } else if (job.status == job_status::cancelled) {
+    res = error_for(make_error("job_cancelled", "Job " + job.id + " was cancelled."), req);
+  } else {
+    std::string why = cut == sync_cut::shutdown ? "The server is shutting down before job "
+                                                : "No answer in time from job ";
+    res = error_for(make_error("sync_timeout",
+                               why + job.id + "; it keeps running: poll GET /v1/jobs/" + job.id +
+                                   " for its result."),
+                    req);
+    res.set(http::field::location, "/v1/jobs/" + job.id);
+  }
+  res.set(job_id_header, job.id);
+  return res;
+}
+
+boost::asio::awaitable<response> request_handler::sync_call(const request& req,
+                                                           std::string endpoint) {
+  auto in = read_submit_input(req);
+  if (!in) co_return error_for(in.error(), req);
+  std::string tenant = in->tenant;
+  auto sub = sync_submission(std::move(endpoint), std::move(in->doc), std::move(in->tenant),
+                             std::move(in->idempotency_key));
+  if (!sub) co_return error_for(sub.error(), req);
+  auto outcome = co_await service_.submit(std::move(*sub));
+  if (!outcome) co_return error_for(outcome.error(), req);
+  storage::job_record job = std::move(outcome->job);
+  if (!storage::is_terminal(job.status)) {
+    std::string id = job.id;
+    auto waited = co_await wait_terminal(tenant, id, std::chrono::milliseconds(sync_timeout_ms_));
+    if (!waited) {
+      auto res = error_for(waited.error(), req);
+      res.set(job_id_header, id);
+      co_return res;
+    }
+    job = std::move(*waited);
+  }
+  sync_cut cut = storage::is_terminal(job.status) ? sync_cut::none
+                 : stopping_.load()               ? sync_cut::shutdown
+                                                  : sync_cut::timeout;
+  co_return sync_response(job, cut, req);
+}
+
+}  // namespace sy::api::detail
