@@ -13,12 +13,12 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 
 #include "api/detail/connection.hpp"
@@ -224,8 +224,8 @@ asio::awaitable<void> http_server::serve(std::shared_ptr<connection> conn) {
       // Our own bug or a throwing library call that escaped its adapter: answer, do not crash.
     }
     if (!rep)
-      rep = detail::reply{detail::request_handler::early_error(make_error("internal_error", ""),
-                                                               11, /*keep_alive=*/false),
+      rep = detail::reply{detail::request_handler::early_error(make_error("internal_error", ""), 11,
+                                                               /*keep_alive=*/false),
                           {}};
     if (stopping_.load()) rep->res.keep_alive(false);
     bool keep_alive = rep->res.keep_alive();

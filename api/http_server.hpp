@@ -4,9 +4,9 @@
 /// are read with `http_read_timeout_ms` (slow or half-open clients are cut off) and a body limit
 /// of `max_body_bytes` (413). Responses, and each chunk of a streamed response (server-sent
 /// events, see api/detail/stream.hpp), are written within `http_read_timeout_ms` too, so a
-/// client that stops reading is disconnected instead of holding memory. Handlers never block an io thread: a submission awaits the job
-/// service's durable commit. Threads: `start`, `stop_accepting` and `stop` are called by the
-/// owner (runtime), never from an io thread.
+/// client that stops reading is disconnected instead of holding memory. Handlers never block an io
+/// thread: a submission awaits the job service's durable commit. Threads: `start`, `stop_accepting`
+/// and `stop` are called by the owner (runtime), never from an io thread.
 
 #include <utility>  // before any Asio/Beast header
 

@@ -50,14 +50,13 @@ reply request_handler::job_events(const request& req, const std::string& id) {
   return out;
 }
 
-boost::asio::awaitable<void> request_handler::stream_events(stream_writer& out,
-                                                            std::string tenant, std::string id,
-                                                            uint64_t after_seq) {
+boost::asio::awaitable<void> request_handler::stream_events(stream_writer& out, std::string tenant,
+                                                            std::string id, uint64_t after_seq) {
   auto last_write = steady_clock::now();
   while (!out.stopping()) {
     auto silent = std::chrono::duration_cast<milliseconds>(steady_clock::now() - last_write);
-    milliseconds wait = std::clamp(milliseconds(sse_keepalive_ms) - silent, milliseconds(0),
-                                   stop_check_interval);
+    milliseconds wait =
+        std::clamp(milliseconds(sse_keepalive_ms) - silent, milliseconds(0), stop_check_interval);
     auto batch = co_await service_.next_events(tenant, id, after_seq, wait);
     if (!batch) co_return;  // the job is gone (retention) or storage failed: end the stream
     std::string chunk;

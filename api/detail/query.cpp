@@ -73,8 +73,10 @@ result<list_params> parse_list_params(std::string_view target) {
   if (auto s = query_value(*params, "status")) {
     out.status = storage::job_status_from(*s);
     if (!out.status)
-      return invalid("status", "'status' must be one of queued, in_progress, cancelling, "
-                               "completed, failed, cancelled, expired; got '" + *s + "'.");
+      return invalid("status",
+                     "'status' must be one of queued, in_progress, cancelling, "
+                     "completed, failed, cancelled, expired; got '" +
+                         *s + "'.");
   }
   if (auto l = query_value(*params, "limit")) {
     bool digits = !l->empty() && l->size() <= 3;

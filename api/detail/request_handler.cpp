@@ -36,8 +36,8 @@ enum route_id : int {
 /// Without `Prefer: wait`: 202 while the job runs (and always for a job this call created),
 /// 200 when an idempotent re-submission finds it terminal. With it: 200 exactly when terminal.
 response job_response(const storage::job_record& job, bool accepted, const request& req) {
-  auto res = json_response(accepted ? http::status::accepted : http::status::ok,
-                           job_to_json(job), req);
+  auto res =
+      json_response(accepted ? http::status::accepted : http::status::ok, job_to_json(job), req);
   res.set(http::field::location, "/v1/jobs/" + job.id);
   if (accepted) res.set(http::field::retry_after, "1");
   return res;
@@ -124,8 +124,7 @@ boost::asio::awaitable<reply> request_handler::handle(request req) {
   co_return out;
 }
 
-result<request_handler::submit_input> request_handler::read_submit_input(
-    const request& req) const {
+result<request_handler::submit_input> request_handler::read_submit_input(const request& req) const {
   if (!is_json_media_type(req[http::field::content_type]))
     return make_error("unsupported_media_type",
                       "The request body must be sent with 'Content-Type: application/json'.");
@@ -142,8 +141,8 @@ boost::asio::awaitable<response> request_handler::submit_job(const request& req)
   auto in = read_submit_input(req);
   if (!in) co_return error_for(in.error(), req);
   std::string tenant = in->tenant;
-  auto sub = actors::parse_submission(in->doc, std::move(in->tenant),
-                                      std::move(in->idempotency_key));
+  auto sub =
+      actors::parse_submission(in->doc, std::move(in->tenant), std::move(in->idempotency_key));
   if (!sub) co_return error_for(sub.error(), req);
   auto outcome = co_await service_.submit(std::move(*sub));
   if (!outcome) co_return error_for(outcome.error(), req);

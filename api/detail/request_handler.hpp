@@ -62,8 +62,8 @@ class request_handler {
   response readyz(const request& req) const;
   boost::asio::awaitable<response> sync_call(const request& req, std::string endpoint);
   reply job_events(const request& req, const std::string& id);
-  boost::asio::awaitable<void> stream_events(stream_writer& out, std::string tenant,
-                                             std::string id, uint64_t after_seq);
+  boost::asio::awaitable<void> stream_events(stream_writer& out, std::string tenant, std::string id,
+                                             uint64_t after_seq);
 
   /// `job_service::wait_terminal` in slices of `stop_check_interval`, ending early when the
   /// server stops. Errors: those of the service.

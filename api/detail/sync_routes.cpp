@@ -34,8 +34,8 @@ result<actors::submission> sync_submission(std::string endpoint, nlohmann::json 
 response sync_response(const storage::job_record& job, sync_cut cut, const request& req) {
   using storage::job_status;
   response res;
-  const bool answered = job.result && job.result->status_code >= 100 &&
-                        job.result->status_code <= 999;
+  const bool answered =
+      job.result && job.result->status_code >= 100 && job.result->status_code <= 999;
   if (answered && (job.status == job_status::completed || job.status == job_status::failed)) {
     res = response{static_cast<http::status>(job.result->status_code), req.version()};
     res.set(http::field::content_type, "application/json");
@@ -47,18 +47,18 @@ response sync_response(const storage::job_record& job, sync_cut cut, const reque
     res = error_for(make_error("gateway_unreachable", "Job " + job.id + " failed: " + why + "."),
                     req);
   } else if (job.status == job_status::expired) {
-    res = error_for(make_error("job_expired",
-                               "Job " + job.id + " reached its deadline before it finished."),
-                    req);
+    res = error_for(
+        make_error("job_expired", "Job " + job.id + " reached its deadline before it finished."),
+        req);
   } else if (job.status == job_status::cancelled) {
     res = error_for(make_error("job_cancelled", "Job " + job.id + " was cancelled."), req);
   } else {
     std::string why = cut == sync_cut::shutdown ? "The server is shutting down before job "
                                                 : "No answer in time from job ";
-    res = error_for(make_error("sync_timeout",
-                               why + job.id + "; it keeps running: poll GET /v1/jobs/" + job.id +
-                                   " for its result."),
-                    req);
+    res = error_for(
+        make_error("sync_timeout", why + job.id + "; it keeps running: poll GET /v1/jobs/" +
+                                       job.id + " for its result."),
+        req);
     res.set(http::field::location, "/v1/jobs/" + job.id);
   }
   res.set(job_id_header, job.id);
@@ -66,7 +66,7 @@ response sync_response(const storage::job_record& job, sync_cut cut, const reque
 }
 
 boost::asio::awaitable<response> request_handler::sync_call(const request& req,
-                                                           std::string endpoint) {
+                                                            std::string endpoint) {
   auto in = read_submit_input(req);
   if (!in) co_return error_for(in.error(), req);
   std::string tenant = in->tenant;

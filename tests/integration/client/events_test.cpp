@@ -124,6 +124,27 @@ TEST(events, clients_that_read_nothing_do_not_stall_other_requests) {
   }
 }
 
+TEST(events, silence_is_broken_by_a_keep_alive_comment) {
+  engine_env env;
+  env.settings().gateway->request_timeout_ms = 60'000;
+  env.start();
+  http_client c(env.port());
+  std::string id = env.submit(c, "quiet", {{"latency_ms", 40'000}}).json()["id"];
+  sse_client s(env.port());
+  ASSERT_EQ(s.open("/v1/jobs/" + id + "/events"), 200);
+  ASSERT_TRUE(s.next().has_value());  // queued
+  ASSERT_TRUE(s.next().has_value());  // in_progress
+  // No event for the next 15 s; the stream stays open and says so.
+  ASSERT_TRUE(wait_for(
+      [&] {
+        s.next(std::chrono::milliseconds(200));
+        return s.comments() > 0 || s.ended();
+      },
+      std::chrono::seconds(25)));
+  EXPECT_EQ(s.comments(), 1);
+  EXPECT_FALSE(s.ended());
+}
+
 TEST(events, a_graceful_stop_ends_open_streams) {
   engine_env env;
   env.settings().gateway->request_timeout_ms = 60'000;
@@ -132,8 +153,8 @@ TEST(events, a_graceful_stop_ends_open_streams) {
   std::string id = env.submit(c, "never finishes here", {{"latency_ms", 30'000}}).json()["id"];
   sse_client s(env.port());
   ASSERT_EQ(s.open("/v1/jobs/" + id + "/events"), 200);
-  ASSERT_TRUE(s.next().has_value());  // queued
-  ASSERT_TRUE(s.next().has_value());  // in_progress
+  ASSERT_TRUE(s.next().has_value());                                 // queued
+  ASSERT_TRUE(s.next().has_value());                                 // in_progress
   EXPECT_FALSE(s.next(std::chrono::milliseconds(800)).has_value());  // then quiet, still open
   ASSERT_FALSE(s.ended());
   auto t0 = std::chrono::steady_clock::now();

@@ -23,7 +23,8 @@ TEST(list, newest_first_with_cursor_pages_stable_under_new_jobs) {
   env.start();
   http_client c(env.port());
   std::vector<std::string> submitted;
-  for (int i = 0; i < 5; ++i) submitted.push_back(env.submit(c, "j" + std::to_string(i)).json()["id"]);
+  for (int i = 0; i < 5; ++i)
+    submitted.push_back(env.submit(c, "j" + std::to_string(i)).json()["id"]);
   std::vector<std::string> newest_first(submitted.rbegin(), submitted.rend());
 
   auto first = c.get("/v1/jobs?limit=2");
@@ -62,7 +63,8 @@ TEST(list, filters_by_status) {
   std::string done = env.submit(c, "done").json()["id"];
   ASSERT_EQ(env.wait_terminal(c, done)["status"], "completed");
   std::string slow = env.submit(c, "slow", {{"latency_ms", 20'000}}).json()["id"];
-  ASSERT_TRUE(wait_for([&] { return c.get("/v1/jobs/" + slow).json()["status"] == "in_progress"; }));
+  ASSERT_TRUE(
+      wait_for([&] { return c.get("/v1/jobs/" + slow).json()["status"] == "in_progress"; }));
 
   auto completed = c.get("/v1/jobs?status=completed").json();
   EXPECT_EQ(ids_of(completed), std::vector<std::string>{done});

@@ -32,18 +32,24 @@ sse_client::sse_client(uint16_t port) : stream_(ioc_), port_(port) {
 int sse_client::open(const std::string& target, const std::map<std::string, std::string>& headers) {
   const auto deadline = std::chrono::seconds(10);
   asio::ip::tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port_);
-  if (run(ioc_, stream_, [&](auto h) { stream_.async_connect(ep, h); }, deadline)) return 0;
+  if (run(
+          ioc_, stream_, [&](auto h) { stream_.async_connect(ep, h); }, deadline))
+    return 0;
   http::request<http::string_body> req{http::verb::get, target, 11};
   req.set(http::field::host, "127.0.0.1");
   req.set(http::field::accept, "text/event-stream");
   for (const auto& [k, v] : headers) req.set(k, v);
-  if (run(ioc_, stream_, [&](auto h) { http::async_write(stream_, req, h); }, deadline)) return 0;
-  if (run(ioc_, stream_, [&](auto h) { http::async_read_header(stream_, buffer_, parser_, h); },
+  if (run(
+          ioc_, stream_, [&](auto h) { http::async_write(stream_, req, h); }, deadline))
+    return 0;
+  if (run(
+          ioc_, stream_, [&](auto h) { http::async_read_header(stream_, buffer_, parser_, h); },
           deadline))
     return 0;
   int status = static_cast<int>(parser_.get().result_int());
   if (status != 200) {
-    run(ioc_, stream_, [&](auto h) { http::async_read(stream_, buffer_, parser_, h); }, deadline);
+    run(
+        ioc_, stream_, [&](auto h) { http::async_read(stream_, buffer_, parser_, h); }, deadline);
     body_ = parser_.get().body();
     ended_ = true;
     return status;

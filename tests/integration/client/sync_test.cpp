@@ -97,8 +97,9 @@ TEST(sync_call, validates_like_openai) {
   engine_env env;
   env.start();
   http_client c(env.port());
-  auto streaming = c.post_json("/v1/chat/completions",
-                               {{"model", "test-model"}, {"stream", true}, {"messages", json::array()}});
+  auto streaming =
+      c.post_json("/v1/chat/completions",
+                  {{"model", "test-model"}, {"stream", true}, {"messages", json::array()}});
   ASSERT_EQ(streaming.status, 400) << streaming.body;
   EXPECT_EQ(streaming.json()["error"]["code"], "streaming_unsupported");
   EXPECT_EQ(streaming.json()["error"]["param"], "stream");

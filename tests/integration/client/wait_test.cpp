@@ -14,8 +14,8 @@ TEST(prefer_wait, answers_200_with_the_result_when_the_job_finishes_in_time) {
   engine_env env;
   env.start();
   http_client c(env.port());
-  auto r = env.submit(c, "quick one", json{{"latency_ms", 50}},
-                      {{"Prefer", "respond-async, wait=10"}});
+  auto r =
+      env.submit(c, "quick one", json{{"latency_ms", 50}}, {{"Prefer", "respond-async, wait=10"}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.headers["preference-applied"], "wait=10");
   auto j = r.json();
@@ -60,7 +60,8 @@ TEST(prefer_wait, applies_to_an_idempotent_resubmission) {
   json fake = {{"latency_ms", 1500}};
   auto first = env.submit(c, "same", fake, {{"Idempotency-Key", "wait-key"}});
   ASSERT_EQ(first.status, 202) << first.body;
-  auto again = env.submit(c, "same", fake, {{"Idempotency-Key", "wait-key"}, {"Prefer", "wait=20"}});
+  auto again =
+      env.submit(c, "same", fake, {{"Idempotency-Key", "wait-key"}, {"Prefer", "wait=20"}});
   ASSERT_EQ(again.status, 200) << again.body;
   EXPECT_EQ(again.json()["id"], first.json()["id"]);
   EXPECT_EQ(again.json()["status"], "completed");
@@ -80,10 +81,12 @@ TEST(polling, resubmission_answers_202_while_running_then_200_with_the_result) {
   EXPECT_EQ(second.json()["id"], first.json()["id"]);
   EXPECT_EQ(second.headers["retry-after"], "1");
   http_reply last;
-  ASSERT_TRUE(wait_for([&] {
-    last = env.submit(c, "poll me", fake, key);
-    return last.status != 202;
-  }, std::chrono::seconds(20)));
+  ASSERT_TRUE(wait_for(
+      [&] {
+        last = env.submit(c, "poll me", fake, key);
+        return last.status != 202;
+      },
+      std::chrono::seconds(20)));
   ASSERT_EQ(last.status, 200) << last.body;
   auto j = last.json();
   EXPECT_EQ(j["id"], first.json()["id"]);

@@ -11,7 +11,8 @@ TEST(sse_event, frames_one_event) {
 }
 
 TEST(sse_event, splits_line_breaks_into_data_lines) {
-  EXPECT_EQ(sse_event(1, "queued", "a\nb\r\nc"), "id: 1\nevent: queued\ndata: a\ndata: b\ndata: c\n\n");
+  EXPECT_EQ(sse_event(1, "queued", "a\nb\r\nc"),
+            "id: 1\nevent: queued\ndata: a\ndata: b\ndata: c\n\n");
 }
 
 TEST(last_event_id, absent_or_empty_is_zero) {
