@@ -107,22 +107,32 @@ TEST(webhooks, the_network_policy_refuses_denied_targets) {
   w.env.settings().webhook_allow_loopback = false;
   w.env.start();
   http_client c(w.env.port());
-  // A literal denied address is refused at submission, and nothing is stored.
+  // A denied literal address, or a loopback name, is refused at submission; nothing is stored.
   for (std::string url : {w.receiver.url(), std::string("http://169.254.169.254/latest/meta-data"),
-                          std::string("http://[::1]:9/x")}) {
+                          std::string("http://[::1]:9/x"),
+                          "http://localhost:" + std::to_string(w.receiver.port())}) {
     auto r = w.env.submit(c, "x", nullptr, {}, {{"webhook_url", url}});
     EXPECT_EQ(r.status, 400) << url << " " << r.body;
     EXPECT_EQ(r.json()["error"]["code"], "invalid_webhook_url") << r.body;
     EXPECT_EQ(r.json()["error"]["param"], "webhook_url");
   }
   EXPECT_EQ(w.env.gateway().requests(), 0);
-  // A name that resolves to loopback passes submission but is refused at delivery, without a
-  // connection, and dropped at once (retrying cannot help).
+  EXPECT_EQ(w.receiver.connections(), 0);
+}
+
+TEST(webhooks, a_name_that_resolves_into_a_denied_network_is_dropped_at_delivery) {
+  webhook_env w;
+  // Loopback names pass submission, but the deny list covers what they resolve to.
+  w.env.settings().webhook_deny_networks += ",127.0.0.0/8,::1/128";
+  w.env.start();
+  http_client c(w.env.port());
   auto r = w.env.submit(c, "named", nullptr, {},
                         {{"webhook_url", "http://localhost:" + std::to_string(w.receiver.port())}});
   ASSERT_EQ(r.status, 202) << r.body;
   ASSERT_EQ(w.env.wait_terminal(c, r.json()["id"])["status"], "completed");
+  // Dropped at once (retrying cannot help), without a connection.
   ASSERT_TRUE(wait_for([&] { return w.counter("webhooks_dropped") == 2; }, 10s));
+  EXPECT_EQ(w.counter("webhooks_delivered"), 0u);
   EXPECT_EQ(w.receiver.connections(), 0);
 }
 
