@@ -63,8 +63,7 @@ asio::awaitable<void> webhook_deliverer::loop() {
     std::optional<int64_t> next_due;
     {
       auto txn = env_.begin_read();
-      due = storage::read_due_webhooks(txn, now, max_in_flight_ + in_flight_.size());
-      next_due = storage::next_webhook_due(txn);
+      due = storage::read_due_webhooks(txn, now, max_in_flight_ + in_flight_.size(), &next_due);
     }
     for (auto& w : due) {
       if (in_flight_.size() >= max_in_flight_) break;

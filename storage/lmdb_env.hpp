@@ -225,10 +225,10 @@ uint64_t append_webhook(write_txn& t, webhook_record r);
 status put_webhook(write_txn& t, const webhook_record& r);
 std::optional<webhook_record> get_webhook(const txn_view& t, uint64_t seq);
 bool del_webhook(write_txn& t, uint64_t seq);
-/// Up to `limit` deliveries due at `now_ms` (next_at_ms <= now), in sequence order.
-std::vector<webhook_record> read_due_webhooks(const txn_view& t, int64_t now_ms, size_t limit);
-/// The earliest next_at_ms of any waiting delivery, if any.
-std::optional<int64_t> next_webhook_due(const txn_view& t);
+/// Up to `limit` deliveries due at `now_ms` (next_at_ms <= now), in sequence order. With
+/// `earliest`, one scan also sets it to the earliest next_at_ms of every waiting delivery.
+std::vector<webhook_record> read_due_webhooks(const txn_view& t, int64_t now_ms, size_t limit,
+                                              std::optional<int64_t>* earliest = nullptr);
 /// Key of the listing index: tenant '\x1f' job_id.
 std::string job_index_key(std::string_view tenant, std::string_view job_id);
 /// Key of a time index (deadlines, retention): 16 hex digits of ms '/' job_id.

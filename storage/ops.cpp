@@ -110,6 +110,15 @@ bool past_deadline(const job_record& job, int64_t now_ms) {
   return job.deadline_ms > 0 && now_ms >= job.deadline_ms;
 }
 
+/// Writes the job and answers `done` with it (and with the task, when given).
+result<op_reply> answer_done(op_ctx& c, job_record job, std::optional<task_record> task) {
+  SY_TRY(put_job(c.txn, job));
+  c.reply.what = op_reply::kind::done;
+  c.reply.job = std::move(job);
+  c.reply.task = std::move(task);
+  return c.reply;
+}
+
 result<op_reply> apply_create(op_ctx& c, const create_job_op& op) {
   auto& txn = c.txn;
   const auto& job = op.job;
@@ -178,11 +187,7 @@ result<op_reply> apply_start(op_ctx& c, const start_attempt_op& op) {
   job->attempts = op.attempt;
   if (job->started_at_ms == 0) job->started_at_ms = op.now_ms;
   SY_TRY(set_status(c, *job, job_status::in_progress, op.now_ms));
-  SY_TRY(put_job(txn, *job));
-  c.reply.what = op_reply::kind::done;
-  c.reply.job = std::move(job);
-  c.reply.task = std::move(task);
-  return c.reply;
+  return answer_done(c, std::move(*job), std::move(task));
 }
 
 /// The current lease, if (task, attempt, token) still holds it.
@@ -272,11 +277,7 @@ result<op_reply> apply_finish(op_ctx& c, const finish_attempt_op& op) {
     }
   }
   SY_TRY(put_task(txn, *task));
-  SY_TRY(put_job(txn, *job));
-  c.reply.what = op_reply::kind::done;
-  c.reply.job = std::move(job);
-  c.reply.task = std::move(task);
-  return c.reply;
+  return answer_done(c, std::move(*job), std::move(task));
 }
 
 result<op_reply> apply_republish(op_ctx& c, const republish_op& op) {
@@ -326,11 +327,7 @@ result<op_reply> apply_cancel(op_ctx& c, const cancel_job_op& op) {
     job->error = cancelled_error();
     SY_TRY(set_status(c, *job, job_status::cancelled, op.now_ms, job->error));
   }
-  SY_TRY(put_job(txn, *job));
-  c.reply.what = op_reply::kind::done;
-  c.reply.job = std::move(job);
-  c.reply.task = std::move(task);
-  return c.reply;
+  return answer_done(c, std::move(*job), std::move(task));
 }
 
 result<op_reply> apply_expire(op_ctx& c, const expire_job_op& op) {
@@ -347,11 +344,7 @@ result<op_reply> apply_expire(op_ctx& c, const expire_job_op& op) {
   SY_TRY(close_task(txn, *task));
   job->error = deadline_error(*job, task->last_error);
   SY_TRY(set_status(c, *job, job_status::expired, op.now_ms, job->error));
-  SY_TRY(put_job(txn, *job));
-  c.reply.what = op_reply::kind::done;
-  c.reply.job = std::move(job);
-  c.reply.task = std::move(task);
-  return c.reply;
+  return answer_done(c, std::move(*job), std::move(task));
 }
 
 result<op_reply> apply_purge(op_ctx& c, const purge_jobs_op& op) {

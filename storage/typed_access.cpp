@@ -187,27 +187,20 @@ std::optional<webhook_record> get_webhook(const txn_view& t, uint64_t seq) {
 
 bool del_webhook(write_txn& t, uint64_t seq) { return t.del(db::webhooks, outbox_key(seq)); }
 
-std::vector<webhook_record> read_due_webhooks(const txn_view& t, int64_t now_ms, size_t limit) {
+std::vector<webhook_record> read_due_webhooks(const txn_view& t, int64_t now_ms, size_t limit,
+                                              std::optional<int64_t>* earliest) {
   std::vector<webhook_record> out;
-  if (limit == 0) return out;
+  if (earliest) earliest->reset();
+  if (limit == 0 && !earliest) return out;
   t.scan(db::webhooks, {}, [&](std::string_view key, std::string_view value) {
     if (auto r = decode(std::optional<std::string>(value), &webhook_from_json)) {
+      if (earliest) *earliest = std::min(earliest->value_or(r->next_at_ms), r->next_at_ms);
       r->seq = seq_of_key(key);
-      if (r->next_at_ms <= now_ms) out.push_back(std::move(*r));
+      if (r->next_at_ms <= now_ms && out.size() < limit) out.push_back(std::move(*r));
     }
-    return out.size() < limit;
+    return earliest != nullptr || out.size() < limit;  // the earliest time needs every record
   });
   return out;
-}
-
-std::optional<int64_t> next_webhook_due(const txn_view& t) {
-  std::optional<int64_t> due;
-  t.scan(db::webhooks, {}, [&](std::string_view, std::string_view value) {
-    if (auto r = decode(std::optional<std::string>(value), &webhook_from_json))
-      due = due ? std::min(*due, r->next_at_ms) : r->next_at_ms;
-    return true;
-  });
-  return due;
 }
 
 std::string job_index_key(std::string_view tenant, std::string_view job_id) {
