@@ -12,7 +12,7 @@ constexpr std::string_view auth = "authentication_error";
 constexpr std::string_view server = "server_error";
 
 // Keep in step with docs/api.md ("Errors").
-constexpr std::array<error_info, 33> table = {{
+constexpr std::array<error_info, 39> table = {{
     {"invalid_json", 400, invalid_request, "The request body is not valid JSON."},
     {"invalid_request", 400, invalid_request, "The request body must be a JSON object."},
     {"invalid_endpoint", 400, invalid_request,
@@ -53,6 +53,14 @@ constexpr std::array<error_info, 33> table = {{
     {"job_cancelled", 409, invalid_request, "The job was cancelled before it finished."},
     {"gateway_unreachable", 502, server, "The gateway could not be reached."},
     {"job_expired", 504, server, "The job reached its deadline before it finished."},
+    {"missing_required_parameter", 400, invalid_request, "A required parameter is missing."},
+    {"invalid_file", 400, invalid_request,
+     "The upload must be multipart/form-data with a 'file' part and a 'purpose' field."},
+    {"file_too_large", 413, invalid_request, "The file is larger than the server's limit."},
+    {"file_not_found", 404, invalid_request, "No such file."},
+    {"batch_not_found", 404, invalid_request, "No such batch."},
+    {"batch_not_cancellable", 409, invalid_request,
+     "The batch has already finished (completed, failed or expired) and cannot be cancelled."},
     {"sync_timeout", 504, server,
      "The job did not finish in time; it keeps running, poll GET /v1/jobs/{id}."},
 }};

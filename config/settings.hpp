@@ -78,6 +78,11 @@ struct settings {
       "0.0.0.0/8,169.254.0.0/16,fe80::/10,100.100.100.200/32,fd00:ec2::254/128";
   bool webhook_allow_loopback = false;
 
+  // --- files and batches (OpenAI Files + Batch API)
+  int64_t files_max_bytes = int64_t{200} << 20;  ///< largest upload accepted by POST /v1/files
+  int64_t batch_max_lines = 50'000;              ///< most requests in one batch input file
+  std::string batch_completion_windows = "24h";  ///< accepted completion_window values
+
   // --- retention
   int64_t retention_completed_ms = int64_t{24} * 3'600'000;
   int64_t retention_failed_ms = int64_t{7} * 24 * 3'600'000;  ///< failed, expired, cancelled

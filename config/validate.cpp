@@ -7,6 +7,7 @@
 #include "config/address.hpp"
 #include "config/api_keys.hpp"
 #include "config/detail/text.hpp"
+#include "config/duration.hpp"
 #include "config/networks.hpp"
 #include "config/settings_table.hpp"
 
@@ -197,6 +198,29 @@ status check_webhooks(settings& s) {
 
 }  // namespace
 
+result<std::vector<completion_window>> parse_completion_windows(const std::string& list) {
+  std::vector<completion_window> out;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    size_t comma = list.find(',', pos);
+    if (comma == std::string::npos) comma = list.size();
+    std::string item = list.substr(pos, comma - pos);
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    pos = comma + 1;
+    if (item.empty()) continue;
+    auto ms = parse_duration_ms(item);
+    if (!ms || *ms <= 0)
+      return invalid("batch_completion_windows",
+                     "each item must be a duration greater than 0 (e.g. 24h), got " +
+                         detail::quoted(item));
+    out.push_back(completion_window{item, *ms});
+  }
+  if (out.empty())
+    return invalid("batch_completion_windows", "must name at least one duration, e.g. 24h");
+  return out;
+}
+
 result<settings> validate(settings s) {
   if (auto st = check_bounds(s, settings_table(), ""); !st) return st.error();
   if (auto st = check_api_keys(s); !st) return st.error();
@@ -205,6 +229,7 @@ result<settings> validate(settings s) {
   if (auto st = check_execution(s); !st) return st.error();
   if (auto st = check_gateways(s); !st) return st.error();
   if (auto st = check_webhooks(s); !st) return st.error();
+  if (auto w = parse_completion_windows(s.batch_completion_windows); !w) return w.error();
   return s;
 }
 

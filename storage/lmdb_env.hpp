@@ -47,8 +47,15 @@ enum class db {
   deadlines,  ///< deadline_ms(16 hex) '/' job_id → "" (non-terminal jobs with a timeout)
   retention,  ///< delete_at_ms(16 hex) '/' job_id → "" (terminal jobs, deleted when due)
   queued,     ///< task_id → "" for every task in state `queued` (the reconcile sweeper's scan)
+  files,         ///< file id → file_record (OpenAI Files API; the bytes live on disk)
+  file_index,    ///< tenant '\x1f' file id → "" (listing)
+  file_expiry,   ///< expires_at_ms(16 hex) '/' file id → "" (files with expires_after)
+  batches,       ///< batch id → batch_record
+  batch_index,   ///< tenant '\x1f' batch id → "" (listing, newest first by ULID)
+  batch_active,  ///< batch id → "" for every batch not yet terminal (startup recovery)
+  batch_lines,   ///< batch id '/' input offset (8 bytes big-endian) → one result line
 };
-inline constexpr int db_count = 12;
+inline constexpr int db_count = 19;
 
 /// The on-disk schema this build writes. A store written by a newer schema is refused.
 inline constexpr int schema_version = 1;

@@ -415,6 +415,7 @@ result<op_reply> apply(write_txn& txn, const write_op& op, const store_policy& p
         if constexpr (std::is_same_v<T, expire_job_op>) return apply_expire(c, o);
         if constexpr (std::is_same_v<T, purge_jobs_op>) return apply_purge(c, o);
         if constexpr (std::is_same_v<T, webhook_result_op>) return apply_webhook_result(c, o);
+        if constexpr (is_batch_op<T>) return apply_batch(txn, o);
       },
       op);
 }

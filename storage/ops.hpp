@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
 #include "config/result.hpp"
+#include "storage/batch_ops.hpp"
 #include "storage/lmdb_env.hpp"
 #include "storage/records.hpp"
 
@@ -116,7 +118,9 @@ struct webhook_result_op {
 using write_op =
     std::variant<create_job_op, start_attempt_op, extend_lease_op, finish_attempt_op,
                  republish_op, outbox_ack_op, cancel_job_op, expire_job_op, purge_jobs_op,
-                 webhook_result_op>;
+                 webhook_result_op, create_file_op, delete_file_op, create_batch_op,
+                 batch_ingested_op, batch_lines_op, cancel_batch_op, stop_batch_op,
+                 batch_finalizing_op, batch_finish_op>;
 
 /// What the operations need to know about the deployment. Set once by the writer's owner.
 struct store_policy {
@@ -135,7 +139,7 @@ struct op_reply {
   enum class kind {
     done,         ///< applied
     existing,     ///< create: the idempotency key named an existing job (returned in `job`)
-    conflict,     ///< create: same idempotency key, different request
+    conflict,     ///< create: same idempotency key, different request; cancel_batch: finished
     stale,        ///< fenced out: the attempt/token is not current, or the task is finished
     busy,         ///< start: another live lease holds the task
     not_yet,      ///< start: the attempt's backoff has not elapsed (`delay_ms` left)
@@ -150,7 +154,28 @@ struct op_reply {
   bool abort_inflight = false;     ///< cancel/expire: abort the running attempt of `task`
   std::vector<std::string> changed_jobs;  ///< jobs that got a new event (wake their waiters)
   size_t purged = 0;                      ///< purge: jobs deleted
+  std::optional<file_record> file;        ///< file operations: the file
+  std::optional<batch_record> batch;      ///< batch operations: the batch after the operation
+  size_t lines_added = 0;                 ///< batch_lines: lines that were new
 };
+
+/// The Files and Batch API operations (storage/batch_ops.cpp), dispatched by `apply`.
+template <class T>
+inline constexpr bool is_batch_op =
+    std::is_same_v<T, create_file_op> || std::is_same_v<T, delete_file_op> ||
+    std::is_same_v<T, create_batch_op> || std::is_same_v<T, batch_ingested_op> ||
+    std::is_same_v<T, batch_lines_op> || std::is_same_v<T, cancel_batch_op> ||
+    std::is_same_v<T, stop_batch_op> || std::is_same_v<T, batch_finalizing_op> ||
+    std::is_same_v<T, batch_finish_op>;
+result<op_reply> apply_batch(write_txn& t, const create_file_op& op);
+result<op_reply> apply_batch(write_txn& t, const delete_file_op& op);
+result<op_reply> apply_batch(write_txn& t, const create_batch_op& op);
+result<op_reply> apply_batch(write_txn& t, const batch_ingested_op& op);
+result<op_reply> apply_batch(write_txn& t, const batch_lines_op& op);
+result<op_reply> apply_batch(write_txn& t, const cancel_batch_op& op);
+result<op_reply> apply_batch(write_txn& t, const stop_batch_op& op);
+result<op_reply> apply_batch(write_txn& t, const batch_finalizing_op& op);
+result<op_reply> apply_batch(write_txn& t, const batch_finish_op& op);
 
 /// Applies one operation. Errors are storage failures (e.g. map_full): the caller aborts the
 /// transaction (and, for map_full, grows the map and retries the whole batch).

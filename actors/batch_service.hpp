@@ -1,0 +1,84 @@
+#pragma once
+/// The boundary between the HTTP API and the engine for the OpenAI-compatible Files and Batch
+/// API (docs/batches.md). The API parses, authenticates and validates a request; the service
+/// commits through the storage writer and answers once the commit is durable.
+/// Thread-safety: every method may be called from any Asio thread concurrently.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <nlohmann/json.hpp>
+
+#include "config/result.hpp"
+#include "storage/batch_records.hpp"
+
+namespace sy::actors {
+
+struct file_page {
+  std::vector<storage::file_record> files;
+  bool has_more = false;
+};
+
+struct batch_page {
+  std::vector<storage::batch_record> batches;
+  bool has_more = false;
+};
+
+/// A validated POST /v1/batches.
+struct batch_request {
+  std::string tenant;
+  std::string input_file_id;
+  std::string endpoint;           ///< /v1/chat/completions | /v1/embeddings | /v1/completions
+  std::string completion_window;  ///< one of the configured windows, e.g. "24h"
+  int64_t completion_window_ms = 0;
+  nlohmann::json metadata;           ///< null or an object of ≤ 16 string pairs
+  int64_t output_expires_after = 0;  ///< seconds (anchor: created_at); 0: never
+};
+
+class batch_service {
+ public:
+  virtual ~batch_service() = default;
+
+  /// A directory on the same filesystem as the stored files, where uploads in progress are
+  /// written (under a name of the caller's choice) before `create_file` adopts them.
+  virtual std::string upload_dir() const = 0;
+  /// Where the bytes of file `id` live (for GET /v1/files/{id}/content).
+  virtual std::string file_path(const std::string& id) const = 0;
+
+  /// Adopts an upload: the bytes at `staged_path` (complete, fsynced by the caller) become file
+  /// `f.id` and its record is committed. The staged file is moved, or removed on failure.
+  /// Errors: storage_unavailable, shutting_down.
+  virtual boost::asio::awaitable<result<storage::file_record>> create_file(
+      storage::file_record f, std::string staged_path) = 0;
+  /// Errors: file_not_found (also another tenant's file, or one that has expired).
+  virtual result<storage::file_record> get_file(const std::string& tenant,
+                                                const std::string& id) = 0;
+  /// The tenant's files, newest first (`ascending`: oldest first), only `purpose` when not
+  /// empty, after file id `after` in that order when not empty, at most `limit` (1..10000).
+  virtual result<file_page> list_files(const std::string& tenant, const std::string& purpose,
+                                       bool ascending, const std::string& after, int limit) = 0;
+  /// Deletes the record, then the bytes. Errors: file_not_found, storage_unavailable.
+  virtual boost::asio::awaitable<result<storage::file_record>> delete_file(std::string tenant,
+                                                                           std::string id) = 0;
+
+  /// Creates the batch (status `validating`) and starts it. Errors: file_not_found (unknown
+  /// input file), invalid_value (the input file's purpose is not `batch`), storage_unavailable,
+  /// shutting_down.
+  virtual boost::asio::awaitable<result<storage::batch_record>> create_batch(
+      batch_request r) = 0;
+  /// Errors: batch_not_found.
+  virtual result<storage::batch_record> get_batch(const std::string& tenant,
+                                                  const std::string& id) = 0;
+  /// The tenant's batches, newest first, older than batch id `after` when not empty.
+  virtual result<batch_page> list_batches(const std::string& tenant, const std::string& after,
+                                          int limit) = 0;
+  /// validating/in_progress/finalizing → cancelling (then cancelled once the engine has drained
+  /// it); cancelling or cancelled: returned as is. Errors: batch_not_found,
+  /// batch_not_cancellable (completed, failed, expired), storage_unavailable, shutting_down.
+  virtual boost::asio::awaitable<result<storage::batch_record>> cancel_batch(std::string tenant,
+                                                                             std::string id) = 0;
+};
+
+}  // namespace sy::actors

@@ -1,0 +1,330 @@
+#include "storage/batch_ops.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "storage/lmdb_env.hpp"
+#include "storage/ops.hpp"
+
+namespace sy::storage {
+namespace {
+
+using json = nlohmann::json;
+
+std::string encode(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+template <class Record>
+std::optional<Record> decode(const std::optional<std::string>& v, Record (*from)(const json&)) {
+  if (!v) return std::nullopt;
+  json j = json::parse(v->begin(), v->end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  return from(j);
+}
+
+int64_t seconds(int64_t ms) { return ms / 1000; }
+
+std::string index_key(std::string_view tenant, std::string_view id) {
+  std::string k(tenant);
+  k.push_back('\x1f');
+  k.append(id);
+  return k;
+}
+
+std::string expiry_key(int64_t at_s, std::string_view id) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(at_s));
+  return std::string(buf) + "/" + std::string(id);
+}
+
+status put_file(write_txn& t, const file_record& f) {
+  if (auto s = t.put(db::files, f.id, encode(to_json(f))); !s) return s;
+  if (auto s = t.put(db::file_index, index_key(f.tenant, f.id), ""); !s) return s;
+  if (f.expires_at > 0)
+    if (auto s = t.put(db::file_expiry, expiry_key(f.expires_at, f.id), ""); !s) return s;
+  return ok;
+}
+
+op_reply answer(op_reply::kind k) {
+  op_reply r;
+  r.what = k;
+  return r;
+}
+
+op_reply with_batch(op_reply::kind k, batch_record b) {
+  op_reply r;
+  r.what = k;
+  r.batch = std::move(b);
+  return r;
+}
+
+/// Leaves the active set once terminal.
+status save(write_txn& t, const batch_record& b) {
+  if (auto s = put_batch(t, b); !s) return s;
+  if (is_terminal(b.status)) t.del(db::batch_active, b.id);
+  return ok;
+}
+
+}  // namespace
+
+std::optional<file_record> get_file(const txn_view& t, std::string_view id) {
+  return decode(t.get(db::files, id), &file_from_json);
+}
+
+std::optional<batch_record> get_batch(const txn_view& t, std::string_view id) {
+  return decode(t.get(db::batches, id), &batch_from_json);
+}
+
+status put_batch(write_txn& t, const batch_record& r) {
+  return t.put(db::batches, r.id, encode(to_json(r)));
+}
+
+result<op_reply> apply_batch(write_txn& t, const create_file_op& op) {
+  if (auto s = put_file(t, op.file); !s) return s.error();
+  op_reply r;
+  r.file = op.file;
+  return r;
+}
+
+result<op_reply> apply_batch(write_txn& t, const delete_file_op& op) {
+  op_reply r;
+  auto f = get_file(t, op.id);
+  if (!f || (!op.tenant.empty() && f->tenant != op.tenant)) {
+    r.what = op_reply::kind::not_found;
+    return r;
+  }
+  t.del(db::files, f->id);
+  t.del(db::file_index, index_key(f->tenant, f->id));
+  if (f->expires_at > 0) t.del(db::file_expiry, expiry_key(f->expires_at, f->id));
+  r.file = std::move(*f);
+  return r;
+}
+
+result<op_reply> apply_batch(write_txn& t, const create_batch_op& op) {
+  auto input = get_file(t, op.batch.input_file_id);
+  if (!input || input->tenant != op.batch.tenant) {
+    op_reply r;
+    r.what = op_reply::kind::not_found;
+    return r;
+  }
+  if (auto s = put_batch(t, op.batch); !s) return s.error();
+  if (auto s = t.put(db::batch_index, index_key(op.batch.tenant, op.batch.id), ""); !s)
+    return s.error();
+  if (auto s = t.put(db::batch_active, op.batch.id, ""); !s) return s.error();
+  return with_batch(op_reply::kind::done, op.batch);
+}
+
+result<op_reply> apply_batch(write_txn& t, const batch_ingested_op& op) {
+  auto b = get_batch(t, op.id);
+  if (!b) return answer(op_reply::kind::not_found);
+  if (b->status != batch_status::validating && b->status != batch_status::cancelling)
+    return with_batch(op_reply::kind::stale, std::move(*b));
+  if (b->total == 0) b->total = op.total;
+  if (!op.errors.empty()) {
+    b->errors = op.errors;
+    b->status = batch_status::failed;
+    b->failed_at = seconds(op.now_ms);
+  } else if (b->status == batch_status::validating) {
+    b->status = batch_status::in_progress;
+    b->in_progress_at = seconds(op.now_ms);
+  }
+  if (auto s = save(t, *b); !s) return s.error();
+  return with_batch(op_reply::kind::done, std::move(*b));
+}
+
+result<op_reply> apply_batch(write_txn& t, const batch_lines_op& op) {
+  auto b = get_batch(t, op.id);
+  if (!b) return answer(op_reply::kind::not_found);
+  if (is_terminal(b->status)) return with_batch(op_reply::kind::stale, std::move(*b));
+  size_t added = 0;
+  for (const auto& line : op.lines) {
+    auto key = batch_line_key(op.id, line.offset);
+    if (t.get(db::batch_lines, key)) continue;  // first result wins
+    std::string value;
+    value.reserve(line.text.size() + 1);
+    value.push_back(line.ok ? 'o' : 'e');
+    value.append(line.text);
+    if (auto s = t.put(db::batch_lines, key, value); !s) return s.error();
+    if (line.ok) {
+      ++b->completed;
+    } else {
+      ++b->failed;
+    }
+    if (!line.usage.is_null()) add_usage(b->usage, line.usage);
+    ++added;
+  }
+  if (added > 0)
+    if (auto s = put_batch(t, *b); !s) return s.error();
+  auto r = with_batch(added > 0 ? op_reply::kind::done : op_reply::kind::stale, std::move(*b));
+  r.lines_added = added;
+  return r;
+}
+
+result<op_reply> apply_batch(write_txn& t, const cancel_batch_op& op) {
+  auto b = get_batch(t, op.id);
+  if (!b || b->tenant != op.tenant) return answer(op_reply::kind::not_found);
+  switch (b->status) {
+    case batch_status::completed:
+    case batch_status::failed:
+    case batch_status::expired:
+      return with_batch(op_reply::kind::conflict, std::move(*b));
+    case batch_status::cancelling:
+    case batch_status::cancelled:
+      return with_batch(op_reply::kind::done, std::move(*b));
+    default:
+      break;
+  }
+  b->status = batch_status::cancelling;
+  b->cancelling_at = seconds(op.now_ms);
+  if (b->stop_code.empty()) b->stop_code = "batch_cancelled";
+  if (auto s = save(t, *b); !s) return s.error();
+  return with_batch(op_reply::kind::done, std::move(*b));
+}
+
+result<op_reply> apply_batch(write_txn& t, const stop_batch_op& op) {
+  auto b = get_batch(t, op.id);
+  if (!b) return answer(op_reply::kind::not_found);
+  if (is_terminal(b->status) || !b->stop_code.empty())
+    return with_batch(op_reply::kind::stale, std::move(*b));
+  b->stop_code = op.code;
+  if (!op.message.empty()) b->errors.push_back(batch_error{op.code, op.message, "", 0});
+  if (auto s = save(t, *b); !s) return s.error();
+  return with_batch(op_reply::kind::done, std::move(*b));
+}
+
+result<op_reply> apply_batch(write_txn& t, const batch_finalizing_op& op) {
+  auto b = get_batch(t, op.id);
+  if (!b) return answer(op_reply::kind::not_found);
+  if (is_terminal(b->status)) return with_batch(op_reply::kind::stale, std::move(*b));
+  if (b->finalizing_at == 0) b->finalizing_at = seconds(op.now_ms);
+  if (b->status == batch_status::in_progress || b->status == batch_status::validating)
+    b->status = batch_status::finalizing;
+  if (auto s = save(t, *b); !s) return s.error();
+  return with_batch(op_reply::kind::done, std::move(*b));
+}
+
+result<op_reply> apply_batch(write_txn& t, const batch_finish_op& op) {
+  auto b = get_batch(t, op.id);
+  if (!b) return answer(op_reply::kind::not_found);
+  if (is_terminal(b->status)) return with_batch(op_reply::kind::stale, std::move(*b));
+  int64_t now = seconds(op.now_ms);
+  if (op.output) {
+    if (auto s = put_file(t, *op.output); !s) return s.error();
+    b->output_file_id = op.output->id;
+  }
+  if (op.error) {
+    if (auto s = put_file(t, *op.error); !s) return s.error();
+    b->error_file_id = op.error->id;
+  }
+  if (b->stop_code == "batch_cancelled") {
+    b->status = batch_status::cancelled;
+    b->cancelled_at = now;
+  } else if (b->stop_code == "batch_expired") {
+    b->status = batch_status::expired;
+    b->expired_at = now;
+  } else if (b->stop_code == "batch_failed") {
+    b->status = batch_status::failed;
+    b->failed_at = now;
+  } else {
+    b->status = batch_status::completed;
+    b->completed_at = now;
+  }
+  // The result lines now live in the files; drop them from the store.
+  std::vector<std::string> keys;
+  t.scan(db::batch_lines, op.id + "/", [&](std::string_view key, std::string_view) {
+    if (key.size() != op.id.size() + 9 || key.substr(0, op.id.size() + 1) != op.id + "/")
+      return false;
+    keys.emplace_back(key);
+    return true;
+  });
+  for (const auto& k : keys) t.del(db::batch_lines, k);
+  if (auto s = save(t, *b); !s) return s.error();
+  return with_batch(op_reply::kind::done, std::move(*b));
+}
+
+std::vector<file_record> list_files(const txn_view& t, std::string_view tenant,
+                                    std::string_view purpose, bool ascending,
+                                    std::string_view after, size_t limit, bool& has_more) {
+  std::vector<file_record> out;
+  has_more = false;
+  std::string prefix = index_key(tenant, "");
+  auto visit = [&](std::string_view key, std::string_view) {
+    if (key.substr(0, prefix.size()) != prefix) return false;
+    auto id = key.substr(prefix.size());
+    if (!after.empty() && id == after) return true;
+    auto f = get_file(t, id);
+    if (!f || (!purpose.empty() && f->purpose != purpose)) return true;
+    if (out.size() == limit) {
+      has_more = true;
+      return false;
+    }
+    out.push_back(std::move(*f));
+    return true;
+  };
+  if (ascending) {
+    t.scan(db::file_index, after.empty() ? prefix : index_key(tenant, after), visit);
+  } else {
+    // The greatest key <= "<tenant>\x1f\xff": the tenant's newest file.
+    std::string from = after.empty() ? prefix + "\xff" : index_key(tenant, after);
+    t.scan_reverse(db::file_index, from, visit);
+  }
+  return out;
+}
+
+std::vector<batch_record> list_batches(const txn_view& t, std::string_view tenant,
+                                       std::string_view after, size_t limit, bool& has_more) {
+  std::vector<batch_record> out;
+  has_more = false;
+  std::string prefix = index_key(tenant, "");
+  std::string from = after.empty() ? prefix + "\xff" : index_key(tenant, after);
+  t.scan_reverse(db::batch_index, from, [&](std::string_view key, std::string_view) {
+    if (key.substr(0, prefix.size()) != prefix) return false;
+    auto id = key.substr(prefix.size());
+    if (!after.empty() && id == after) return true;
+    auto b = get_batch(t, id);
+    if (!b) return true;
+    if (out.size() == limit) {
+      has_more = true;
+      return false;
+    }
+    out.push_back(std::move(*b));
+    return true;
+  });
+  return out;
+}
+
+std::vector<std::string> active_batches(const txn_view& t) {
+  std::vector<std::string> out;
+  t.scan(db::batch_active, {}, [&](std::string_view key, std::string_view) {
+    out.emplace_back(key);
+    return true;
+  });
+  return out;
+}
+
+bool has_batch_line(const txn_view& t, std::string_view batch_id, uint64_t offset) {
+  return t.get(db::batch_lines, batch_line_key(batch_id, offset)).has_value();
+}
+
+void scan_batch_lines(const txn_view& t, std::string_view batch_id,
+                      const std::function<bool(uint64_t, bool, std::string_view)>& fn) {
+  std::string prefix = std::string(batch_id) + "/";
+  t.scan(db::batch_lines, prefix, [&](std::string_view key, std::string_view value) {
+    if (key.size() != prefix.size() + 8 || key.substr(0, prefix.size()) != prefix) return false;
+    if (value.empty()) return true;
+    return fn(batch_line_offset(key), value[0] == 'o', value.substr(1));
+  });
+}
+
+std::vector<std::string> expired_files(const txn_view& t, int64_t now_s, size_t limit) {
+  std::vector<std::string> out;
+  t.scan(db::file_expiry, {}, [&](std::string_view key, std::string_view) {
+    if (key.size() < 18) return true;
+    unsigned long long at = std::strtoull(std::string(key.substr(0, 16)).c_str(), nullptr, 16);
+    if (static_cast<int64_t>(at) > now_s || out.size() >= limit) return false;
+    out.emplace_back(key.substr(17));
+    return true;
+  });
+  return out;
+}
+
+}  // namespace sy::storage

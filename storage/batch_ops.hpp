@@ -1,0 +1,127 @@
+#pragma once
+/// The write operations of the Files and Batch API, applied by the storage writer like every
+/// other operation (storage/ops.hpp), and the typed reads that go with them. Lifecycle and the
+/// exactly-once rule: docs/batches.md.
+///
+/// Exactly once: a batch's result lines live in db::batch_lines under (batch, input offset); the
+/// first result recorded for an offset wins and later ones are answered `stale`, and the request
+/// counts move only when a line is new — so every input line ends in exactly one output or error
+/// line and `request_counts` equal the line counts, whatever was retried or redelivered.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/result.hpp"
+#include "storage/batch_records.hpp"
+
+namespace sy::storage {
+
+class txn_view;
+class write_txn;
+
+/// Store the record of a file whose bytes are already on disk (fsynced).
+struct create_file_op {
+  file_record file;
+};
+
+/// Delete a file of `tenant`: its record and index entries (the caller removes the bytes after
+/// the commit). Answers not_found for an unknown id or another tenant's file. An empty tenant
+/// matches any (the engine expiring files).
+struct delete_file_op {
+  std::string tenant;
+  std::string id;
+};
+
+/// Create a batch in `validating` (its input file must exist: not_found otherwise).
+struct create_batch_op {
+  batch_record batch;
+};
+
+/// Ingestion ended: validating → in_progress with `total` lines, or → failed with `errors` (not
+/// empty). A batch that is already cancelling keeps that state (the total is recorded).
+struct batch_ingested_op {
+  std::string id;
+  int64_t total = 0;
+  std::vector<batch_error> errors;
+  int64_t now_ms = 0;
+};
+
+/// One result line of a batch (output when `ok`, error otherwise).
+struct batch_line {
+  uint64_t offset = 0;  ///< the request's offset in the input file: its identity
+  bool ok = false;
+  std::string text;               ///< the line, OpenAI batch output format, without '\n'
+  nlohmann::json usage;           ///< the response's usage, null when none
+};
+
+/// Record result lines; first write per offset wins. Answers stale (changing nothing) when the
+/// batch is terminal or unknown.
+struct batch_lines_op {
+  std::string id;
+  std::vector<batch_line> lines;
+};
+
+/// A client cancels: validating, in_progress or finalizing → cancelling (stop code
+/// batch_cancelled). Answers the batch with `done` (also when already cancelling or cancelled)
+/// or `conflict` when it is completed, failed or expired.
+struct cancel_batch_op {
+  std::string tenant;
+  std::string id;
+  int64_t now_ms = 0;
+};
+
+/// The engine stops a running batch: its completion window passed (`batch_expired`) or a system
+/// failure (`batch_failed`, `message` says what). Sets the stop code of a non-terminal batch that
+/// has none; a failure also adds an entry to `errors`.
+struct stop_batch_op {
+  std::string id;
+  std::string code;
+  std::string message;
+  int64_t now_ms = 0;
+};
+
+/// Every line has a result: in_progress (or cancelling) → finalizing, recording the time.
+/// Cancelling batches stay cancelling.
+struct batch_finalizing_op {
+  std::string id;
+  int64_t now_ms = 0;
+};
+
+/// Finalization: the output and error files (written to disk and fsynced by the caller, absent
+/// when they would be empty) get their records, and the batch becomes terminal — completed when
+/// it ran to the end, else cancelled, expired or failed after its stop code.
+struct batch_finish_op {
+  std::string id;
+  std::optional<file_record> output;
+  std::optional<file_record> error;
+  int64_t now_ms = 0;
+};
+
+// --- Typed reads
+
+std::optional<file_record> get_file(const txn_view& t, std::string_view id);
+std::optional<batch_record> get_batch(const txn_view& t, std::string_view id);
+status put_batch(write_txn& t, const batch_record& r);
+/// The tenant's files, newest first (or oldest first when `ascending`), with ids after `after`
+/// in that order (empty: from the start), at most `limit`; `purpose` filters when not empty.
+/// `has_more` says whether another matched.
+std::vector<file_record> list_files(const txn_view& t, std::string_view tenant,
+                                    std::string_view purpose, bool ascending,
+                                    std::string_view after, size_t limit, bool& has_more);
+/// The tenant's batches, newest first, older than batch id `after` when given.
+std::vector<batch_record> list_batches(const txn_view& t, std::string_view tenant,
+                                       std::string_view after, size_t limit, bool& has_more);
+/// Every batch that is not terminal (startup recovery).
+std::vector<std::string> active_batches(const txn_view& t);
+/// Whether the line at `offset` of batch `id` has its result.
+bool has_batch_line(const txn_view& t, std::string_view batch_id, uint64_t offset);
+/// Visits the result lines of a batch in input order: fn(offset, ok, text); false stops.
+void scan_batch_lines(const txn_view& t, std::string_view batch_id,
+                      const std::function<bool(uint64_t, bool, std::string_view)>& fn);
+/// Files whose expires_at has passed by `now_s`, at most `limit`.
+std::vector<std::string> expired_files(const txn_view& t, int64_t now_s, size_t limit);
+
+}  // namespace sy::storage

@@ -1,0 +1,98 @@
+#pragma once
+/// Records of the OpenAI-compatible Files and Batch API (docs/batches.md): an uploaded or
+/// produced file (its bytes live on disk under `<data_dir>/files/`, the record in LMDB) and a
+/// batch. Stored as compact JSON like every other record (storage/records.hpp).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace sy::storage {
+
+/// A file of the Files API. Times are Unix seconds, as OpenAI shows them.
+struct file_record {
+  std::string id;       ///< file-<ULID>
+  std::string tenant;
+  std::string filename;
+  std::string purpose;  ///< batch, batch_output, or any other purpose a client uploads with
+  int64_t bytes = 0;
+  int64_t created_at = 0;
+  int64_t expires_at = 0;  ///< 0: never
+};
+
+/// Batch states, as OpenAI names them.
+enum class batch_status {
+  validating,
+  in_progress,
+  finalizing,
+  completed,
+  failed,
+  expired,
+  cancelling,
+  cancelled
+};
+std::string_view to_string(batch_status s);
+std::optional<batch_status> batch_status_from(std::string_view s);
+bool is_terminal(batch_status s);
+
+/// One item of a batch's `errors.data` (validation failures of the input file, or why a batch
+/// failed as a whole). `line` is 1-based; 0 when the error is not about one line.
+struct batch_error {
+  std::string code;
+  std::string message;
+  std::string param;
+  int64_t line = 0;
+};
+
+struct batch_record {
+  std::string id;  ///< batch_<ULID>
+  std::string tenant;
+  std::string endpoint;
+  std::string input_file_id;
+  std::string completion_window;  ///< as the client sent it ("24h")
+  batch_status status = batch_status::validating;
+  std::string output_file_id;  ///< empty until finalized (and when there is no output)
+  std::string error_file_id;   ///< empty until finalized (and when there is no error line)
+  int64_t created_at = 0;      ///< Unix seconds; the *_at fields below are 0 until reached
+  int64_t in_progress_at = 0;
+  int64_t expires_at = 0;  ///< created_at + completion window
+  int64_t finalizing_at = 0;
+  int64_t completed_at = 0;
+  int64_t failed_at = 0;
+  int64_t expired_at = 0;
+  int64_t cancelling_at = 0;
+  int64_t cancelled_at = 0;
+  int64_t deadline_ms = 0;  ///< expires_at in ms (the completion window's end, exactly)
+  int64_t total = 0;        ///< request lines (set once ingestion has counted them)
+  int64_t completed = 0;    ///< lines in the output file
+  int64_t failed = 0;       ///< lines in the error file
+  std::vector<batch_error> errors;
+  nlohmann::json usage = nlohmann::json::object();  ///< token counts summed over responses
+  nlohmann::json metadata;  ///< null or an object of ≤ 16 string pairs
+  int64_t output_expires_after = 0;  ///< seconds after creation of the output files; 0: never
+  /// Why dispatch stopped before every line ran: "" (it did not), or the code undispatched lines
+  /// get — batch_cancelled, batch_expired, batch_failed.
+  std::string stop_code;
+};
+
+nlohmann::json to_json(const file_record& r);
+file_record file_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const batch_record& r);
+batch_record batch_from_json(const nlohmann::json& j);
+
+/// Adds the token counts of one gateway response's `usage` to a batch's (OpenAI's batch usage
+/// shape: input_tokens, output_tokens, total_tokens and their details). Unknown shapes are
+/// ignored.
+void add_usage(nlohmann::json& total, const nlohmann::json& response_usage);
+
+/// Key of a batch result line in db::batch_lines: batch id '/' offset (8 bytes big-endian), so a
+/// scan of "<batch id>/" visits the lines in input order.
+std::string batch_line_key(std::string_view batch_id, uint64_t offset);
+/// The offset encoded in a batch_lines key (0 for a malformed key).
+uint64_t batch_line_offset(std::string_view key);
+
+}  // namespace sy::storage
