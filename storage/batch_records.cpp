@@ -133,7 +133,8 @@ void add_usage(json& total, const json& u) {
   // Chat and completions report prompt/completion tokens, embeddings prompt tokens only; the
   // batch object names them input/output as OpenAI's batch usage does.
   auto add = [&](const char* to, int64_t n) {
-    total[to] = total.value(to, int64_t{0}) + n;
+    auto& v = total[to];
+    v = (v.is_number_integer() ? v.get<int64_t>() : 0) + n;
   };
   auto get = [&](const json& o, const char* key) -> int64_t {
     auto it = o.find(key);
@@ -154,8 +155,10 @@ void add_usage(json& total, const json& u) {
     if (auto it = u.find(k); it != u.end() && it->is_object())
       reasoning += get(*it, "reasoning_tokens");
   auto& in_d = total["input_tokens_details"];
+  if (!in_d.is_object()) in_d = json::object();
   in_d["cached_tokens"] = in_d.value("cached_tokens", int64_t{0}) + cached;
   auto& out_d = total["output_tokens_details"];
+  if (!out_d.is_object()) out_d = json::object();
   out_d["reasoning_tokens"] = out_d.value("reasoning_tokens", int64_t{0}) + reasoning;
 }
 
