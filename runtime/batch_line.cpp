@@ -1,0 +1,296 @@
+// Per-line validation and parsing of batch input lines (simdjson on-demand).
+#include "runtime/detail/batch_line.hpp"
+
+#include <string>
+
+namespace sy::runtime::batch {
+
+namespace od = simdjson::ondemand;
+
+uint32_t fnv1a32(std::string_view s) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return h;
+}
+
+namespace detail {
+
+uint64_t fnv1a64(std::string_view s) {
+  uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+endpoint_kind classify_endpoint(std::string_view endpoint) {
+  if (endpoint == "/v1/chat/completions") return endpoint_kind::chat;
+  if (endpoint == "/v1/embeddings") return endpoint_kind::embeddings;
+  if (endpoint == "/v1/completions") return endpoint_kind::completions;
+  return endpoint_kind::other;
+}
+
+line_error make_line_error(int64_t line_no, std::string code, std::string param,
+                           std::string_view text) {
+  std::string message = "Line " + std::to_string(line_no) + ": ";
+  message += text;
+  return line_error{std::move(code), line_no, std::move(param), std::move(message)};
+}
+
+namespace {
+
+// On-demand parsing only looks at what it is asked for, so full validation needs a walk that
+// visits (and thereby checks) every value: numbers are parsed, strings unescaped, literals read.
+constexpr int kMaxDepth = 1024;
+
+simdjson::error_code validate_value(od::value v, int depth) {
+  if (depth > kMaxDepth) return simdjson::DEPTH_ERROR;
+  od::json_type type;
+  if (auto e = v.type().get(type)) return e;
+  switch (type) {
+    case od::json_type::array: {
+      od::array a;
+      if (auto e = v.get_array().get(a)) return e;
+      for (auto element : a) {
+        od::value x;
+        if (auto e = element.get(x)) return e;
+        if (auto e = validate_value(x, depth + 1)) return e;
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::object: {
+      od::object o;
+      if (auto e = v.get_object().get(o)) return e;
+      for (auto field : o) {
+        std::string_view key;
+        if (auto e = field.unescaped_key().get(key)) return e;
+        od::value x;
+        if (auto e = field.value().get(x)) return e;
+        if (auto e = validate_value(x, depth + 1)) return e;
+      }
+      return simdjson::SUCCESS;
+    }
+    case od::json_type::number: {
+      double d;
+      return v.get_double().get(d);
+    }
+    case od::json_type::string: {
+      std::string_view s;
+      return v.get_string().get(s);
+    }
+    case od::json_type::boolean: {
+      bool b;
+      return v.get_bool().get(b);
+    }
+    case od::json_type::null: {
+      bool is_null = false;
+      if (auto e = v.is_null().get(is_null)) return e;
+      return is_null ? simdjson::SUCCESS : simdjson::N_ATOM_ERROR;
+    }
+  }
+  return simdjson::SUCCESS;
+}
+
+/// Validates a whole document that is an object, including that nothing follows it.
+simdjson::error_code validate_object_document(od::document& doc) {
+  od::object o;
+  if (auto e = doc.get_object().get(o)) return e;
+  for (auto field : o) {
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    od::value x;
+    if (auto e = field.value().get(x)) return e;
+    if (auto e = validate_value(x, 1)) return e;
+  }
+  // current_location() fails with OUT_OF_BOUNDS exactly when the whole input was consumed.
+  const char* rest = nullptr;
+  if (doc.current_location().get(rest) == simdjson::SUCCESS) return simdjson::TRAILING_CONTENT;
+  return simdjson::SUCCESS;
+}
+
+enum class field_state { ok, missing, wrong_type };
+
+/// Looks up a string field of a document or object; an empty string counts as wrong_type.
+template <class Container>
+field_state string_field(Container& c, const char* key, std::string_view& out) {
+  od::value v;
+  if (c.find_field_unordered(key).get(v) != simdjson::SUCCESS) return field_state::missing;
+  if (v.get_string().get(out) != simdjson::SUCCESS || out.empty()) return field_state::wrong_type;
+  return field_state::ok;
+}
+
+std::string_view trim_right(std::string_view s) {
+  while (!s.empty() &&
+         (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+/// The raw JSON text of a value (consumes it).
+simdjson::error_code raw_text(od::value v, std::string_view& out) {
+  od::json_type type;
+  if (auto e = v.type().get(type)) return e;
+  simdjson::error_code e = simdjson::SUCCESS;
+  if (type == od::json_type::object) {
+    od::object o;
+    if (!(e = v.get_object().get(o))) e = o.raw_json().get(out);
+  } else if (type == od::json_type::array) {
+    od::array a;
+    if (!(e = v.get_array().get(a))) e = a.raw_json().get(out);
+  } else {
+    out = v.raw_json_token();
+  }
+  out = trim_right(out);
+  return e;
+}
+
+/// The system prompt's hash: the content of the first message whose role is "system" or
+/// "developer" (a string's value, otherwise the raw JSON text); 0 when there is none.
+uint32_t system_prompt_hash(od::array messages) {
+  for (auto element : messages) {
+    od::object message;
+    if (element.get_object().get(message) != simdjson::SUCCESS) continue;
+    std::string_view role;
+    if (message.find_field_unordered("role").get_string().get(role) != simdjson::SUCCESS) continue;
+    if (role != "system" && role != "developer") continue;
+    od::value content;
+    if (message.find_field_unordered("content").get(content) != simdjson::SUCCESS) return 0;
+    std::string_view text;
+    if (content.get_string().get(text) == simdjson::SUCCESS) return fnv1a32(text);
+    if (raw_text(content, text) != simdjson::SUCCESS) return 0;
+    return fnv1a32(text);
+  }
+  return 0;
+}
+
+std::string_view required_message(field_state s) {
+  return s == field_state::missing ? "is required." : "must be a non-empty string.";
+}
+
+}  // namespace
+
+std::optional<line_error> check_line(od::parser& parser, const char* data, size_t size,
+                                     size_t capacity, std::string_view endpoint, endpoint_kind kind,
+                                     int64_t line_no, line_facts& out) {
+  out = line_facts{};
+  auto bad_json = [&](simdjson::error_code e) {
+    return make_line_error(line_no, "invalid_json_line", "",
+                           std::string("not valid JSON (") + simdjson::error_message(e) + ").");
+  };
+  od::document doc;
+  if (auto e = parser.iterate(data, size, capacity).get(doc)) return bad_json(e);
+  od::json_type type;
+  if (auto e = doc.type().get(type)) return bad_json(e);
+  if (type != od::json_type::object) {
+    return make_line_error(line_no, "invalid_json_line", "", "a request must be a JSON object.");
+  }
+  if (auto e = validate_object_document(doc)) return bad_json(e);
+  doc.rewind();
+
+  std::string_view custom_id, method, url;
+  const field_state id_state = string_field(doc, "custom_id", custom_id);
+  if (id_state == field_state::ok) out.custom_id = custom_id;
+  const field_state method_state = string_field(doc, "method", method);
+  const field_state url_state = string_field(doc, "url", url);
+  od::value body_value;
+  od::object body;
+  const bool body_present = doc.find_field_unordered("body").get(body_value) == 0;
+  const bool body_ok = body_present && body_value.get_object().get(body) == simdjson::SUCCESS;
+
+  auto required = [&](field_state s, const char* name) {
+    return make_line_error(line_no, "missing_required_parameter", name,
+                           "'" + std::string(name) + "' " + std::string(required_message(s)));
+  };
+  if (id_state != field_state::ok) return required(id_state, "custom_id");
+  if (method_state != field_state::ok) return required(method_state, "method");
+  if (url_state != field_state::ok) return required(url_state, "url");
+  if (!body_ok) {
+    return make_line_error(line_no, "missing_required_parameter", "body",
+                           body_present ? "'body' must be a JSON object." : "'body' is required.");
+  }
+  if (method != "POST") {
+    return make_line_error(line_no, "invalid_request", "method",
+                           "'method' must be \"POST\", got \"" + std::string(method) + "\".");
+  }
+  if (url != endpoint) {
+    return make_line_error(line_no, "invalid_url", "url",
+                           "'url' is \"" + std::string(url) + "\" but the batch's endpoint is \"" +
+                               std::string(endpoint) + "\".");
+  }
+
+  std::string_view model;
+  const field_state model_state = string_field(body, "model", model);
+  if (model_state != field_state::ok) {
+    return make_line_error(line_no, "invalid_request", "body.model",
+                           "'body.model' " + std::string(required_message(model_state)));
+  }
+  out.model = model;
+
+  const char* needed = kind == endpoint_kind::chat          ? "messages"
+                       : kind == endpoint_kind::embeddings  ? "input"
+                       : kind == endpoint_kind::completions ? "prompt"
+                                                            : nullptr;
+  if (needed != nullptr) {
+    od::value v;
+    const bool present = body.find_field_unordered(needed).get(v) == simdjson::SUCCESS;
+    od::array messages;
+    const bool ok = present && (kind != endpoint_kind::chat ||
+                                v.get_array().get(messages) == simdjson::SUCCESS);
+    if (!ok) {
+      const std::string param = std::string("body.") + needed;
+      return make_line_error(line_no, "invalid_request", param,
+                             "'" + param + (present ? "' must be an array." : "' is required."));
+    }
+    if (kind == endpoint_kind::chat) out.prefix_hash = system_prompt_hash(messages);
+  }
+
+  od::value stream;
+  bool streaming = false;
+  if (body.find_field_unordered("stream").get(stream) == simdjson::SUCCESS &&
+      stream.get_bool().get(streaming) == simdjson::SUCCESS && streaming) {
+    return make_line_error(line_no, "streaming_unsupported", "body.stream",
+                           "'body.stream' is true; batch requests cannot stream.");
+  }
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+sy::result<request_line> parse_request_line(std::string_view line) {
+  // One parser per thread: dispatch may parse lines on several threads at once.
+  thread_local od::parser parser;
+  const simdjson::padded_string padded(line);
+  auto invalid = [](const char* what) {
+    return sy::make_error("invalid_json_line",
+                          std::string("The batch request line has no ") + what + ".");
+  };
+  od::document doc;
+  if (parser.iterate(padded).get(doc) != simdjson::SUCCESS) return invalid("JSON object");
+  request_line out;
+  std::string_view text;
+  if (doc.find_field_unordered("custom_id").get_string().get(text) != simdjson::SUCCESS) {
+    return invalid("custom_id");
+  }
+  out.custom_id = text;
+  od::object body;
+  if (doc.find_field_unordered("body").get_object().get(body) != simdjson::SUCCESS ||
+      body.raw_json().get(text) != simdjson::SUCCESS) {
+    return invalid("body object");
+  }
+  out.body = detail::trim_right(text);
+  // raw_json() consumed the body; start over for body.model.
+  doc.rewind();
+  if (doc.find_field_unordered("body").find_field_unordered("model").get_string().get(text) !=
+      simdjson::SUCCESS) {
+    return invalid("body.model");
+  }
+  out.model = text;
+  return out;
+}
+
+}  // namespace sy::runtime::batch
