@@ -139,6 +139,11 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   for (int i = 0; i < 2; ++i) e->exec_threads_.emplace_back([self] { self->exec_.run(); });
   e->webhooks_->start();
   e->webhooks_live_ = e->webhooks_.get();
+  e->batches_ = std::make_unique<batch_manager>(ctx, d.env);
+  if (auto st = e->batches_->start(); !st) {
+    e->shutdown();
+    return st.error();
+  }
   log::info("engine", "started", {{"holder", ctx.holder},
                                   {"models", e->wanted_models_.size()},
                                   {"global_concurrency", d.cfg.global_concurrency},
@@ -336,6 +341,9 @@ void engine::shutdown() {
   ctx.stopping = true;
   log::info("engine", "shutting down", {{"running_attempts", ctx.running.load()}});
   auto grace = std::chrono::milliseconds(deps_.cfg.shutdown_timeout_ms);
+  // Batches stop at once: their in-flight requests are aborted unrecorded and run again after
+  // the restart (a batch's lines are recorded one by one, so nothing finished is redone).
+  if (batches_) batches_->stop(grace);
   if (!wait_until([&] { return ctx.running == 0; }, grace)) {
     log::warn("engine", "shutdown timeout: returning running attempts to the queue",
               {{"running_attempts", ctx.running.load()}});
@@ -366,7 +374,7 @@ void engine::shutdown() {
   // A detached actor's thread ends only when the last handle to it is gone.
   relay_ready_ = false;
   dispatchers_.clear();
-  ctx.budget.clear_waiters();
+  ctx.clear_budget_waiters();
   reaper_ = nullptr;
   relay_ = nullptr;
   ctx.writer = nullptr;
@@ -376,6 +384,7 @@ void engine::shutdown() {
   work_.reset();
   exec_.stop();
   for (auto& t : exec_threads_) t.join();
+  batches_.reset();
   // Every actor has terminated (checked above). CAF 0.17's actor_system destructor also waits
   // for the threads of detached actors to see their last reference dropped, which in this
   // version never happens for our detached actors, so the system object is released on purpose

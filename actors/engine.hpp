@@ -19,6 +19,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
+#include "actors/batch_manager.hpp"
 #include "actors/engine_context.hpp"
 #include "actors/job_service.hpp"
 #include "actors/lease_reaper.hpp"
@@ -56,6 +57,9 @@ class engine final : public job_service {
   result<job_page> list(const std::string& tenant, std::optional<storage::job_status> status,
                         int limit, const std::string& after) override;
 
+  /// The Files and Batch API of this engine.
+  batch_service& batches() { return *batches_; }
+
   /// Ready to accept work: storage open and NATS connected.
   bool ready() const;
   /// Stops dispatching, lets running attempts finish up to `shutdown_timeout_ms`, gives the rest
@@ -81,6 +85,7 @@ class engine final : public job_service {
   runtime::webhook_policy webhook_policy_;
   std::unique_ptr<webhook_deliverer> webhooks_;
   std::atomic<webhook_deliverer*> webhooks_live_{nullptr};  ///< set while it may be woken
+  std::unique_ptr<batch_manager> batches_;
 
   // Models with a dispatcher, and models wanted (the watcher thread subscribes them, since a
   // subscription is a blocking NATS call and may need retrying while NATS is down).

@@ -59,10 +59,28 @@ struct engine_context {
   std::string holder;  ///< lease holder id of this process: "<node>/<boot ULID>"
   std::map<std::string, std::unique_ptr<runtime::gateway_client>> gateways;  ///< by model; "*"
   inflight_registry inflight;
+  std::mutex model_budgets_mu;
+  std::map<std::string, std::unique_ptr<global_budget>> model_budgets;
   job_watch watch;  ///< wakes waiters (Prefer: wait, SSE) when a job changes
   std::atomic<bool> stopping{false};   ///< shutdown began: dispatchers fetch no more
   std::atomic<bool> releasing{false};  ///< aborted attempts give their task back, uncounted
   std::atomic<size_t> running{0};      ///< attempts between delivery and ack
+
+  /// The per-model concurrency budget of `model` (created on first use), shared by the model's
+  /// dispatcher and every batch that runs requests for it, so the per-model limit holds for
+  /// everything the engine sends to one model.
+  global_budget& model_budget(const std::string& model) {
+    std::lock_guard lock{model_budgets_mu};
+    auto& b = model_budgets[model];
+    if (!b) b = std::make_unique<global_budget>(cfg.per_model_concurrency);
+    return *b;
+  }
+  /// Forgets every waiter of every budget (shutdown).
+  void clear_budget_waiters() {
+    budget.clear_waiters();
+    std::lock_guard lock{model_budgets_mu};
+    for (auto& [m, b] : model_budgets) b->clear_waiters();
+  }
 
   /// The client for `model`, or nullptr when no gateway serves it.
   runtime::gateway_client* gateway_for(const std::string& model) const {

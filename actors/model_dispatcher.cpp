@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <optional>
+
 #include <boost/asio/co_spawn.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
@@ -21,7 +23,9 @@ struct dispatcher_state {
   engine_context* ctx = nullptr;
   std::string model;
   std::unique_ptr<runtime::pull_subscription> sub;
-  int free = 0;
+  global_budget* model_budget = nullptr;  ///< the per-model limit, shared with batches
+  /// A message fetched while idle that waits for a slot (at most one).
+  std::optional<runtime::js_message> pending;
   bool fetch_scheduled = false;
   bool last_fetch_empty = true;  ///< an idle model asks for one message at a time
   bool error_logged = false;
@@ -53,38 +57,89 @@ void launch(dispatcher_ptr self, runtime::js_message m) {
                         });
 }
 
+/// Takes up to `want` slots of both budgets (per-model first, then global); 0 when none is free,
+/// and then the dispatcher is woken with fetch_atom once one frees up.
+int take_slots(dispatcher_ptr self, int want) {
+  auto& st = self->state;
+  model_dispatcher_actor me = self;
+  auto wake = [me] { caf::anon_send(me, fetch_atom::value); };
+  int got_model = st.model_budget->acquire(want, self->id(), wake);
+  if (got_model == 0) return 0;
+  int got = st.ctx->budget.acquire(got_model, self->id(), wake);
+  st.model_budget->release(got_model - got);
+  return got;
+}
+
+void release_slots(dispatcher_ptr self, int n) {
+  self->state.ctx->budget.release(n);
+  self->state.model_budget->release(n);
+}
+
+/// Logs a failed fetch once and retries after a pause.
+void fetch_failed(dispatcher_ptr self, const sy::error& e) {
+  auto& st = self->state;
+  if (!st.error_logged)
+    log::warn("dispatcher", "fetch failed; retrying", {{"model", st.model}, {"error", e.message}});
+  st.error_logged = true;
+  st.fetch_scheduled = true;
+  self->delayed_send(self, error_pause, fetch_atom::value);
+}
+
 void fetch(dispatcher_ptr self) {
   auto& st = self->state;
   st.fetch_scheduled = false;
-  if (st.ctx->stopping || st.free <= 0) return;
-  int want = st.last_fetch_empty ? 1 : st.free;
-  model_dispatcher_actor me = self;
-  int got_slots = st.ctx->budget.acquire(want, self->id(), [me] {
-    caf::anon_send(me, fetch_atom::value);
-  });
-  if (got_slots == 0) return;  // woken by the budget when a slot frees up
+  if (st.ctx->stopping) {
+    if (st.pending) (void)st.pending->nak_with_delay(0);
+    st.pending.reset();
+    return;
+  }
+  if (st.pending) {
+    if (take_slots(self, 1) == 0) return;  // woken when a slot frees up
+    auto m = std::move(*st.pending);
+    st.pending.reset();
+    launch(self, std::move(m));
+    schedule_fetch(self);
+    return;
+  }
+  if (st.last_fetch_empty) {
+    // Idle: wait for one message without holding a slot, so a model with nothing to do keeps no
+    // slot from batches or other models. A message that arrives when no slot is free waits here.
+    auto msgs = st.sub->fetch(1, fetch_wait_ms);
+    if (!msgs) return fetch_failed(self, msgs.error());
+    st.error_logged = false;
+    if (msgs->empty()) return schedule_fetch(self);
+    st.last_fetch_empty = false;
+    auto m = std::move(msgs->front());
+    if (st.ctx->stopping) {
+      (void)m.nak_with_delay(0);
+      return;
+    }
+    if (take_slots(self, 1) == 0) {
+      st.pending = std::move(m);
+      return;
+    }
+    launch(self, std::move(m));
+    schedule_fetch(self);
+    return;
+  }
+  // Busy: take slots first, then fetch at most that many.
+  int got_slots = take_slots(self, st.ctx->cfg.per_model_concurrency);
+  if (got_slots == 0) return;  // woken when a slot frees up
   auto msgs = st.sub->fetch(got_slots, fetch_wait_ms);
   if (!msgs) {
-    st.ctx->budget.release(got_slots);
-    if (!st.error_logged)
-      log::warn("dispatcher", "fetch failed; retrying",
-                {{"model", st.model}, {"error", msgs.error().message}});
-    st.error_logged = true;
-    st.fetch_scheduled = true;
-    self->delayed_send(self, error_pause, fetch_atom::value);
-    return;
+    release_slots(self, got_slots);
+    return fetch_failed(self, msgs.error());
   }
   st.error_logged = false;
   int n = static_cast<int>(msgs->size());
-  st.ctx->budget.release(got_slots - n);
+  release_slots(self, got_slots - n);
   st.last_fetch_empty = n == 0;
   if (st.ctx->stopping) {
     // Fetched while shutdown began: hand the messages straight back for the next run.
     for (auto& m : *msgs) (void)m.nak_with_delay(0);
-    st.ctx->budget.release(n);
+    release_slots(self, n);
     return;
   }
-  st.free -= n;
   for (auto& m : *msgs) launch(self, std::move(m));
   schedule_fetch(self);
 }
@@ -96,13 +151,12 @@ model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, engine_con
   self->state.model = std::move(model);
   self->state.sub = std::move(*sub);
   delete sub;
-  self->state.free = ctx->cfg.per_model_concurrency;
+  self->state.model_budget = &ctx->model_budget(self->state.model);
   schedule_fetch(self);
   return {
       [=](fetch_atom) { fetch(self); },
       [=](done_atom) {
-        ++self->state.free;
-        self->state.ctx->budget.release(1);
+        release_slots(self, 1);
         schedule_fetch(self);
       },
   };

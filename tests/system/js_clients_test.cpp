@@ -127,5 +127,7 @@ TEST_F(js_clients_test, OpenaiPackageCallsTheSynchronousEndpoints) {
   run_node_test("openai_sync.test.mjs");
 }
 
+TEST_F(js_clients_test, OpenaiPackageRunsBatches) { run_node_test("batches.test.mjs"); }
+
 }  // namespace
 }  // namespace sy::test

@@ -1,0 +1,900 @@
+#include "actors/batch_manager.hpp"
+
+#include <utility>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "actors/ask.hpp"
+#include "config/sha256.hpp"
+#include "runtime/batch_plan.hpp"
+#include "runtime/log.hpp"
+
+namespace sy::actors {
+namespace {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+namespace plan = runtime::batch;
+
+constexpr std::chrono::milliseconds commit_timeout{60'000};
+constexpr size_t drain_chunk = 1'000;  ///< error lines per commit when draining
+constexpr auto sweep_interval = std::chrono::seconds(1);
+
+auto use_ec(boost::system::error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+
+std::string sys_error(const std::string& what, const std::string& path) {
+  return what + " " + path + ": " + std::strerror(errno);
+}
+
+/// Writes `data` fully; false on error (errno set).
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+void fsync_dir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+/// The id OpenAI shows for one request of a batch: deterministic, so a line that is recorded
+/// again after a crash carries the same id.
+std::string request_id_for(const std::string& batch_id, uint64_t offset) {
+  return "batch_req_" + config::sha256_hex(batch_id + ":" + std::to_string(offset)).substr(0, 32);
+}
+
+std::string stop_message(const std::string& code) {
+  if (code == "batch_expired")
+    return "This request could not be executed before the completion window expired.";
+  if (code == "batch_cancelled") return "This request was not executed: the batch was cancelled.";
+  return "This request was not executed: the batch failed.";
+}
+
+/// An error line: {"id","custom_id","response":null,"error":{"code","message"}}.
+std::string error_line(const std::string& id, const std::string& custom_id,
+                       const std::string& code, const std::string& message) {
+  json line = {{"id", id},
+               {"custom_id", custom_id},
+               {"response", nullptr},
+               {"error", {{"code", code}, {"message", message}}}};
+  return line.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+/// The line for a gateway answer; `ok` says whether it belongs to the output file (2xx).
+storage::batch_line response_line(uint64_t offset, const std::string& id,
+                                  const std::string& custom_id,
+                                  const runtime::gateway_outcome& out) {
+  storage::batch_line line;
+  line.offset = offset;
+  line.ok = out.status_code >= 200 && out.status_code < 300;
+  json body = json::parse(out.body, nullptr, false);
+  if (body.is_discarded()) body = out.body;  // not JSON: kept verbatim as a string
+  if (line.ok && body.is_object())
+    if (auto it = body.find("usage"); it != body.end() && it->is_object()) line.usage = *it;
+  json response = {{"status_code", out.status_code},
+                   {"request_id", out.request_id.empty() ? id : out.request_id},
+                   {"body", std::move(body)}};
+  json doc = {{"id", id}, {"custom_id", custom_id}, {"response", std::move(response)},
+              {"error", nullptr}};
+  line.text = doc.dump(-1, ' ', false, json::error_handler_t::replace);
+  return line;
+}
+
+/// Takes one slot of `budget`, waiting (without blocking a thread) until one is free or the
+/// runner stops; false when it stopped first.
+template <class Stopped>
+asio::awaitable<bool> acquire(global_budget& budget, asio::strand<asio::io_context::executor_type> strand,
+                              std::set<std::shared_ptr<asio::steady_timer>>& waiting,
+                              Stopped stopped) {
+  static std::atomic<uint64_t> next_waiter{uint64_t{1} << 62};
+  const uint64_t waiter = next_waiter++;
+  for (;;) {
+    if (stopped()) co_return false;
+    auto timer = std::make_shared<asio::steady_timer>(strand, asio::steady_timer::time_point::max());
+    int got = budget.acquire(1, waiter, [timer, strand] {
+      asio::post(strand, [timer] { timer->cancel(); });
+    });
+    if (got == 1) {
+      if (stopped()) {
+        budget.release(1);
+        co_return false;
+      }
+      co_return true;
+    }
+    waiting.insert(timer);
+    boost::system::error_code ec;
+    co_await timer->async_wait(use_ec(ec));
+    waiting.erase(timer);
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// One batch in flight. Every member is touched on `strand` only, except `stop_requested`.
+
+struct batch_manager::runner : std::enable_shared_from_this<runner> {
+  runner(batch_manager& m, std::string id)
+      : mgr(m), id(std::move(id)), strand(asio::make_strand(m.ctx_.exec)),
+        wake(strand, asio::steady_timer::time_point::max()),
+        deadline(strand, asio::steady_timer::time_point::max()) {}
+
+  batch_manager& mgr;
+  std::string id;
+  asio::strand<asio::io_context::executor_type> strand;
+  asio::steady_timer wake;      ///< cancelled when a lane or a request ends
+  asio::steady_timer deadline;  ///< the completion window's end
+  std::string endpoint;
+  std::string stop_code;   ///< set when dispatch must stop (cancel, expiry, failure)
+  bool shutting_down = false;
+  int fd = -1;
+  int lanes = 0;     ///< lanes still dispatching
+  int requests = 0;  ///< requests in flight
+  uint64_t next_request = 0;
+  std::map<uint64_t, std::shared_ptr<runtime::abort_handle>> inflight;
+  std::set<std::shared_ptr<asio::steady_timer>> waiting;  ///< budget waits, cancelled on stop
+
+  bool stopped() const { return !stop_code.empty() || shutting_down; }
+
+  /// Stops dispatch (on the strand): `code` for cancel/expiry/failure, empty for shutdown.
+  void stop(const std::string& code) {
+    if (code.empty()) {
+      shutting_down = true;
+    } else if (stop_code.empty()) {
+      stop_code = code;
+    }
+    for (auto& [k, h] : inflight) h->abort();
+    for (auto& t : waiting) t->cancel();
+    wake.cancel();
+  }
+
+  asio::awaitable<void> run();
+  asio::awaitable<bool> ingest(const storage::batch_record& b);
+  asio::awaitable<void> lane(plan::model_plan model);
+  asio::awaitable<void> request(std::string model, runtime::gateway_client* gw, plan::plan_entry e);
+  asio::awaitable<void> watch_deadline(int64_t deadline_ms);
+  asio::awaitable<void> record(std::vector<storage::batch_line> lines);
+  asio::awaitable<void> fail(std::string message);
+  asio::awaitable<bool> drain(const plan::ingest_result& p);
+  asio::awaitable<void> finalize();
+
+  /// Runs `fn` on the blocking pool and resumes on the strand with its result.
+  template <class F>
+  auto blocking(F fn) -> asio::awaitable<decltype(fn())> {
+    using T = decltype(fn());
+    // Boxed: co_spawn's result must be default-constructible, a result<T> is not.
+    // Named, not a temporary in the co_await expression (GCC 12 destroys such temporaries twice).
+    auto task = [fn = std::move(fn)]() mutable -> asio::awaitable<std::optional<T>> {
+      co_return std::optional<T>(fn());
+    };
+    auto box = co_await asio::co_spawn(mgr.blocking_, std::move(task), asio::use_awaitable);
+    co_return std::move(*box);
+  }
+
+  std::string plans_dir() const { return mgr.batch_dir(id); }
+};
+
+asio::awaitable<void> batch_manager::runner::fail(std::string message) {
+  log::error("batch", "batch failed", {{"batch_id", id}, {"error", message}});
+  storage::stop_batch_op op{id, "batch_failed", message, mgr.ctx_.clock.now_ms()};
+  (void)co_await mgr.commit(std::move(op));
+  stop("batch_failed");
+}
+
+asio::awaitable<void> batch_manager::runner::record(std::vector<storage::batch_line> lines) {
+  storage::batch_lines_op op{id, std::move(lines)};
+  auto r = co_await mgr.commit(std::move(op));
+  if (!r) {
+    // The results are not recorded; the lines run again when the batch resumes. A storage that
+    // cannot commit fails the batch rather than spinning.
+    {
+      std::string why = "cannot record results: " + r.error().message;
+      co_await fail(std::move(why));
+    }
+  }
+}
+
+asio::awaitable<void> batch_manager::runner::watch_deadline(int64_t deadline_ms) {
+  auto self = shared_from_this();
+  int64_t left = deadline_ms - mgr.ctx_.clock.now_ms();
+  if (left > 0) {
+    deadline.expires_after(std::chrono::milliseconds(left));
+    boost::system::error_code ec;
+    co_await deadline.async_wait(use_ec(ec));
+    if (ec) co_return;  // the runner ended first
+  }
+  if (stopped()) co_return;
+  storage::stop_batch_op op{id, "batch_expired", "", mgr.ctx_.clock.now_ms()};
+  auto r = co_await mgr.commit(std::move(op));
+  if (r && r->batch && r->batch->stop_code == "batch_expired") {
+    log::info("batch", "completion window passed; stopping", {{"batch_id", id}});
+    stop("batch_expired");
+  }
+}
+
+asio::awaitable<bool> batch_manager::runner::ingest(const storage::batch_record& b) {
+  plan::ingest_options o;
+  o.input_path = mgr.file_path(b.input_file_id);
+  o.endpoint = b.endpoint;
+  o.work_dir = plans_dir();
+  o.max_lines = mgr.ctx_.cfg.batch_max_lines;
+  engine_context* ctx = &mgr.ctx_;
+  o.model_known = [ctx](std::string_view model) {
+    return ctx->gateway_for(std::string(model)) != nullptr;
+  };
+  auto started = std::chrono::steady_clock::now();
+  auto scan = [o] { return plan::ingest(o); };
+  auto r = co_await blocking(std::move(scan));
+  if (!r) {
+    {
+      std::string why = "cannot read the input file " + b.input_file_id + ": " + r.error().message;
+      co_await fail(std::move(why));
+    }
+    co_return false;
+  }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::steady_clock::now() - started).count();
+  storage::batch_ingested_op op;
+  op.id = id;
+  op.total = r->line_count;
+  op.now_ms = mgr.ctx_.clock.now_ms();
+  for (auto& e : r->errors)
+    op.errors.push_back(storage::batch_error{e.code, e.message, e.param, e.line});
+  log::info("batch", op.errors.empty() ? "input validated" : "input invalid; batch failed",
+            {{"batch_id", id}, {"lines", r->line_count}, {"bytes", r->bytes},
+             {"errors", op.errors.size()}, {"models", r->models.size()}, {"ms", ms}});
+  auto c = co_await mgr.commit(std::move(op));
+  if (!c) {
+    {
+      std::string why = "cannot record validation: " + c.error().message;
+      co_await fail(std::move(why));
+    }
+    co_return false;
+  }
+  co_return c->batch && c->batch->status != storage::batch_status::failed;
+}
+
+asio::awaitable<void> batch_manager::runner::request(std::string model, runtime::gateway_client* gw,
+                                                     plan::plan_entry e) {
+  auto self = shared_from_this();
+  auto text = plan::read_at(fd, e.offset, e.length);
+  if (!text) {
+    {
+      std::string why = "cannot read the input file: " + text.error().message;
+      co_await fail(std::move(why));
+    }
+    co_return;
+  }
+  auto parsed = plan::parse_request_line(*text);
+  if (!parsed) {
+    {
+      std::string why = "input line at byte " + std::to_string(e.offset) +
+                  " no longer parses: " + parsed.error().message;
+      co_await fail(std::move(why));
+    }
+    co_return;
+  }
+  const std::string req_id = request_id_for(id, e.offset);
+  if (!gw) {
+    storage::batch_line line{e.offset, false,
+                             error_line(req_id, parsed->custom_id, "model_not_found",
+                                        "No gateway serves model '" + model + "'."),
+                             nullptr};
+    std::vector<storage::batch_line> lines;
+    lines.push_back(std::move(line));
+    co_await record(std::move(lines));
+    co_return;
+  }
+  auto abort = std::make_shared<runtime::abort_handle>();
+  const uint64_t key = next_request++;
+  inflight.emplace(key, abort);
+  runtime::gateway_request gr{endpoint, std::move(parsed->body)};
+  auto out = co_await gw->send(std::move(gr), abort);
+  inflight.erase(key);
+  if (abort->aborted()) co_return;  // stopped: drained with the stop code, or run again later
+  storage::batch_line line;
+  if (out.got_response) {
+    line = response_line(e.offset, req_id, parsed->custom_id, out);
+  } else {
+    line = storage::batch_line{e.offset, false,
+                               error_line(req_id, parsed->custom_id, "gateway_unreachable",
+                                          "The gateway could not be reached after " +
+                                              std::to_string(out.tries) + " tries: " + out.error),
+                               nullptr};
+  }
+  std::vector<storage::batch_line> lines;
+  lines.push_back(std::move(line));
+  co_await record(std::move(lines));
+}
+
+asio::awaitable<void> batch_manager::runner::lane(plan::model_plan model) {
+  auto self = shared_from_this();
+  auto open_plan = [p = plans_dir() + "/plans/" + model.safe_name + ".plan"] {
+    return plan::plan_reader::open(p);
+  };
+  auto reader = co_await blocking(std::move(open_plan));
+  if (!reader) {
+    {
+      std::string why = "cannot open the plan of model " + model.model + ": " + reader.error().message;
+      co_await fail(std::move(why));
+    }
+    co_return;
+  }
+  auto* gw = mgr.ctx_.gateway_for(model.model);
+  auto& per_model = mgr.ctx_.model_budget(model.model);
+  auto& global = mgr.ctx_.budget;
+  plan::plan_entry e{};
+  auto is_stopped = [this] { return stopped(); };
+  int mine = 0;  // this lane's requests in flight
+  while (!stopped() && reader->next(e)) {
+    {
+      auto txn = mgr.env_.begin_read();
+      if (storage::has_batch_line(txn, id, e.offset)) continue;  // done before a restart
+    }
+    bool got = co_await acquire(per_model, strand, waiting, is_stopped);
+    if (!got) break;
+    got = co_await acquire(global, strand, waiting, is_stopped);
+    if (!got) {
+      per_model.release(1);
+      break;
+    }
+    ++mine;
+    ++requests;
+    asio::co_spawn(strand, request(model.model, gw, e),
+                   [self, &per_model, &global, &mine](std::exception_ptr ex) {
+                     if (ex) log::error("batch", "request crashed", {{"batch_id", self->id}});
+                     per_model.release(1);
+                     global.release(1);
+                     --mine;
+                     --self->requests;
+                     self->wake.cancel();
+                   });
+  }
+  while (mine > 0) {
+    wake.expires_at(asio::steady_timer::time_point::max());
+    boost::system::error_code ec;
+    co_await wake.async_wait(use_ec(ec));
+  }
+}
+
+asio::awaitable<bool> batch_manager::runner::drain(const plan::ingest_result& p) {
+  // Every line without a result gets an error line with the stop code. Reading and matching run
+  // on the blocking pool, a chunk at a time; each chunk commits before the next is read.
+  const std::string code = stop_code;
+  const std::string message = stop_message(code);
+  for (const auto& model : p.models) {
+    auto open_plan = [p = plans_dir() + "/plans/" + model.safe_name + ".plan"] {
+      return plan::plan_reader::open(p);
+    };
+    auto reader = co_await blocking(std::move(open_plan));
+    if (!reader) {
+      log::error("batch", "cannot open a plan to drain it",
+                 {{"batch_id", id}, {"error", reader.error().message}});
+      co_return false;
+    }
+    for (;;) {
+      auto next_chunk = [&] {
+        std::vector<storage::batch_line> lines;
+        plan::plan_entry e{};
+        auto txn = mgr.env_.begin_read();
+        while (lines.size() < drain_chunk && reader->next(e)) {
+          if (storage::has_batch_line(txn, id, e.offset)) continue;
+          std::string custom_id;
+          if (auto text = plan::read_at(fd, e.offset, e.length))
+            if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
+          lines.push_back(storage::batch_line{
+              e.offset, false, error_line(request_id_for(id, e.offset), custom_id, code, message),
+              nullptr});
+        }
+        return lines;
+      };
+      auto chunk = co_await blocking(std::move(next_chunk));
+      if (chunk.empty()) break;
+      storage::batch_lines_op op{id, std::move(chunk)};
+      auto r = co_await mgr.commit(std::move(op));
+      if (!r) {
+        log::error("batch", "cannot record drained lines", {{"batch_id", id}, {"error", r.error().message}});
+        co_return false;
+      }
+    }
+  }
+  co_return true;
+}
+
+asio::awaitable<void> batch_manager::runner::finalize() {
+  // Both files are written from the recorded lines in input order, so each line appears exactly
+  // once whatever happened before; a crash here redoes finalization from the same lines.
+  struct written {
+    std::optional<storage::file_record> output, error;
+    std::string failure;
+  };
+  auto b0 = mgr.get_batch_any(id);
+  if (!b0) co_return;
+  const int64_t now_ms = mgr.ctx_.clock.now_ms();
+  const int64_t now_s = now_ms / 1000;
+  auto out_id = "file-" + mgr.ids_.next(now_ms);
+  auto err_id = "file-" + mgr.ids_.next(now_ms);
+  auto write_files = [&]() -> written {
+    written res;
+    struct sink {
+      std::string path;
+      int fd = -1;
+      int64_t bytes = 0;
+      int64_t lines = 0;
+    } out{mgr.file_path(out_id) + ".tmp"}, err{mgr.file_path(err_id) + ".tmp"};
+    std::string buffer_out, buffer_err;
+    auto flush = [&](sink& s, std::string& buf) -> bool {
+      if (buf.empty()) return true;
+      if (s.fd < 0) {
+        s.fd = ::open(s.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (s.fd < 0) {
+          res.failure = sys_error("cannot create", s.path);
+          return false;
+        }
+      }
+      if (!write_all(s.fd, buf)) {
+        res.failure = sys_error("cannot write", s.path);
+        return false;
+      }
+      buf.clear();
+      return true;
+    };
+    {
+      auto txn = mgr.env_.begin_read();
+      storage::scan_batch_lines(txn, id, [&](uint64_t, bool ok, std::string_view text) {
+        auto& buf = ok ? buffer_out : buffer_err;
+        auto& s = ok ? out : err;
+        buf.append(text);
+        buf.push_back('\n');
+        s.bytes += static_cast<int64_t>(text.size()) + 1;
+        ++s.lines;
+        if (buf.size() >= (1 << 20)) return flush(s, buf);
+        return true;
+      });
+    }
+    if (res.failure.empty()) flush(out, buffer_out);
+    if (res.failure.empty()) flush(err, buffer_err);
+    for (auto* s : {&out, &err}) {
+      if (s->fd < 0) continue;
+      if (res.failure.empty() && ::fsync(s->fd) != 0) res.failure = sys_error("cannot fsync", s->path);
+      ::close(s->fd);
+    }
+    if (!res.failure.empty()) {
+      for (auto* s : {&out, &err}) ::unlink(s->path.c_str());
+      return res;
+    }
+    auto make = [&](sink& s, const std::string& fid, const char* kind) {
+      std::string final_path = s.path.substr(0, s.path.size() - 4);
+      if (std::rename(s.path.c_str(), final_path.c_str()) != 0) {
+        res.failure = sys_error("cannot rename", s.path);
+        return std::optional<storage::file_record>{};
+      }
+      storage::file_record f;
+      f.id = fid;
+      f.tenant = b0->tenant;
+      f.filename = id + "_" + kind + ".jsonl";
+      f.purpose = "batch_output";
+      f.bytes = s.bytes;
+      f.created_at = now_s;
+      f.expires_at = b0->output_expires_after > 0 ? now_s + b0->output_expires_after : 0;
+      return std::optional<storage::file_record>{f};
+    };
+    if (out.fd >= 0) res.output = make(out, out_id, "output");
+    if (err.fd >= 0 && res.failure.empty()) res.error = make(err, err_id, "error");
+    fsync_dir(mgr.files_dir_);
+    return res;
+  };
+  auto w = co_await blocking(std::move(write_files));
+  if (!w.failure.empty()) {
+    log::error("batch", "cannot write the result files", {{"batch_id", id}, {"error", w.failure}});
+    co_return;  // retried when the batch resumes (next start)
+  }
+  storage::batch_finish_op op{id, w.output, w.error, mgr.ctx_.clock.now_ms()};
+  auto r = co_await mgr.commit(std::move(op));
+  if (!r || !r->batch) {
+    log::error("batch", "cannot record finalization",
+               {{"batch_id", id}, {"error", r ? std::string("unknown batch") : r.error().message}});
+    co_return;
+  }
+  const auto& b = *r->batch;
+  if (r->what != storage::op_reply::kind::done) {
+    // Already terminal (finalized before): the files just written are not referenced.
+    if (w.output) ::unlink(mgr.file_path(w.output->id).c_str());
+    if (w.error) ::unlink(mgr.file_path(w.error->id).c_str());
+  }
+  std::error_code ec;
+  fs::remove_all(plans_dir(), ec);
+  log::info("batch", "batch finished",
+            {{"batch_id", id}, {"status", storage::to_string(b.status)}, {"total", b.total},
+             {"completed", b.completed}, {"failed", b.failed},
+             {"output_file_id", b.output_file_id}, {"error_file_id", b.error_file_id}});
+}
+
+asio::awaitable<void> batch_manager::runner::run() {
+  auto self = shared_from_this();
+  auto b = mgr.get_batch_any(id);
+  if (!b || storage::is_terminal(b->status)) co_return;
+  endpoint = b->endpoint;
+  if (!b->stop_code.empty()) stop_code = b->stop_code;
+  if (b->deadline_ms > 0)
+    asio::co_spawn(strand, watch_deadline(b->deadline_ms), asio::detached);
+
+  bool have_plan = b->status != storage::batch_status::validating &&
+                   fs::exists(plans_dir() + "/model_map.json");
+  if (b->status == storage::batch_status::validating && !stopped()) {
+    bool valid = co_await ingest(*b);
+    if (!valid) {
+      // Failed validation is terminal already; an I/O failure set the stop code.
+      b = mgr.get_batch_any(id);
+      if (b && storage::is_terminal(b->status)) {
+        std::error_code ec;
+        fs::remove_all(plans_dir(), ec);
+        co_return;
+      }
+    } else {
+      have_plan = true;
+    }
+  }
+  std::optional<plan::ingest_result> p;
+  if (have_plan) {
+    auto load = [d = plans_dir()] { return plan::load_plan(d); };
+    auto loaded = co_await blocking(std::move(load));
+    if (loaded) {
+      p = std::move(*loaded);
+    } else {
+      {
+        std::string why = "cannot load the batch's plan: " + loaded.error().message;
+        co_await fail(std::move(why));
+      }
+    }
+  }
+  if (p) {
+    auto input = mgr.file_path(b->input_file_id);
+    fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      std::string why = sys_error("cannot open the input file", input);
+      co_await fail(std::move(why));
+    }
+  }
+  if (p && fd >= 0 && !stopped()) {
+    log::info("batch", "dispatching", {{"batch_id", id}, {"lines", p->line_count},
+                                      {"models", p->models.size()}});
+    for (const auto& m : p->models) {
+      ++lanes;
+      asio::co_spawn(strand, lane(m), [self](std::exception_ptr ex) {
+        if (ex) log::error("batch", "lane crashed", {{"batch_id", self->id}});
+        --self->lanes;
+        self->wake.cancel();
+      });
+    }
+    while (lanes > 0 || requests > 0) {
+      wake.expires_at(asio::steady_timer::time_point::max());
+      boost::system::error_code ec;
+      co_await wake.async_wait(use_ec(ec));
+    }
+  }
+  if (shutting_down) {
+    if (fd >= 0) ::close(fd);
+    co_return;  // resumed at the next start
+  }
+  // Dispatch ended: every line has a result, or a stop code says why some never ran.
+  b = mgr.get_batch_any(id);
+  if (!b || storage::is_terminal(b->status)) {
+    if (fd >= 0) ::close(fd);
+    co_return;
+  }
+  if (b->stop_code.empty()) {
+    storage::batch_finalizing_op op{id, mgr.ctx_.clock.now_ms()};
+    (void)co_await mgr.commit(std::move(op));
+  } else {
+    stop_code = b->stop_code;
+    if (p && fd >= 0) {
+      bool drained = co_await drain(*p);
+      if (!drained) {
+        ::close(fd);
+        co_return;  // retried at the next start
+      }
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+  deadline.cancel();
+  co_await finalize();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+batch_manager::batch_manager(engine_context& ctx, storage::environment& env)
+    : ctx_(ctx),
+      env_(env),
+      files_dir_((fs::path(ctx.cfg.data_dir) / "files").string()),
+      uploads_dir_((fs::path(ctx.cfg.data_dir) / "files" / "uploads").string()),
+      batches_dir_((fs::path(ctx.cfg.data_dir) / "batches").string()) {}
+
+batch_manager::~batch_manager() {
+  stop(std::chrono::milliseconds(0));
+  blocking_.join();
+}
+
+std::string batch_manager::upload_dir() const { return uploads_dir_; }
+std::string batch_manager::file_path(const std::string& id) const { return files_dir_ + "/" + id; }
+std::string batch_manager::batch_dir(const std::string& id) const { return batches_dir_ + "/" + id; }
+
+size_t batch_manager::running() const {
+  std::lock_guard lock{mu_};
+  return runners_.size();
+}
+
+std::optional<storage::batch_record> batch_manager::get_batch_any(const std::string& id) const {
+  auto txn = env_.begin_read();
+  return storage::get_batch(txn, id);
+}
+
+asio::awaitable<result<storage::op_reply>> batch_manager::commit(storage::write_op op) {
+  write_request req{std::move(op)};
+  auto r = co_await ask<write_reply>(ctx_.sys, ctx_.writer, std::move(req), commit_timeout);
+  if (!r) co_return r.error();
+  if (!r->reply) co_return r->err;
+  co_return std::move(*r->reply);
+}
+
+status batch_manager::start() {
+  std::error_code ec;
+  for (const auto& d : {files_dir_, uploads_dir_, batches_dir_}) {
+    fs::create_directories(d, ec);
+    if (ec) return make_error("storage_error", "cannot create " + d + ": " + ec.message());
+  }
+  // Leftovers of a crash: partial uploads, files without a record (written by a finalization
+  // that did not commit), plans of batches that are finished or gone.
+  for (const auto& entry : fs::directory_iterator(uploads_dir_, ec)) fs::remove(entry.path(), ec);
+  std::vector<std::string> active;
+  {
+    auto txn = env_.begin_read();
+    for (const auto& entry : fs::directory_iterator(files_dir_, ec)) {
+      auto name = entry.path().filename().string();
+      if (name == "uploads") continue;
+      if (!storage::get_file(txn, name)) {
+        log::warn("batch", "removing a file without a record", {{"path", entry.path().string()}});
+        fs::remove(entry.path(), ec);
+      }
+    }
+    active = storage::active_batches(txn);
+    std::set<std::string> live(active.begin(), active.end());
+    for (const auto& entry : fs::directory_iterator(batches_dir_, ec))
+      if (!live.count(entry.path().filename().string())) fs::remove_all(entry.path(), ec);
+  }
+  for (const auto& id : active) launch(id);
+  if (!active.empty()) log::info("batch", "resuming batches", {{"count", active.size()}});
+  sweep_timer_ = std::make_shared<asio::steady_timer>(ctx_.exec);
+  asio::co_spawn(ctx_.exec, sweep_expired_files(), asio::detached);
+  return ok;
+}
+
+void batch_manager::stop(std::chrono::milliseconds grace) {
+  if (stopping_.exchange(true)) return;
+  std::vector<std::shared_ptr<runner>> all;
+  {
+    std::lock_guard lock{mu_};
+    for (auto& [id, r] : runners_) all.push_back(r);
+  }
+  for (auto& r : all) asio::post(r->strand, [r] { r->stop(""); });
+  if (sweep_timer_) asio::post(ctx_.exec, [t = sweep_timer_] { t->cancel(); });
+  auto until = std::chrono::steady_clock::now() + grace;
+  while (running() > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+void batch_manager::launch(const std::string& batch_id) {
+  auto r = std::make_shared<runner>(*this, batch_id);
+  {
+    std::lock_guard lock{mu_};
+    if (stopping_ || runners_.count(batch_id)) return;
+    runners_[batch_id] = r;
+  }
+  asio::co_spawn(r->strand, r->run(), [this, r](std::exception_ptr ex) {
+    if (ex) {
+      try {
+        std::rethrow_exception(ex);
+      } catch (const std::exception& e) {
+        log::error("batch", "runner crashed", {{"batch_id", r->id}, {"what", e.what()}});
+      }
+    }
+    r->deadline.cancel();
+    if (r->fd >= 0) ::close(r->fd);
+    r->fd = -1;
+    finished(r->id);
+  });
+}
+
+void batch_manager::finished(const std::string& batch_id) {
+  std::lock_guard lock{mu_};
+  runners_.erase(batch_id);
+}
+
+asio::awaitable<void> batch_manager::sweep_expired_files() {
+  auto timer = sweep_timer_;
+  while (!stopping_) {
+    std::vector<std::string> due;
+    {
+      auto txn = env_.begin_read();
+      due = storage::expired_files(txn, ctx_.clock.now_ms() / 1000, 100);
+    }
+    for (const auto& id : due) {
+      storage::delete_file_op op{"", id};
+      auto r = co_await commit(std::move(op));
+      if (r && r->file) {
+        ::unlink(file_path(id).c_str());
+        log::info("batch", "file expired and deleted", {{"file_id", id}});
+      }
+    }
+    timer->expires_after(sweep_interval);
+    boost::system::error_code ec;
+    co_await timer->async_wait(use_ec(ec));
+  }
+}
+
+// --- batch_service ------------------------------------------------------------------------------
+
+asio::awaitable<result<storage::file_record>> batch_manager::create_file(storage::file_record f,
+                                                                         std::string staged) {
+  if (ctx_.stopping) {
+    ::unlink(staged.c_str());
+    co_return make_error("shutting_down", "the server is shutting down");
+  }
+  const std::string path = file_path(f.id);
+  if (std::rename(staged.c_str(), path.c_str()) != 0) {
+    auto e = sys_error("cannot move the upload to", path);
+    ::unlink(staged.c_str());
+    co_return make_error("storage_unavailable", e);
+  }
+  fsync_dir(files_dir_);
+  storage::create_file_op op{f};
+  auto r = co_await commit(std::move(op));
+  if (!r) {
+    ::unlink(path.c_str());
+    co_return r.error();
+  }
+  co_return f;
+}
+
+result<storage::file_record> batch_manager::get_file(const std::string& tenant,
+                                                     const std::string& id) {
+  auto txn = env_.begin_read();
+  auto f = storage::get_file(txn, id);
+  if (!f || f->tenant != tenant ||
+      (f->expires_at > 0 && f->expires_at <= ctx_.clock.now_ms() / 1000))
+    return make_error("file_not_found", "No such file: '" + id + "'.", "file_id");
+  return std::move(*f);
+}
+
+result<file_page> batch_manager::list_files(const std::string& tenant, const std::string& purpose,
+                                            bool ascending, const std::string& after, int limit) {
+  file_page page;
+  auto txn = env_.begin_read();
+  page.files = storage::list_files(txn, tenant, purpose, ascending, after,
+                                   static_cast<size_t>(limit), page.has_more);
+  return page;
+}
+
+asio::awaitable<result<storage::file_record>> batch_manager::delete_file(std::string tenant,
+                                                                         std::string id) {
+  if (ctx_.stopping) co_return make_error("shutting_down", "the server is shutting down");
+  storage::delete_file_op op{tenant, id};
+  auto r = co_await commit(std::move(op));
+  if (!r) co_return r.error();
+  if (!r->file) co_return make_error("file_not_found", "No such file: '" + id + "'.", "file_id");
+  // A batch still reading the file keeps its descriptor open; the bytes go when it closes it.
+  ::unlink(file_path(id).c_str());
+  co_return std::move(*r->file);
+}
+
+asio::awaitable<result<storage::batch_record>> batch_manager::create_batch(batch_request req) {
+  if (ctx_.stopping) co_return make_error("shutting_down", "the server is shutting down");
+  {
+    auto input = get_file(req.tenant, req.input_file_id);
+    if (!input)
+      co_return make_error("file_not_found", "No such file: '" + req.input_file_id + "'.",
+                           "input_file_id");
+    if (input->purpose != "batch")
+      co_return make_error("invalid_value",
+                           "The input file must have been uploaded with purpose 'batch', not '" +
+                               input->purpose + "'.",
+                           "input_file_id");
+  }
+  const int64_t now = ctx_.clock.now_ms();
+  storage::batch_record b;
+  b.id = "batch_" + ids_.next(now);
+  b.tenant = req.tenant;
+  b.endpoint = req.endpoint;
+  b.input_file_id = req.input_file_id;
+  b.completion_window = req.completion_window;
+  b.created_at = now / 1000;
+  b.deadline_ms = now + req.completion_window_ms;
+  b.expires_at = b.deadline_ms / 1000;
+  b.metadata = req.metadata;
+  b.output_expires_after = req.output_expires_after;
+  storage::create_batch_op op{b};
+  auto r = co_await commit(std::move(op));
+  if (!r) co_return r.error();
+  if (r->what == storage::op_reply::kind::not_found)
+    co_return make_error("file_not_found", "No such file: '" + req.input_file_id + "'.",
+                         "input_file_id");
+  log::info("batch", "batch created", {{"batch_id", b.id}, {"input_file_id", b.input_file_id},
+                                       {"endpoint", b.endpoint}, {"tenant", b.tenant}});
+  launch(b.id);
+  co_return std::move(*r->batch);
+}
+
+result<storage::batch_record> batch_manager::get_batch(const std::string& tenant,
+                                                       const std::string& id) {
+  auto b = get_batch_any(id);
+  if (!b || b->tenant != tenant)
+    return make_error("batch_not_found", "No such batch: '" + id + "'.", "batch_id");
+  return std::move(*b);
+}
+
+result<batch_page> batch_manager::list_batches(const std::string& tenant, const std::string& after,
+                                               int limit) {
+  batch_page page;
+  auto txn = env_.begin_read();
+  page.batches = storage::list_batches(txn, tenant, after, static_cast<size_t>(limit), page.has_more);
+  return page;
+}
+
+asio::awaitable<result<storage::batch_record>> batch_manager::cancel_batch(std::string tenant,
+                                                                           std::string id) {
+  if (ctx_.stopping) co_return make_error("shutting_down", "the server is shutting down");
+  storage::cancel_batch_op op{tenant, id, ctx_.clock.now_ms()};
+  auto r = co_await commit(std::move(op));
+  if (!r) co_return r.error();
+  using kind = storage::op_reply::kind;
+  if (r->what == kind::not_found)
+    co_return make_error("batch_not_found", "No such batch: '" + id + "'.", "batch_id");
+  if (r->what == kind::conflict)
+    co_return make_error("batch_not_cancellable",
+                         "Batch " + id + " is already " +
+                             std::string(storage::to_string(r->batch->status)) +
+                             "; only validating, in_progress or finalizing batches can be cancelled.",
+                         "batch_id");
+  if (r->batch->status == storage::batch_status::cancelling) {
+    std::shared_ptr<runner> rn;
+    {
+      std::lock_guard lock{mu_};
+      if (auto it = runners_.find(id); it != runners_.end()) rn = it->second;
+    }
+    if (rn) {
+      asio::post(rn->strand, [rn] { rn->stop("batch_cancelled"); });
+    } else {
+      launch(id);  // not running here (e.g. finished dispatch a moment ago): finish the cancel
+    }
+  }
+  co_return std::move(*r->batch);
+}
+
+}  // namespace sy::actors

@@ -1,0 +1,95 @@
+#pragma once
+/// The batch manager: implements `batch_service` for the API and runs every batch that is not
+/// terminal — one runner per batch (the job actor of DESIGN.md for batches), as coroutines on a
+/// strand of the engine's execution context. A runner ingests the input file (plans per model,
+/// runtime/batch_plan.hpp), dispatches each model's plan in prefix-hash order under the per-model
+/// and global budgets, records each result line exactly once (storage/batch_ops.hpp), stops on
+/// cancel, expiry or failure (draining undispatched lines with the stop code), and finalizes the
+/// output and error files. Lifecycle, layout and recovery: docs/batches.md.
+///
+/// Files on disk, under the data dir: `files/<file id>` (uploaded and produced files),
+/// `files/uploads/` (uploads in progress), `batches/<batch id>/` (plans while a batch runs).
+
+#include <utility>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "actors/batch_service.hpp"
+#include "actors/engine_context.hpp"
+#include "runtime/ulid.hpp"
+#include "storage/ops.hpp"
+
+namespace sy::actors {
+
+class batch_manager final : public batch_service {
+ public:
+  batch_manager(engine_context& ctx, storage::environment& env);
+  ~batch_manager() override;
+  batch_manager(const batch_manager&) = delete;
+  batch_manager& operator=(const batch_manager&) = delete;
+
+  /// Creates the directories, removes leftovers of a crash (partial uploads, files without a
+  /// record, plans of finished batches), resumes every batch that is not terminal and starts the
+  /// file-expiry sweep. Call once, after the storage writer runs and before the API serves.
+  status start();
+  /// Shutdown: runners stop dispatching and abort their requests without recording anything for
+  /// them (they run again after the restart); waits up to `grace` for the runners to end.
+  void stop(std::chrono::milliseconds grace);
+
+  std::string upload_dir() const override;
+  std::string file_path(const std::string& id) const override;
+  boost::asio::awaitable<result<storage::file_record>> create_file(
+      storage::file_record f, std::string staged_path) override;
+  result<storage::file_record> get_file(const std::string& tenant,
+                                        const std::string& id) override;
+  result<file_page> list_files(const std::string& tenant, const std::string& purpose,
+                               bool ascending, const std::string& after, int limit) override;
+  boost::asio::awaitable<result<storage::file_record>> delete_file(std::string tenant,
+                                                                   std::string id) override;
+  boost::asio::awaitable<result<storage::batch_record>> create_batch(batch_request r) override;
+  result<storage::batch_record> get_batch(const std::string& tenant,
+                                          const std::string& id) override;
+  result<batch_page> list_batches(const std::string& tenant, const std::string& after,
+                                  int limit) override;
+  boost::asio::awaitable<result<storage::batch_record>> cancel_batch(std::string tenant,
+                                                                     std::string id) override;
+
+  /// Batches being run right now (tests, metrics).
+  size_t running() const;
+
+  struct runner;
+
+ private:
+  friend struct runner;
+  /// Commits one operation through the storage writer.
+  boost::asio::awaitable<result<storage::op_reply>> commit(storage::write_op op);
+  void launch(const std::string& batch_id);
+  void finished(const std::string& batch_id);
+  boost::asio::awaitable<void> sweep_expired_files();
+  std::string batch_dir(const std::string& id) const;
+  /// The batch, whichever tenant owns it.
+  std::optional<storage::batch_record> get_batch_any(const std::string& id) const;
+
+  engine_context& ctx_;
+  storage::environment& env_;
+  std::string files_dir_;
+  std::string uploads_dir_;
+  std::string batches_dir_;
+  runtime::ulid_generator ids_;
+  boost::asio::thread_pool blocking_{1};  ///< ingestion, draining and finalization file I/O
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<runner>> runners_;
+  std::atomic<bool> stopping_{false};
+  std::shared_ptr<boost::asio::steady_timer> sweep_timer_;
+};
+
+}  // namespace sy::actors

@@ -1,0 +1,425 @@
+// Batches against the real engine (nats-server, LMDB, the fake gateway), driven through the
+// batch_service the HTTP API uses: lifecycle, exactly-once output, errors, cancel, expiry,
+// restart, concurrency limits, file expiry.
+
+#include <gtest/gtest.h>
+
+#include <utility>
+
+#include <fstream>
+#include <future>
+#include <set>
+#include <sstream>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include "storage/batch_ops.hpp"
+#include "tests/integration/engine/engine_env.hpp"
+#include "tests/support/wait.hpp"
+
+namespace sy::test {
+namespace {
+
+using nlohmann::json;
+using storage::batch_record;
+using storage::batch_status;
+
+/// Runs one service call to completion on a private io_context.
+template <class F>
+auto run(F f) {
+  using T = typename decltype(f())::value_type;
+  boost::asio::io_context ioc;
+  // Boxed: co_spawn's result must be default-constructible, a result<T> is not.
+  auto fut = boost::asio::co_spawn(
+      ioc, [&]() -> boost::asio::awaitable<std::optional<T>> { co_return co_await f(); },
+      boost::asio::use_future);
+  ioc.run();
+  return std::move(*fut.get());
+}
+
+const std::vector<std::string> models = {"model-a", "model-b", "model-c"};
+
+/// Points model-a..c at the fake (per-model mode).
+void per_model_gateways(engine_env& env) {
+  auto gw = *env.settings().gateway;
+  env.settings().gateway.reset();
+  for (const auto& m : models) env.settings().model_gateways[m] = gw;
+}
+
+json line(const std::string& custom_id, const std::string& model, json fake = json::object(),
+          const std::string& system = "be brief") {
+  fake["key"] = custom_id;
+  return {{"custom_id", custom_id},
+          {"method", "POST"},
+          {"url", "/v1/chat/completions"},
+          {"body",
+           {{"model", model},
+            {"messages",
+             json::array({{{"role", "system"}, {"content", system}},
+                          {{"role", "user"}, {"content", "hello " + custom_id}}})},
+            {"fake", fake}}}};
+}
+
+class batch_env : public engine_env {
+ public:
+  actors::batch_service& svc() { return engine().batches(); }
+
+  /// Stores `lines` as a batch input file the way an upload does.
+  std::string upload(const std::vector<json>& lines, const std::string& tenant = "default") {
+    std::string staged = svc().upload_dir() + "/upload-" + std::to_string(next_++) + ".part";
+    std::ofstream out(staged, std::ios::binary);
+    int64_t bytes = 0;
+    for (const auto& l : lines) {
+      auto s = l.dump() + "\n";
+      out << s;
+      bytes += static_cast<int64_t>(s.size());
+    }
+    out.close();
+    storage::file_record f;
+    f.id = "file-test" + std::to_string(next_++);
+    f.tenant = tenant;
+    f.filename = "input.jsonl";
+    f.purpose = "batch";
+    f.bytes = bytes;
+    f.created_at = std::time(nullptr);
+    auto r = run([&] { return svc().create_file(f, staged); });
+    EXPECT_TRUE(r.ok());
+    return f.id;
+  }
+
+  batch_record create(const std::string& file_id, int64_t window_ms = 86'400'000) {
+    actors::batch_request req;
+    req.tenant = "default";
+    req.input_file_id = file_id;
+    req.endpoint = "/v1/chat/completions";
+    req.completion_window = "24h";
+    req.completion_window_ms = window_ms;
+    auto r = run([&] { return svc().create_batch(req); });
+    EXPECT_TRUE(r.ok()) << (r ? "" : r.error().message);
+    return *r;
+  }
+
+  batch_record get(const std::string& id) { return *svc().get_batch("default", id); }
+  /// Read from the store directly (also while the engine is stopped).
+  batch_record stored(const std::string& id) {
+    auto txn = store().begin_read();
+    return *storage::get_batch(txn, id);
+  }
+
+  batch_record wait_terminal(const std::string& id,
+                             std::chrono::milliseconds deadline = std::chrono::seconds(30)) {
+    batch_record b;
+    wait_for([&] {
+      b = get(id);
+      return storage::is_terminal(b.status);
+    }, deadline);
+    return b;
+  }
+
+  /// The lines of a stored file, parsed.
+  std::vector<json> read_lines(const std::string& file_id) {
+    std::vector<json> out;
+    if (file_id.empty()) return out;
+    std::ifstream in(svc().file_path(file_id));
+    std::string l;
+    while (std::getline(in, l)) out.push_back(json::parse(l));
+    return out;
+  }
+
+ private:
+  int next_ = 1;
+};
+
+/// Every custom id of `expected` appears exactly once across both files.
+void expect_exactly_once(batch_env& env, const batch_record& b, size_t expected) {
+  std::multiset<std::string> seen;
+  for (const auto& l : env.read_lines(b.output_file_id)) seen.insert(l["custom_id"].get<std::string>());
+  for (const auto& l : env.read_lines(b.error_file_id)) seen.insert(l["custom_id"].get<std::string>());
+  EXPECT_EQ(seen.size(), expected);
+  std::set<std::string> unique(seen.begin(), seen.end());
+  EXPECT_EQ(unique.size(), expected) << "a custom_id appears twice";
+  EXPECT_EQ(static_cast<size_t>(b.completed + b.failed), expected);
+  EXPECT_EQ(static_cast<int64_t>(env.read_lines(b.output_file_id).size()), b.completed);
+  EXPECT_EQ(static_cast<int64_t>(env.read_lines(b.error_file_id).size()), b.failed);
+}
+
+TEST(batch, a_clean_batch_across_three_models_completes_with_one_output_line_each) {
+  batch_env env;
+  per_model_gateways(env);
+  env.start();
+  std::vector<json> lines;
+  for (int i = 0; i < 60; ++i)
+    lines.push_back(line("req-" + std::to_string(i), models[i % 3], json::object(),
+                         "system prompt " + std::to_string(i % 4)));
+  auto b = env.create(env.upload(lines));
+  EXPECT_EQ(b.status, batch_status::validating);
+  auto done = env.wait_terminal(b.id);
+  ASSERT_EQ(done.status, batch_status::completed) << storage::to_string(done.status);
+  EXPECT_EQ(done.total, 60);
+  EXPECT_EQ(done.completed, 60);
+  EXPECT_EQ(done.failed, 0);
+  EXPECT_TRUE(done.error_file_id.empty()) << "a clean batch has no error file";
+  EXPECT_GT(done.in_progress_at, 0);
+  EXPECT_GT(done.finalizing_at, 0);
+  EXPECT_GT(done.completed_at, 0);
+  expect_exactly_once(env, done, 60);
+  auto out = env.read_lines(done.output_file_id);
+  for (const auto& l : out) {
+    EXPECT_EQ(l["response"]["status_code"], 200);
+    EXPECT_TRUE(l["error"].is_null());
+    EXPECT_EQ(l["id"].get<std::string>().rfind("batch_req_", 0), 0u);
+    EXPECT_EQ(l["response"]["body"]["object"], "chat.completion");
+  }
+  // Usage is the sum of the responses'.
+  int64_t prompt = 0;
+  for (const auto& l : out) prompt += l["response"]["body"]["usage"]["prompt_tokens"].get<int64_t>();
+  EXPECT_EQ(done.usage["input_tokens"], prompt);
+  // Each request reached the gateway exactly once.
+  auto by_key = env.gateway().requests_by_key();
+  EXPECT_EQ(by_key.size(), 60u);
+  for (const auto& [k, n] : by_key) EXPECT_EQ(n, 1) << k;
+  auto output_file = env.svc().get_file("default", done.output_file_id);
+  ASSERT_TRUE(output_file.ok());
+  EXPECT_EQ(output_file->purpose, "batch_output");
+}
+
+TEST(batch, gateway_4xx_answers_go_to_the_error_file_with_their_status) {
+  batch_env env;
+  env.start();
+  std::vector<json> lines;
+  for (int i = 0; i < 10; ++i)
+    lines.push_back(line("r" + std::to_string(i), "m", i % 2 ? json{{"status", 400}} : json::object()));
+  auto done = env.wait_terminal(env.create(env.upload(lines)).id);
+  ASSERT_EQ(done.status, batch_status::completed);
+  EXPECT_EQ(done.completed, 5);
+  EXPECT_EQ(done.failed, 5);
+  expect_exactly_once(env, done, 10);
+  for (const auto& l : env.read_lines(done.error_file_id)) {
+    EXPECT_EQ(l["response"]["status_code"], 400);
+    EXPECT_TRUE(l["response"]["body"].contains("error"));
+  }
+}
+
+TEST(batch, an_invalid_input_file_fails_the_batch_with_line_errors_and_sends_nothing) {
+  batch_env env;
+  env.start();
+  std::vector<json> lines = {line("a", "m"), line("a", "m")};
+  auto bad_url = line("b", "m");
+  bad_url["url"] = "/v1/embeddings";
+  lines.push_back(bad_url);
+  auto done = env.wait_terminal(env.create(env.upload(lines)).id);
+  ASSERT_EQ(done.status, batch_status::failed);
+  ASSERT_EQ(done.errors.size(), 2u);
+  EXPECT_EQ(done.errors[0].code, "duplicate_custom_id");
+  EXPECT_EQ(done.errors[0].line, 2);
+  EXPECT_EQ(done.errors[1].code, "invalid_url");
+  EXPECT_EQ(done.errors[1].line, 3);
+  EXPECT_TRUE(done.output_file_id.empty());
+  EXPECT_GT(done.failed_at, 0);
+  EXPECT_EQ(env.gateway().requests(), 0);
+}
+
+TEST(batch, an_unknown_model_fails_validation_in_per_model_mode) {
+  batch_env env;
+  per_model_gateways(env);
+  env.start();
+  auto done = env.wait_terminal(env.create(env.upload({line("a", "model-a"), line("b", "nope")})).id);
+  ASSERT_EQ(done.status, batch_status::failed);
+  ASSERT_EQ(done.errors.size(), 1u);
+  EXPECT_EQ(done.errors[0].code, "model_not_found");
+  EXPECT_EQ(done.errors[0].line, 2);
+}
+
+TEST(batch, cancel_keeps_finished_lines_and_drains_the_rest_as_batch_cancelled) {
+  batch_env env;
+  env.settings().per_model_concurrency = 2;
+  env.start();
+  std::vector<json> lines;
+  for (int i = 0; i < 40; ++i)
+    lines.push_back(line("r" + std::to_string(i), "m", {{"latency_ms", 100}}));
+  auto b = env.create(env.upload(lines));
+  ASSERT_TRUE(wait_for([&] { return env.get(b.id).completed >= 4; }));
+  auto c = run([&] { return env.svc().cancel_batch("default", b.id); });
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->status == batch_status::cancelling || c->status == batch_status::cancelled);
+  auto done = env.wait_terminal(b.id);
+  ASSERT_EQ(done.status, batch_status::cancelled);
+  EXPECT_GT(done.cancelling_at, 0);
+  EXPECT_GT(done.cancelled_at, 0);
+  EXPECT_GE(done.completed, 4);
+  EXPECT_GT(done.failed, 0);
+  expect_exactly_once(env, done, 40);
+  for (const auto& l : env.read_lines(done.error_file_id))
+    EXPECT_EQ(l["error"]["code"], "batch_cancelled");
+  EXPECT_LT(env.gateway().requests(), 40);
+  // Cancelling again answers the batch; a finished batch is not cancellable.
+  auto again = run([&] { return env.svc().cancel_batch("default", b.id); });
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->status, batch_status::cancelled);
+}
+
+TEST(batch, a_completed_batch_is_not_cancellable_and_unknown_ids_are_not_found) {
+  batch_env env;
+  env.start();
+  auto done = env.wait_terminal(env.create(env.upload({line("a", "m")})).id);
+  ASSERT_EQ(done.status, batch_status::completed);
+  auto c = run([&] { return env.svc().cancel_batch("default", done.id); });
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().code, "batch_not_cancellable");
+  auto missing = run([&] { return env.svc().cancel_batch("default", "batch_nope"); });
+  EXPECT_EQ(missing.error().code, "batch_not_found");
+  EXPECT_EQ(env.svc().get_batch("other-tenant", done.id).error().code, "batch_not_found");
+  actors::batch_request req;
+  req.tenant = "default";
+  req.input_file_id = "file-nope";
+  req.endpoint = "/v1/chat/completions";
+  req.completion_window_ms = 1000;
+  auto bad = run([&] { return env.svc().create_batch(req); });
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, "file_not_found");
+}
+
+TEST(batch, expiry_stops_dispatch_aborts_in_flight_and_marks_the_rest_batch_expired) {
+  batch_env env;
+  env.settings().per_model_concurrency = 2;
+  env.settings().gateway->request_timeout_ms = 60'000;
+  env.start();
+  std::vector<json> lines;
+  for (int i = 0; i < 4; ++i) lines.push_back(line("fast" + std::to_string(i), "m"));
+  for (int i = 0; i < 10; ++i)
+    lines.push_back(line("slow" + std::to_string(i), "m", {{"latency_ms", 30'000}}));
+  auto b = env.create(env.upload(lines), 1'500);
+  auto done = env.wait_terminal(b.id, std::chrono::seconds(15));
+  ASSERT_EQ(done.status, batch_status::expired);
+  EXPECT_GT(done.expired_at, 0);
+  EXPECT_EQ(done.completed, 4);
+  EXPECT_EQ(done.failed, 10);
+  expect_exactly_once(env, done, 14);
+  for (const auto& l : env.read_lines(done.error_file_id))
+    EXPECT_EQ(l["error"]["code"], "batch_expired");
+  EXPECT_LE(env.gateway().requests(), 6);  // 4 fast + at most 2 slow in flight
+}
+
+TEST(batch, the_per_model_limit_holds) {
+  batch_env env;
+  env.settings().per_model_concurrency = 2;
+  env.start();
+  std::vector<json> lines;
+  for (int i = 0; i < 20; ++i)
+    lines.push_back(line("r" + std::to_string(i), "m", {{"latency_ms", 20}}));
+  auto done = env.wait_terminal(env.create(env.upload(lines)).id);
+  ASSERT_EQ(done.status, batch_status::completed);
+  EXPECT_EQ(env.gateway().peak_in_flight(), 2);
+}
+
+TEST(batch, the_global_limit_holds_and_a_hot_model_does_not_starve_another) {
+  batch_env env;
+  per_model_gateways(env);
+  env.settings().per_model_concurrency = 2;
+  env.settings().global_concurrency = 3;
+  env.start();
+  std::mutex mu;
+  std::vector<std::string> arrivals;  // model of each request, in arrival order
+  env.gateway().on_request([&](const fakes::received_request& r) {
+    auto model = json::parse(r.body)["model"].get<std::string>();
+    std::lock_guard lock{mu};
+    arrivals.push_back(model);
+  });
+  std::vector<json> lines;
+  for (int i = 0; i < 40; ++i) lines.push_back(line("hot" + std::to_string(i), "model-a", {{"latency_ms", 20}}));
+  for (int i = 0; i < 3; ++i) lines.push_back(line("cold" + std::to_string(i), "model-b", {{"latency_ms", 20}}));
+  auto done = env.wait_terminal(env.create(env.upload(lines)).id);
+  ASSERT_EQ(done.status, batch_status::completed);
+  EXPECT_LE(env.gateway().peak_in_flight(), 3);
+  std::lock_guard lock{mu};
+  ASSERT_EQ(arrivals.size(), 43u);
+  size_t last_cold = 0;
+  for (size_t i = 0; i < arrivals.size(); ++i)
+    if (arrivals[i] == "model-b") last_cold = i;
+  // model-a may hold 2 slots at most, so model-b always has one: its 3 requests go out early.
+  EXPECT_LT(last_cold, 15u) << "model-b waited behind model-a";
+}
+
+TEST(batch, requests_sharing_a_system_prompt_go_out_together) {
+  batch_env env;
+  env.settings().per_model_concurrency = 1;
+  env.start();
+  std::mutex mu;
+  std::vector<std::string> prompts;
+  env.gateway().on_request([&](const fakes::received_request& r) {
+    auto body = json::parse(r.body);
+    std::lock_guard lock{mu};
+    prompts.push_back(body["messages"][0]["content"].get<std::string>());
+  });
+  std::vector<json> lines;
+  for (int i = 0; i < 12; ++i)
+    lines.push_back(line("r" + std::to_string(i), "m", json::object(), "prompt " + std::to_string(i % 3)));
+  auto done = env.wait_terminal(env.create(env.upload(lines)).id);
+  ASSERT_EQ(done.status, batch_status::completed);
+  std::lock_guard lock{mu};
+  ASSERT_EQ(prompts.size(), 12u);
+  int runs = 1;
+  for (size_t i = 1; i < prompts.size(); ++i) runs += prompts[i] != prompts[i - 1];
+  EXPECT_EQ(runs, 3) << "input order interleaves 3 prompts; dispatch groups them";
+}
+
+TEST(batch, a_restart_resumes_without_resending_finished_lines) {
+  batch_env env;
+  env.settings().per_model_concurrency = 2;
+  env.start();
+  std::vector<json> lines;
+  for (int i = 0; i < 30; ++i)
+    lines.push_back(line("r" + std::to_string(i), "m", {{"latency_ms", 60}}));
+  auto b = env.create(env.upload(lines));
+  ASSERT_TRUE(wait_for([&] { return env.get(b.id).completed >= 6; }));
+  env.stop();
+  auto mid = env.stored(b.id);
+  EXPECT_FALSE(storage::is_terminal(mid.status));
+  env.start();
+  auto done = env.wait_terminal(b.id);
+  ASSERT_EQ(done.status, batch_status::completed);
+  expect_exactly_once(env, done, 30);
+  EXPECT_EQ(done.completed, 30);
+  // Lines finished before the stop were not sent again; only those in flight at the stop (at
+  // most the per-model limit) went twice.
+  int64_t twice = 0;
+  for (const auto& [k, n] : env.gateway().requests_by_key()) {
+    EXPECT_LE(n, 2) << k;
+    if (n == 2) ++twice;
+  }
+  EXPECT_LE(twice, 2);
+}
+
+TEST(batch, files_with_expires_after_are_deleted_when_due) {
+  batch_env env;
+  env.start();
+  auto id = env.upload({line("a", "m")});
+  auto f = *env.svc().get_file("default", id);
+  (void)f;
+  std::string staged = env.svc().upload_dir() + "/x.part";
+  std::ofstream(staged) << "{}\n";
+  storage::file_record g;
+  g.id = "file-expiring";
+  g.tenant = "default";
+  g.filename = "x.jsonl";
+  g.purpose = "user_data";
+  g.bytes = 3;
+  g.created_at = std::time(nullptr);
+  g.expires_at = g.created_at + 1;
+  ASSERT_TRUE(run([&] { return env.svc().create_file(g, staged); }).ok());
+  EXPECT_TRUE(env.svc().get_file("default", g.id).ok());
+  ASSERT_TRUE(wait_for([&] { return !std::filesystem::exists(env.svc().file_path(g.id)); },
+                       std::chrono::seconds(10)));
+  EXPECT_EQ(env.svc().get_file("default", g.id).error().code, "file_not_found");
+  // Deleting a file removes record and bytes; a second delete is not found.
+  auto d = run([&] { return env.svc().delete_file("default", id); });
+  ASSERT_TRUE(d.ok());
+  EXPECT_FALSE(std::filesystem::exists(env.svc().file_path(id)));
+  auto again = run([&] { return env.svc().delete_file("default", id); });
+  EXPECT_EQ(again.error().code, "file_not_found");
+}
+
+}  // namespace
+}  // namespace sy::test
