@@ -19,6 +19,8 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <simdjson.h>
+
 #include "actors/ask.hpp"
 #include "config/sha256.hpp"
 #include "runtime/batch_plan.hpp"
@@ -86,23 +88,44 @@ std::string error_line(const std::string& id, const std::string& custom_id,
   return line.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-/// The line for a gateway answer; `ok` says whether it belongs to the output file (2xx).
-storage::batch_line response_line(uint64_t offset, const std::string& id,
-                                  const std::string& custom_id,
+/// The line for a gateway answer; `ok` says whether it belongs to the output file (2xx). A JSON
+/// body is spliced in as the gateway sent it (validated, not re-serialized); any other body is
+/// kept as a JSON string.
+storage::batch_line response_line(simdjson::dom::parser& parser, uint64_t offset,
+                                  const std::string& id, const std::string& custom_id,
                                   const runtime::gateway_outcome& out) {
   storage::batch_line line;
   line.offset = offset;
   line.ok = out.status_code >= 200 && out.status_code < 300;
-  json body = json::parse(out.body, nullptr, false);
-  if (body.is_discarded()) body = out.body;  // not JSON: kept verbatim as a string
-  if (line.ok && body.is_object())
-    if (auto it = body.find("usage"); it != body.end() && it->is_object()) line.usage = *it;
-  json response = {{"status_code", out.status_code},
-                   {"request_id", out.request_id.empty() ? id : out.request_id},
-                   {"body", std::move(body)}};
-  json doc = {{"id", id}, {"custom_id", custom_id}, {"response", std::move(response)},
-              {"error", nullptr}};
-  line.text = doc.dump(-1, ' ', false, json::error_handler_t::replace);
+  simdjson::dom::element doc;
+  bool is_json = parser.parse(out.body).get(doc) == simdjson::SUCCESS;
+  if (line.ok && is_json && doc.is_object()) {
+    simdjson::dom::element usage;
+    if (doc["usage"].get(usage) == simdjson::SUCCESS && usage.is_object())
+      line.usage = json::parse(simdjson::minify(usage), nullptr, false);
+  }
+  const std::string& request_id = out.request_id.empty() ? id : out.request_id;
+  std::string& t = line.text;
+  t.reserve(out.body.size() + custom_id.size() + 160);
+  t += R"({"id":")";
+  t += id;
+  t += R"(","custom_id":)";
+  t += json(custom_id).dump(-1, ' ', false, json::error_handler_t::replace);
+  t += R"(,"response":{"status_code":)";
+  t += std::to_string(out.status_code);
+  t += R"(,"request_id":)";
+  t += json(request_id).dump(-1, ' ', false, json::error_handler_t::replace);
+  t += R"(,"body":)";
+  if (is_json) {
+    // One line per result: a body that spans lines is minified.
+    if (out.body.find('\n') == std::string::npos && out.body.find('\r') == std::string::npos)
+      t += out.body;
+    else
+      t += simdjson::minify(doc);
+  } else {
+    t += json(out.body).dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  t += R"(},"error":null})";
   return line;
 }
 
@@ -148,7 +171,9 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
   batch_manager& mgr;
   std::string id;
   asio::strand<asio::io_context::executor_type> strand;
-  asio::steady_timer wake;      ///< cancelled when a lane or a request ends
+  /// Never expires (set once to the maximum); cancel() wakes every wait on it, each of which
+  /// re-checks its condition. Cancelled when a lane, a request or a commit of results ends.
+  asio::steady_timer wake;
   asio::steady_timer deadline;  ///< the completion window's end
   std::string endpoint;
   std::string stop_code;   ///< set when dispatch must stop (cancel, expiry, failure)
@@ -159,6 +184,10 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
   uint64_t next_request = 0;
   std::map<uint64_t, std::shared_ptr<runtime::abort_handle>> inflight;
   std::set<std::shared_ptr<asio::steady_timer>> waiting;  ///< budget waits, cancelled on stop
+  bool fresh = false;  ///< no line had a result when the run began: skip the per-line check
+  std::vector<storage::batch_line> unrecorded;  ///< results waiting for the next commit
+  bool recording = false;                       ///< a commit of results is under way
+  simdjson::dom::parser parser;                 ///< validates gateway answers (strand only)
 
   bool stopped() const { return !stop_code.empty() || shutting_down; }
 
@@ -179,7 +208,9 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
   asio::awaitable<void> lane(plan::model_plan model);
   asio::awaitable<void> request(std::string model, runtime::gateway_client* gw, plan::plan_entry e);
   asio::awaitable<void> watch_deadline(int64_t deadline_ms);
-  asio::awaitable<void> record(std::vector<storage::batch_line> lines);
+  void record(storage::batch_line line);
+  asio::awaitable<void> record_loop();
+  asio::awaitable<void> recorded();
   asio::awaitable<void> fail(std::string message);
   asio::awaitable<bool> drain(const plan::ingest_result& p);
   asio::awaitable<void> finalize();
@@ -207,16 +238,43 @@ asio::awaitable<void> batch_manager::runner::fail(std::string message) {
   stop("batch_failed");
 }
 
-asio::awaitable<void> batch_manager::runner::record(std::vector<storage::batch_line> lines) {
-  storage::batch_lines_op op{id, std::move(lines)};
-  auto r = co_await mgr.commit(std::move(op));
-  if (!r) {
-    // The results are not recorded; the lines run again when the batch resumes. A storage that
-    // cannot commit fails the batch rather than spinning.
-    {
+// Results are committed in groups: while one commit is under way, the next results gather and
+// go in the following one. A result not yet committed when the process dies is simply run
+// again; the first committed result per line wins (storage/batch_ops.hpp).
+void batch_manager::runner::record(storage::batch_line line) {
+  unrecorded.push_back(std::move(line));
+  if (recording) return;
+  recording = true;
+  asio::co_spawn(strand, record_loop(), asio::detached);
+}
+
+asio::awaitable<void> batch_manager::runner::record_loop() {
+  auto self = shared_from_this();
+  while (!unrecorded.empty()) {
+    std::vector<storage::batch_line> lines;
+    lines.swap(unrecorded);
+    storage::batch_lines_op op{id, std::move(lines)};
+    auto r = co_await mgr.commit(std::move(op));
+    if (!r) {
+      // A storage that cannot commit fails the batch rather than spinning; the lines not
+      // recorded are drained with batch_failed (or run again after a restart).
       std::string why = "cannot record results: " + r.error().message;
+      unrecorded.clear();
+      recording = false;
+      wake.cancel();
       co_await fail(std::move(why));
+      co_return;
     }
+  }
+  recording = false;
+  wake.cancel();
+}
+
+/// Waits until every result handed to `record` is committed.
+asio::awaitable<void> batch_manager::runner::recorded() {
+  while (recording || !unrecorded.empty()) {
+    boost::system::error_code ec;
+    co_await wake.async_wait(use_ec(ec));
   }
 }
 
@@ -306,9 +364,7 @@ asio::awaitable<void> batch_manager::runner::request(std::string model, runtime:
                              error_line(req_id, parsed->custom_id, "model_not_found",
                                         "No gateway serves model '" + model + "'."),
                              nullptr};
-    std::vector<storage::batch_line> lines;
-    lines.push_back(std::move(line));
-    co_await record(std::move(lines));
+    record(std::move(line));
     co_return;
   }
   auto abort = std::make_shared<runtime::abort_handle>();
@@ -320,7 +376,7 @@ asio::awaitable<void> batch_manager::runner::request(std::string model, runtime:
   if (abort->aborted()) co_return;  // stopped: drained with the stop code, or run again later
   storage::batch_line line;
   if (out.got_response) {
-    line = response_line(e.offset, req_id, parsed->custom_id, out);
+    line = response_line(parser, e.offset, req_id, parsed->custom_id, out);
   } else {
     line = storage::batch_line{e.offset, false,
                                error_line(req_id, parsed->custom_id, "gateway_unreachable",
@@ -328,9 +384,7 @@ asio::awaitable<void> batch_manager::runner::request(std::string model, runtime:
                                               std::to_string(out.tries) + " tries: " + out.error),
                                nullptr};
   }
-  std::vector<storage::batch_line> lines;
-  lines.push_back(std::move(line));
-  co_await record(std::move(lines));
+  record(std::move(line));
 }
 
 asio::awaitable<void> batch_manager::runner::lane(plan::model_plan model) {
@@ -353,7 +407,7 @@ asio::awaitable<void> batch_manager::runner::lane(plan::model_plan model) {
   auto is_stopped = [this] { return stopped(); };
   int mine = 0;  // this lane's requests in flight
   while (!stopped() && reader->next(e)) {
-    {
+    if (!fresh) {
       auto txn = mgr.env_.begin_read();
       if (storage::has_batch_line(txn, id, e.offset)) continue;  // done before a restart
     }
@@ -377,7 +431,6 @@ asio::awaitable<void> batch_manager::runner::lane(plan::model_plan model) {
                    });
   }
   while (mine > 0) {
-    wake.expires_at(asio::steady_timer::time_point::max());
     boost::system::error_code ec;
     co_await wake.async_wait(use_ec(ec));
   }
@@ -583,6 +636,10 @@ asio::awaitable<void> batch_manager::runner::run() {
     }
   }
   if (p && fd >= 0 && !stopped()) {
+    {
+      auto now = mgr.get_batch_any(id);
+      fresh = now && now->completed == 0 && now->failed == 0;
+    }
     log::info("batch", "dispatching", {{"batch_id", id}, {"lines", p->line_count},
                                       {"models", p->models.size()}});
     for (const auto& m : p->models) {
@@ -594,10 +651,10 @@ asio::awaitable<void> batch_manager::runner::run() {
       });
     }
     while (lanes > 0 || requests > 0) {
-      wake.expires_at(asio::steady_timer::time_point::max());
       boost::system::error_code ec;
       co_await wake.async_wait(use_ec(ec));
     }
+    co_await recorded();
   }
   if (shutting_down) {
     if (fd >= 0) ::close(fd);

@@ -314,6 +314,23 @@ TEST(batch, the_per_model_limit_holds) {
   EXPECT_EQ(env.gateway().peak_in_flight(), 2);
 }
 
+TEST(batch, jobs_and_batches_of_one_model_share_its_limit) {
+  batch_env env;
+  env.settings().per_model_concurrency = 2;
+  env.start();
+  http_client c(env.port());
+  std::vector<std::string> jobs;
+  for (int i = 0; i < 6; ++i)
+    jobs.push_back(env.submit(c, "job" + std::to_string(i), {{"latency_ms", 50}}).json()["id"]);
+  std::vector<json> lines;
+  for (int i = 0; i < 10; ++i)
+    lines.push_back(line("r" + std::to_string(i), "test-model", {{"latency_ms", 50}}));
+  auto done = env.wait_terminal(env.create(env.upload(lines)).id);
+  ASSERT_EQ(done.status, batch_status::completed);
+  for (const auto& id : jobs) EXPECT_EQ(env.engine_env::wait_terminal(c, id)["status"], "completed");
+  EXPECT_LE(env.gateway().peak_in_flight(), 2);
+}
+
 TEST(batch, the_global_limit_holds_and_a_hot_model_does_not_starve_another) {
   batch_env env;
   per_model_gateways(env);
