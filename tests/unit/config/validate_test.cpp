@@ -208,5 +208,22 @@ TEST(Validate, IsIdempotent) {
   EXPECT_EQ(twice->gateway->api_key, "secret");
 }
 
+TEST(Validate, BatchCompletionWindows) {
+  auto w = parse_completion_windows(" 24h, 1h ,90s");
+  ASSERT_TRUE(w.ok());
+  ASSERT_EQ(w->size(), 3u);
+  EXPECT_EQ((*w)[0].text, "24h");
+  EXPECT_EQ((*w)[0].ms, 86'400'000);
+  EXPECT_EQ((*w)[1].text, "1h");
+  EXPECT_EQ((*w)[2].ms, 90'000);
+  auto s = with_gateway();
+  s.batch_completion_windows = "24h,soon";
+  expect_invalid(s, "batch_completion_windows", "soon");
+  s.batch_completion_windows = " , ";
+  expect_invalid(s, "batch_completion_windows");
+  s.batch_completion_windows = "0s";
+  expect_invalid(s, "batch_completion_windows");
+}
+
 }  // namespace
 }  // namespace sy::config
