@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
@@ -91,9 +92,10 @@ std::string error_line(const std::string& id, const std::string& custom_id,
 /// The line for a gateway answer; `ok` says whether it belongs to the output file (2xx). A JSON
 /// body is spliced in as the gateway sent it (validated, not re-serialized); any other body is
 /// kept as a JSON string.
-storage::batch_line response_line(simdjson::dom::parser& parser, uint64_t offset,
-                                  const std::string& id, const std::string& custom_id,
+storage::batch_line response_line(uint64_t offset, const std::string& id,
+                                  const std::string& custom_id,
                                   const runtime::gateway_outcome& out) {
+  thread_local simdjson::dom::parser parser;
   storage::batch_line line;
   line.offset = offset;
   line.ok = out.status_code >= 200 && out.status_code < 300;
@@ -181,13 +183,15 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
   int fd = -1;
   int lanes = 0;     ///< lanes still dispatching
   int requests = 0;  ///< requests in flight
+  /// Guards what the requests touch from their own executors: inflight, next_request,
+  /// unrecorded, recording. Everything else belongs to the strand.
+  std::mutex mu;
   uint64_t next_request = 0;
   std::map<uint64_t, std::shared_ptr<runtime::abort_handle>> inflight;
   std::set<std::shared_ptr<asio::steady_timer>> waiting;  ///< budget waits, cancelled on stop
   bool fresh = false;  ///< no line had a result when the run began: skip the per-line check
   std::vector<storage::batch_line> unrecorded;  ///< results waiting for the next commit
   bool recording = false;                       ///< a commit of results is under way
-  simdjson::dom::parser parser;                 ///< validates gateway answers (strand only)
 
   bool stopped() const { return !stop_code.empty() || shutting_down; }
 
@@ -198,7 +202,10 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
     } else if (stop_code.empty()) {
       stop_code = code;
     }
-    for (auto& [k, h] : inflight) h->abort();
+    {
+      std::lock_guard lock{mu};
+      for (auto& [k, h] : inflight) h->abort();
+    }
     for (auto& t : waiting) t->cancel();
     wake.cancel();
   }
@@ -235,44 +242,64 @@ asio::awaitable<void> batch_manager::runner::fail(std::string message) {
   log::error("batch", "batch failed", {{"batch_id", id}, {"error", message}});
   storage::stop_batch_op op{id, "batch_failed", message, mgr.ctx_.clock.now_ms()};
   (void)co_await mgr.commit(std::move(op));
-  stop("batch_failed");
+  if (strand.running_in_this_thread()) {
+    stop("batch_failed");
+  } else {
+    asio::post(strand, [self = shared_from_this()] { self->stop("batch_failed"); });
+  }
 }
 
 // Results are committed in groups: while one commit is under way, the next results gather and
 // go in the following one. A result not yet committed when the process dies is simply run
 // again; the first committed result per line wins (storage/batch_ops.hpp).
 void batch_manager::runner::record(storage::batch_line line) {
-  unrecorded.push_back(std::move(line));
-  if (recording) return;
-  recording = true;
+  {
+    std::lock_guard lock{mu};
+    unrecorded.push_back(std::move(line));
+    if (recording) return;
+    recording = true;
+  }
   asio::co_spawn(strand, record_loop(), asio::detached);
 }
 
 asio::awaitable<void> batch_manager::runner::record_loop() {
   auto self = shared_from_this();
-  while (!unrecorded.empty()) {
+  for (;;) {
     std::vector<storage::batch_line> lines;
-    lines.swap(unrecorded);
+    {
+      std::lock_guard lock{mu};
+      if (unrecorded.empty()) {
+        recording = false;
+        break;
+      }
+      lines.swap(unrecorded);
+    }
     storage::batch_lines_op op{id, std::move(lines)};
     auto r = co_await mgr.commit(std::move(op));
     if (!r) {
       // A storage that cannot commit fails the batch rather than spinning; the lines not
       // recorded are drained with batch_failed (or run again after a restart).
       std::string why = "cannot record results: " + r.error().message;
-      unrecorded.clear();
-      recording = false;
+      {
+        std::lock_guard lock{mu};
+        unrecorded.clear();
+        recording = false;
+      }
       wake.cancel();
       co_await fail(std::move(why));
       co_return;
     }
   }
-  recording = false;
   wake.cancel();
 }
 
 /// Waits until every result handed to `record` is committed.
 asio::awaitable<void> batch_manager::runner::recorded() {
-  while (recording || !unrecorded.empty()) {
+  auto busy = [this] {
+    std::lock_guard lock{mu};
+    return recording || !unrecorded.empty();
+  };
+  while (busy()) {
     boost::system::error_code ec;
     co_await wake.async_wait(use_ec(ec));
   }
@@ -368,15 +395,22 @@ asio::awaitable<void> batch_manager::runner::request(std::string model, runtime:
     co_return;
   }
   auto abort = std::make_shared<runtime::abort_handle>();
-  const uint64_t key = next_request++;
-  inflight.emplace(key, abort);
+  uint64_t key = 0;
+  {
+    std::lock_guard lock{mu};
+    key = next_request++;
+    inflight.emplace(key, abort);
+  }
   runtime::gateway_request gr{endpoint, std::move(parsed->body)};
   auto out = co_await gw->send(std::move(gr), abort);
-  inflight.erase(key);
+  {
+    std::lock_guard lock{mu};
+    inflight.erase(key);
+  }
   if (abort->aborted()) co_return;  // stopped: drained with the stop code, or run again later
   storage::batch_line line;
   if (out.got_response) {
-    line = response_line(parser, e.offset, req_id, parsed->custom_id, out);
+    line = response_line(e.offset, req_id, parsed->custom_id, out);
   } else {
     line = storage::batch_line{e.offset, false,
                                error_line(req_id, parsed->custom_id, "gateway_unreachable",
@@ -420,15 +454,18 @@ asio::awaitable<void> batch_manager::runner::lane(plan::model_plan model) {
     }
     ++mine;
     ++requests;
-    asio::co_spawn(strand, request(model.model, gw, e),
-                   [self, &per_model, &global, &mine](std::exception_ptr ex) {
+    // A request runs off the strand (reading its line, building its result line), so one batch
+    // uses every execution thread; its end is handled back on the strand.
+    asio::co_spawn(mgr.ctx_.exec, request(model.model, gw, e),
+                   asio::bind_executor(strand, [self, &per_model, &global,
+                                                &mine](std::exception_ptr ex) {
                      if (ex) log::error("batch", "request crashed", {{"batch_id", self->id}});
                      per_model.release(1);
                      global.release(1);
                      --mine;
                      --self->requests;
                      self->wake.cancel();
-                   });
+                   }));
   }
   while (mine > 0) {
     boost::system::error_code ec;
