@@ -861,6 +861,8 @@ asio::awaitable<result<storage::file_record>> batch_manager::create_file(storage
     ::unlink(staged.c_str());
     co_return make_error("shutting_down", "the server is shutting down");
   }
+  if (f.id.empty()) f.id = "file-" + ids_.next(ctx_.clock.now_ms());
+  if (f.created_at == 0) f.created_at = ctx_.clock.now_ms() / 1000;
   const std::string path = file_path(f.id);
   if (std::rename(staged.c_str(), path.c_str()) != 0) {
     auto e = sys_error("cannot move the upload to", path);

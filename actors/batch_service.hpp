@@ -48,7 +48,8 @@ class batch_service {
   virtual std::string file_path(const std::string& id) const = 0;
 
   /// Adopts an upload: the bytes at `staged_path` (complete, fsynced by the caller) become file
-  /// `f.id` and its record is committed. The staged file is moved, or removed on failure.
+  /// `f.id` (an empty id gets a new `file-<ULID>`, a zero created_at the current time) and its
+  /// record is committed. The staged file is moved, or removed on failure.
   /// Errors: storage_unavailable, shutting_down.
   virtual boost::asio::awaitable<result<storage::file_record>> create_file(
       storage::file_record f, std::string staged_path) = 0;

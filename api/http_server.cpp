@@ -1,8 +1,11 @@
 #include "api/http_server.hpp"
 
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <future>
 #include <optional>
+#include <vector>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -14,6 +17,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -36,17 +40,18 @@ using parser_t = http::request_parser<http::string_body>;
 
 auto use_ec(beast::error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
 
-/// Reads one request: the header, a `100 Continue` when the client asked for it, then the body.
-asio::awaitable<void> read_request(connection& c, beast::flat_buffer& buffer, parser_t& parser,
-                                   beast::error_code& ec) {
+using header_parser_t = http::request_parser<http::empty_body>;
+using upload_parser_t = http::request_parser<http::buffer_body>;
+
+/// Reads a request's header, and answers `100 Continue` when the client asked for it.
+asio::awaitable<void> read_header(connection& c, beast::flat_buffer& buffer,
+                                  header_parser_t& parser, beast::error_code& ec) {
   co_await http::async_read_header(c.stream, buffer, parser, use_ec(ec));
   if (ec) co_return;
   if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
     http::response<http::empty_body> cont{http::status::continue_, parser.get().version()};
     co_await http::async_write(c.stream, cont, use_ec(ec));
-    if (ec) co_return;
   }
-  if (!parser.is_done()) co_await http::async_read(c.stream, buffer, parser, use_ec(ec));
 }
 
 /// The client-visible error for a failed read, or nothing when the connection just ends
@@ -140,10 +145,10 @@ asio::awaitable<void> reject(connection& c, const sy::error& e, unsigned version
 }  // namespace
 
 http_server::http_server(const config::settings& settings, actors::job_service& service,
-                         std::function<bool()> ready)
+                         std::function<bool()> ready, actors::batch_service* batches)
     : work_(asio::make_work_guard(ioc_)),
       acceptor_(asio::make_strand(ioc_)),
-      handler_(settings, service, std::move(ready), stopping_),
+      handler_(settings, service, std::move(ready), stopping_, batches),
       max_body_bytes_(static_cast<uint64_t>(settings.max_body_bytes)),
       read_timeout_ms_(settings.http_read_timeout_ms),
       shutdown_timeout_ms_(settings.shutdown_timeout_ms),
@@ -151,8 +156,10 @@ http_server::http_server(const config::settings& settings, actors::job_service& 
 
 result<std::unique_ptr<http_server>> http_server::start(const config::settings& settings,
                                                         actors::job_service& service,
-                                                        std::function<bool()> ready) {
-  std::unique_ptr<http_server> server(new http_server(settings, service, std::move(ready)));
+                                                        std::function<bool()> ready,
+                                                        actors::batch_service* batches) {
+  std::unique_ptr<http_server> server(
+      new http_server(settings, service, std::move(ready), batches));
   if (auto s = server->listen(settings.listen); !s) return s.error();
   asio::co_spawn(server->acceptor_.get_executor(), server->accept_loop(), asio::detached);
   for (int i = 0; i < server->threads_count_; ++i)
@@ -204,13 +211,34 @@ asio::awaitable<void> http_server::serve(std::shared_ptr<connection> conn) {
   beast::flat_buffer buffer;
   beast::error_code ec;
   while (!stopping_.load()) {
-    parser_t parser;
-    parser.body_limit(max_body_bytes_);
+    header_parser_t head;
+    // The body's limit depends on the route and is set below. (Not boost::none: Beast 1.74
+    // compares a Content-Length with an empty limit as "over the limit".)
+    head.body_limit(std::numeric_limits<std::uint64_t>::max());
     conn->stream.expires_after(std::chrono::milliseconds(read_timeout_ms_));
-    co_await read_request(*conn, buffer, parser, ec);
+    co_await read_header(*conn, buffer, head, ec);
     if (ec) {
       if (auto e = read_failure(ec))
-        co_await reject(*conn, *e, parser.is_header_done() ? parser.get().version() : 11,
+        co_await reject(*conn, *e, head.is_header_done() ? head.get().version() : 11,
+                        read_timeout_ms_ < 1000 ? read_timeout_ms_ : 1000);
+      break;
+    }
+    if (handler_.is_upload(head.get().method(), head.get().target())) {
+      bool keep = co_await serve_upload(*conn, buffer, head);
+      if (!keep || stopping_.load()) break;
+      continue;
+    }
+    if (head.content_length() && *head.content_length() > max_body_bytes_) {
+      co_await reject(*conn, *read_failure(http::error::body_limit), head.get().version(),
+                      read_timeout_ms_ < 1000 ? read_timeout_ms_ : 1000);
+      break;
+    }
+    parser_t parser{std::move(head)};
+    parser.body_limit(max_body_bytes_);
+    if (!parser.is_done()) co_await http::async_read(conn->stream, buffer, parser, use_ec(ec));
+    if (ec) {
+      if (auto e = read_failure(ec))
+        co_await reject(*conn, *e, parser.get().version(),
                         read_timeout_ms_ < 1000 ? read_timeout_ms_ : 1000);
       break;
     }
@@ -242,6 +270,61 @@ asio::awaitable<void> http_server::serve(std::shared_ptr<connection> conn) {
   conn->stream.socket().shutdown(tcp::socket::shutdown_send, ec);
   conn->stream.close();
   untrack(conn.get());
+}
+
+asio::awaitable<bool> http_server::serve_upload(connection& conn, beast::flat_buffer& buffer,
+                                                http::request_parser<http::empty_body>& head) {
+  const unsigned version = head.get().version();
+  const int64_t drain_ms = read_timeout_ms_ < 1000 ? read_timeout_ms_ : 1000;
+  detail::request header;
+  header.base() = head.get().base();
+  upload_parser_t body{std::move(head)};
+  // The upload enforces files_max_bytes on the file itself.
+  body.body_limit(std::numeric_limits<std::uint64_t>::max());
+  conn.busy = true;
+  request_started();
+  struct finished_guard {
+    http_server* s;
+    connection& c;
+    ~finished_guard() {
+      c.busy = false;
+      s->request_finished();
+    }
+  } guard{this, conn};
+  auto up = handler_.begin_upload(header);
+  if (!up) {
+    // Answered without reading the body; the connection cannot carry another request.
+    co_await reject(conn, up.error(), version, drain_ms);
+    co_return false;
+  }
+  std::optional<sy::error> failure;
+  std::vector<char> chunk(64 * 1024);
+  beast::error_code ec;
+  while (!body.is_done()) {
+    body.get().body().data = chunk.data();
+    body.get().body().size = chunk.size();
+    conn.stream.expires_after(std::chrono::milliseconds(read_timeout_ms_));
+    co_await http::async_read(conn.stream, buffer, body, use_ec(ec));
+    if (ec == http::error::need_buffer) ec = {};
+    if (ec) co_return false;  // the client went away or stalled: the staging file is removed
+    size_t n = chunk.size() - body.get().body().size;
+    if (n == 0) continue;
+    if (auto st = (*up)->feed(std::string_view(chunk.data(), n)); !st) {
+      failure = st.error();
+      break;
+    }
+  }
+  if (failure) {
+    co_await reject(conn, *failure, version, drain_ms);
+    co_return false;
+  }
+  conn.stream.expires_never();
+  auto rep = co_await handler_.finish_upload(std::move(*up), header, std::nullopt);
+  if (stopping_.load()) rep.res.keep_alive(false);
+  bool keep_alive = rep.res.keep_alive();
+  conn.stream.expires_after(std::chrono::milliseconds(read_timeout_ms_));
+  co_await http::async_write(conn.stream, rep.res, use_ec(ec));
+  co_return !ec && keep_alive;
 }
 
 void http_server::track(const std::shared_ptr<connection>& conn) {

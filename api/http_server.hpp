@@ -24,7 +24,11 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
 
+#include "actors/batch_service.hpp"
 #include "actors/job_service.hpp"
 #include "api/detail/request_handler.hpp"
 #include "config/result.hpp"
@@ -41,9 +45,12 @@ class http_server {
   /// Binds `settings.listen` (HOST:PORT, IPv4 or [IPv6]; port 0 picks a free port) and starts
   /// serving. `ready` answers /readyz. `service` must outlive the server.
   /// Errors: invalid_listen (unparsable address), listen_failed (bind/listen refused).
+  /// `batches` serves the Files and Batch API (nullptr: those routes answer 404); uploads to
+  /// POST /v1/files are streamed to it, never held in memory.
   static result<std::unique_ptr<http_server>> start(const config::settings& settings,
                                                     actors::job_service& service,
-                                                    std::function<bool()> ready);
+                                                    std::function<bool()> ready,
+                                                    actors::batch_service* batches = nullptr);
 
   /// Stops `stop()`s the server if still running.
   ~http_server();
@@ -68,10 +75,15 @@ class http_server {
 
  private:
   http_server(const config::settings& settings, actors::job_service& service,
-              std::function<bool()> ready);
+              std::function<bool()> ready, actors::batch_service* batches);
   status listen(const std::string& address);
   boost::asio::awaitable<void> accept_loop();
   boost::asio::awaitable<void> serve(std::shared_ptr<detail::connection> conn);
+  /// Streams one upload's body through the handler and answers it; false when the connection
+  /// must close.
+  boost::asio::awaitable<bool> serve_upload(
+      detail::connection& conn, boost::beast::flat_buffer& buffer,
+      boost::beast::http::request_parser<boost::beast::http::empty_body>& head);
   void track(const std::shared_ptr<detail::connection>& conn);
   void untrack(const detail::connection* conn);
   void request_started();

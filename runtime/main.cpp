@@ -92,7 +92,8 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   auto eng = actors::engine::start({s, **env, **js, clock});
   if (!eng) return fail("cannot start the engine", eng.error());
   actors::engine* engine = eng->get();
-  auto http = api::http_server::start(s, *engine, [engine] { return engine->ready(); });
+  auto http = api::http_server::start(s, *engine, [engine] { return engine->ready(); },
+                                      &engine->batches());
   if (!http) return fail("cannot start the HTTP server", http.error());
   auto intake = api::nats_intake::start(s, *engine, **js);
   if (!intake) return fail("cannot start the NATS intake", intake.error());

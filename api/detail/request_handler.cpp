@@ -31,6 +31,15 @@ enum route_id : int {
   route_completions,
   route_healthz,
   route_readyz,
+  route_upload_file,
+  route_list_files,
+  route_get_file,
+  route_file_content,
+  route_delete_file,
+  route_create_batch,
+  route_list_batches,
+  route_get_batch,
+  route_cancel_batch,
 };
 
 /// Without `Prefer: wait`: 202 while the job runs (and always for a job this call created),
@@ -59,8 +68,12 @@ std::vector<std::string_view> header_values(const request& req, std::string_view
 }  // namespace
 
 request_handler::request_handler(const config::settings& settings, actors::job_service& service,
-                                 std::function<bool()> ready, const std::atomic<bool>& stopping)
+                                 std::function<bool()> ready, const std::atomic<bool>& stopping,
+                                 actors::batch_service* batches)
     : auth_(settings.api_keys),
+      batches_(batches),
+      files_max_bytes_(settings.files_max_bytes),
+      completion_windows_(settings.batch_completion_windows),
       service_(service),
       ready_(std::move(ready)),
       stopping_(stopping),
@@ -77,6 +90,20 @@ request_handler::request_handler(const config::settings& settings, actors::job_s
   router_.add(http::verb::post, "/v1/completions", route_completions);
   router_.add(http::verb::get, "/healthz", route_healthz);
   router_.add(http::verb::get, "/readyz", route_readyz);
+  router_.add(http::verb::post, "/v1/files", route_upload_file);
+  router_.add(http::verb::get, "/v1/files", route_list_files);
+  router_.add(http::verb::get, "/v1/files/{id}", route_get_file);
+  router_.add(http::verb::delete_, "/v1/files/{id}", route_delete_file);
+  router_.add(http::verb::get, "/v1/files/{id}/content", route_file_content);
+  router_.add(http::verb::post, "/v1/batches", route_create_batch);
+  router_.add(http::verb::get, "/v1/batches", route_list_batches);
+  router_.add(http::verb::get, "/v1/batches/{id}", route_get_batch);
+  router_.add(http::verb::post, "/v1/batches/{id}/cancel", route_cancel_batch);
+}
+
+bool request_handler::is_upload(http::verb method, std::string_view target) const {
+  auto m = router_.match(method, target);
+  return m.outcome == route_match::kind::found && m.route == route_upload_file;
 }
 
 response request_handler::early_error(const sy::error& e, unsigned version, bool keep_alive) {
@@ -115,6 +142,27 @@ boost::asio::awaitable<reply> request_handler::handle(request req) {
     res = co_await sync_call(req, "/v1/embeddings");
   } else if (m.route == route_completions) {
     res = co_await sync_call(req, "/v1/completions");
+  } else if (m.route >= route_upload_file && !batches_) {
+    res = error_for(make_error("not_found", "The Files and Batch API is not enabled here."), req);
+  } else if (m.route == route_upload_file) {
+    // Reached only when a server reads uploads whole (the streaming path is the normal one).
+    res = error_for(make_error("invalid_file", "Uploads must be streamed."), req);
+  } else if (m.route == route_list_files) {
+    res = list_files(req);
+  } else if (m.route == route_get_file) {
+    res = get_file(req, m.params.at(0));
+  } else if (m.route == route_file_content) {
+    out = file_content(req, m.params.at(0));
+  } else if (m.route == route_delete_file) {
+    res = co_await delete_file(req, m.params.at(0));
+  } else if (m.route == route_create_batch) {
+    res = co_await create_batch(req);
+  } else if (m.route == route_list_batches) {
+    res = list_batches(req);
+  } else if (m.route == route_get_batch) {
+    res = get_batch(req, m.params.at(0));
+  } else if (m.route == route_cancel_batch) {
+    res = co_await cancel_batch(req, m.params.at(0));
   } else if (m.route == route_healthz) {
     res = json_response(http::status::ok, {{"status", "ok"}}, req);
   } else {

@@ -19,8 +19,10 @@
 #include <boost/asio/awaitable.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/batch_service.hpp"
 #include "actors/job_service.hpp"
 #include "api/auth.hpp"
+#include "api/detail/upload.hpp"
 #include "api/detail/stream.hpp"
 #include "api/router.hpp"
 #include "config/settings.hpp"
@@ -37,13 +39,27 @@ class request_handler {
   /// `stopping` turns /readyz to 503 once the server drains and ends waits and event streams
   /// early; it must outlive the handler.
   request_handler(const config::settings& settings, actors::job_service& service,
-                  std::function<bool()> ready, const std::atomic<bool>& stopping);
+                  std::function<bool()> ready, const std::atomic<bool>& stopping,
+                  actors::batch_service* batches = nullptr);
 
   /// The reply to `req`, with Content-Type, x-request-id and keep-alive set.
   boost::asio::awaitable<reply> handle(request req);
 
   /// A response for an error found before a request could be routed (413, 400, 408, 500).
   static response early_error(const sy::error& e, unsigned version, bool keep_alive);
+
+  /// Whether a request is a file upload (POST /v1/files), whose body the server streams
+  /// through `begin_upload`/`finish_upload` instead of reading it whole.
+  bool is_upload(boost::beast::http::verb method, std::string_view target) const;
+  /// Checks an upload's header (API key, multipart Content-Type) and opens its staging file.
+  /// On error, the reply to send (the server then closes without reading the body).
+  result<std::unique_ptr<upload>> begin_upload(const request& header);
+  /// The reply once the whole body went through `upload::feed`; `failure` is the first error
+  /// feeding met (then only the reply is produced).
+  boost::asio::awaitable<reply> finish_upload(std::unique_ptr<upload> u, request header,
+                                              std::optional<sy::error> failure);
+  /// Any reply for an upload request (x-request-id set), e.g. an error met while streaming.
+  response upload_error(const sy::error& e, const request& header) const;
 
  private:
   /// What every submitting route checks first, in this order: Content-Type, API key, JSON body,
@@ -70,8 +86,21 @@ class request_handler {
   boost::asio::awaitable<result<storage::job_record>> wait_terminal(
       std::string tenant, std::string id, std::chrono::milliseconds timeout);
 
+  // Files and Batch API (api/detail/file_routes.cpp).
+  response list_files(const request& req);
+  response get_file(const request& req, const std::string& id);
+  reply file_content(const request& req, const std::string& id);
+  boost::asio::awaitable<response> delete_file(const request& req, std::string id);
+  boost::asio::awaitable<response> create_batch(const request& req);
+  response get_batch(const request& req, const std::string& id);
+  response list_batches(const request& req);
+  boost::asio::awaitable<response> cancel_batch(const request& req, std::string id);
+
   router router_;
   authenticator auth_;
+  actors::batch_service* batches_;
+  int64_t files_max_bytes_;
+  std::string completion_windows_;
   actors::job_service& service_;
   std::function<bool()> ready_;
   const std::atomic<bool>& stopping_;
