@@ -138,6 +138,8 @@ asio::awaitable<bool> acquire(global_budget& budget, asio::strand<asio::io_conte
                               std::set<std::shared_ptr<asio::steady_timer>>& waiting,
                               Stopped stopped) {
   static std::atomic<uint64_t> next_waiter{uint64_t{1} << 62};
+  if (stopped()) co_return false;
+  if (budget.try_acquire()) co_return true;  // the common case: no timer, no registration
   const uint64_t waiter = next_waiter++;
   for (;;) {
     if (stopped()) co_return false;

@@ -18,6 +18,13 @@ int global_budget::acquire(int want, uint64_t waiter_id, std::function<void()> w
   return 0;
 }
 
+bool global_budget::try_acquire() {
+  std::lock_guard lock{mu_};
+  if (free_ <= 0 || !waiters_.empty()) return false;  // waiters go first (FIFO fairness)
+  --free_;
+  return true;
+}
+
 void global_budget::release(int n) {
   if (n <= 0) return;
   std::vector<std::function<void()>> to_wake;

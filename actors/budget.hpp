@@ -17,6 +17,8 @@ class global_budget {
   /// Takes up to `want` slots. When none is free, remembers `wake` (called once, later, when
   /// slots are released) and returns 0.
   int acquire(int want, uint64_t waiter_id, std::function<void()> wake);
+  /// Takes one slot if one is free, registering nothing; false otherwise.
+  bool try_acquire();
   /// Gives `n` slots back and wakes waiters.
   void release(int n);
   int free() const;

@@ -298,7 +298,10 @@ asio::awaitable<bool> http_server::serve_upload(connection& conn, beast::flat_bu
     co_return false;
   }
   std::optional<sy::error> failure;
-  std::vector<char> chunk(64 * 1024);
+  std::vector<char> chunk(256 * 1024);
+  // Beast reads at most the buffer's free capacity (at least 512 bytes) per call: give it room,
+  // or a large body arrives in thousands of small reads.
+  buffer.reserve(256 * 1024);
   beast::error_code ec;
   while (!body.is_done()) {
     body.get().body().data = chunk.data();

@@ -438,27 +438,5 @@ TEST(batch, files_with_expires_after_are_deleted_when_due) {
   EXPECT_EQ(again.error().code, "file_not_found");
 }
 
-TEST(batch, DISABLED_perf) {
-  batch_env env;
-  per_model_gateways(env);
-  env.settings().log_level = "warn";
-  for (auto& [m, g] : env.settings().model_gateways) g.max_retries = 2;
-  if (std::getenv("PERF_PM")) env.settings().per_model_concurrency = std::atoi(std::getenv("PERF_PM"));
-  env.start();
-  std::vector<json> lines;
-  int n = std::getenv("PERF_N") ? std::atoi(std::getenv("PERF_N")) : 20000;
-  for (int i = 0; i < n; ++i) {
-    json l = {{"custom_id", "r" + std::to_string(i)}, {"method", "POST"}, {"url", "/v1/chat/completions"},
-              {"body", {{"model", models[i % 3]}, {"messages", json::array({{{"role", "system"}, {"content", "p" + std::to_string(i % 20)}}, {{"role", "user"}, {"content", "hello there this is a request"}}})}}}};
-    lines.push_back(l);
-  }
-  auto b = env.create(env.upload(lines));
-  wait_for([&] { return env.get(b.id).status != batch_status::validating; });
-  auto t0 = std::chrono::steady_clock::now();
-  auto done = env.wait_terminal(b.id, std::chrono::seconds(300));
-  auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("PERF lines=%d secs=%.2f rate=%.0f status=%s\n", n, secs, n / secs, std::string(storage::to_string(done.status)).c_str());
-}
-
 }  // namespace
 }  // namespace sy::test

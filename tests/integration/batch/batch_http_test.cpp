@@ -1,0 +1,233 @@
+// The Files and Batch API over HTTP against the real engine: streamed uploads land
+// byte-identical, every bad request gets its OpenAI error and changes nothing, listing and
+// content download work, deleting removes bytes and record.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/integration/engine/engine_env.hpp"
+#include "tests/support/wait.hpp"
+
+namespace sy::test {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+const std::string boundary = "----sy-boundary-31415";
+
+/// A multipart body with the given fields and (when `filename` is set) a file part.
+std::string form(const std::vector<std::pair<std::string, std::string>>& fields,
+                 const std::string& filename, const std::string& content) {
+  std::string body;
+  for (const auto& [k, v] : fields)
+    body += "--" + boundary + "\r\nContent-Disposition: form-data; name=\"" + k + "\"\r\n\r\n" +
+            v + "\r\n";
+  if (!filename.empty())
+    body += "--" + boundary +
+            "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" + filename +
+            "\"\r\nContent-Type: application/octet-stream\r\n\r\n" + content + "\r\n";
+  return body + "--" + boundary + "--\r\n";
+}
+
+http_reply upload(http_client& c, const std::string& body) {
+  return c.request("POST", "/v1/files", body,
+                   {{"Content-Type", "multipart/form-data; boundary=" + boundary}});
+}
+
+std::string jsonl(int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i)
+    out += json{{"custom_id", "c" + std::to_string(i)},
+                {"method", "POST"},
+                {"url", "/v1/chat/completions"},
+                {"body", {{"model", "test-model"}, {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}}}}
+               .dump() +
+           "\n";
+  return out;
+}
+
+size_t entries(const std::string& dir) {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++n;
+  return n;
+}
+
+void expect_error(const http_reply& r, int status, const std::string& code,
+                  const std::string& param = "") {
+  EXPECT_EQ(r.status, status) << r.body;
+  auto j = r.json();
+  EXPECT_EQ(j["error"]["code"], code) << r.body;
+  if (!param.empty()) {
+    EXPECT_EQ(j["error"]["param"], param) << r.body;
+  }
+  EXPECT_TRUE(j["error"].contains("type") && j["error"].contains("message")) << r.body;
+}
+
+TEST(batch_http, a_large_upload_streams_to_disk_byte_identical) {
+  engine_env env;
+  env.start();
+  http_client c(env.port());
+  std::string content;
+  content.reserve(6 << 20);
+  for (int i = 0; content.size() < (5u << 20); ++i)
+    content += "{\"i\":" + std::to_string(i) + ",\"pad\":\"" + std::string(100, 'a' + i % 26) + "\"}\n";
+  auto r = upload(c, form({{"purpose", "user_data"}}, "big.jsonl", content));
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto f = r.json();
+  EXPECT_EQ(f["object"], "file");
+  EXPECT_EQ(f["bytes"], content.size());
+  EXPECT_EQ(f["purpose"], "user_data");
+  EXPECT_EQ(f["filename"], "big.jsonl");
+  std::ifstream in(env.engine().batches().file_path(f["id"]), std::ios::binary);
+  std::string stored((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(stored == content) << "the stored bytes differ from the upload";
+  auto got = c.get("/v1/files/" + f["id"].get<std::string>() + "/content");
+  ASSERT_EQ(got.status, 200);
+  EXPECT_TRUE(got.body == content);
+  EXPECT_NE(got.headers["content-disposition"].find("big.jsonl"), std::string::npos);
+  EXPECT_EQ(entries(env.engine().batches().upload_dir()), 0u) << "a staging file was left";
+}
+
+TEST(batch_http, bad_uploads_are_rejected_and_store_nothing) {
+  engine_env env;
+  env.settings().files_max_bytes = 64 * 1024;
+  env.start();
+  const std::string uploads = env.engine().batches().upload_dir();
+  auto fresh = [&] { return std::make_unique<http_client>(env.port()); };
+  expect_error(upload(*fresh(), form({{"purpose", "batch"}}, "in.jsonl", std::string(100'000, 'x'))),
+               413, "file_too_large", "file");
+  expect_error(upload(*fresh(), form({}, "in.jsonl", jsonl(1))), 400, "missing_required_parameter",
+               "purpose");
+  expect_error(upload(*fresh(), form({{"purpose", "batch"}}, "", "")), 400,
+               "missing_required_parameter", "file");
+  expect_error(upload(*fresh(), form({{"purpose", "batch"}}, "in.txt", jsonl(1))), 400,
+               "invalid_file", "file");
+  expect_error(upload(*fresh(), form({{"purpose", "nonsense"}}, "in.jsonl", jsonl(1))), 400,
+               "invalid_value", "purpose");
+  expect_error(upload(*fresh(), form({{"purpose", "batch"}, {"expires_after[anchor]", "created_at"},
+                                      {"expires_after[seconds]", "10"}},
+                                     "in.jsonl", jsonl(1))),
+               400, "invalid_value", "expires_after[seconds]");
+  expect_error(fresh()->request("POST", "/v1/files", "{}", {{"Content-Type", "application/json"}}),
+               400, "invalid_file");
+  // A body cut before its closing boundary.
+  std::string cut = form({{"purpose", "batch"}}, "in.jsonl", jsonl(2));
+  cut.resize(cut.size() - 10);
+  expect_error(upload(*fresh(), cut), 400, "invalid_file");
+  http_client c(env.port());
+  auto list = c.get("/v1/files");
+  ASSERT_EQ(list.status, 200);
+  EXPECT_TRUE(list.json()["data"].empty()) << list.body;
+  EXPECT_EQ(entries(uploads), 0u) << "a staging file was left";
+  // expires_after that is valid sets expires_at.
+  auto ok = upload(c, form({{"purpose", "batch"}, {"expires_after[anchor]", "created_at"},
+                            {"expires_after[seconds]", "3600"}},
+                           "in.jsonl", jsonl(1)));
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_EQ(ok.json()["expires_at"].get<int64_t>(), ok.json()["created_at"].get<int64_t>() + 3600);
+}
+
+TEST(batch_http, bad_batch_requests_get_their_error_and_create_nothing) {
+  engine_env env;
+  env.start();
+  http_client c(env.port());
+  auto file = upload(c, form({{"purpose", "batch"}}, "in.jsonl", jsonl(2))).json();
+  std::string fid = file["id"];
+  auto other = upload(c, form({{"purpose", "user_data"}}, "x.jsonl", jsonl(1))).json();
+  json good = {{"input_file_id", fid}, {"endpoint", "/v1/chat/completions"}, {"completion_window", "24h"}};
+  auto with = [&](const std::string& k, json v) {
+    json b = good;
+    if (v.is_discarded()) {
+      b.erase(k);
+    } else {
+      b[k] = v;
+    }
+    return c.post_json("/v1/batches", b);
+  };
+  expect_error(with("input_file_id", json::value_t::discarded), 400, "missing_required_parameter",
+               "input_file_id");
+  expect_error(with("endpoint", "/v1/moderations"), 400, "invalid_value", "endpoint");
+  expect_error(with("completion_window", "1h"), 400, "invalid_value", "completion_window");
+  json many = json::object();
+  for (int i = 0; i < 17; ++i) many["k" + std::to_string(i)] = "v";
+  expect_error(with("metadata", many), 400, "invalid_metadata", "metadata");
+  expect_error(with("metadata", {{"k", 1}}), 400, "invalid_metadata");
+  expect_error(with("metadata", {{"k", std::string(513, 'v')}}), 400, "invalid_metadata");
+  expect_error(with("output_expires_after", {{"anchor", "created_at"}, {"seconds", 5}}), 400,
+               "invalid_value", "output_expires_after");
+  expect_error(with("surprise", 1), 400, "unknown_parameter", "surprise");
+  expect_error(with("input_file_id", "file-nope"), 404, "file_not_found", "input_file_id");
+  expect_error(with("input_file_id", other["id"]), 400, "invalid_value", "input_file_id");
+  expect_error(c.request("POST", "/v1/batches", "{", {{"Content-Type", "application/json"}}), 400,
+               "invalid_json");
+  expect_error(c.request("POST", "/v1/batches", "x", {{"Content-Type", "text/plain"}}), 415,
+               "unsupported_media_type");
+  auto list = c.get("/v1/batches");
+  ASSERT_EQ(list.status, 200);
+  EXPECT_TRUE(list.json()["data"].empty()) << list.body;
+  expect_error(c.get("/v1/batches?limit=0"), 400, "invalid_value", "limit");
+  expect_error(c.get("/v1/batches/batch_nope"), 404, "batch_not_found");
+  expect_error(c.request("POST", "/v1/batches/batch_nope/cancel"), 404, "batch_not_found");
+  expect_error(c.get("/v1/files/file-nope"), 404, "file_not_found");
+  expect_error(c.get("/v1/files/file-nope/content"), 404, "file_not_found");
+  expect_error(c.request("DELETE", "/v1/files/file-nope"), 404, "file_not_found");
+  expect_error(c.get("/v1/files?order=sideways"), 400, "invalid_value", "order");
+  EXPECT_EQ(c.request("PUT", "/v1/batches").status, 405);
+}
+
+TEST(batch_http, a_batch_runs_lists_and_its_files_download_and_delete) {
+  engine_env env;
+  env.start();
+  http_client c(env.port());
+  std::string fid = upload(c, form({{"purpose", "batch"}}, "in.jsonl", jsonl(7))).json()["id"];
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    auto r = c.post_json("/v1/batches", {{"input_file_id", fid},
+                                         {"endpoint", "/v1/chat/completions"},
+                                         {"completion_window", "24h"},
+                                         {"metadata", {{"n", std::to_string(i)}}}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    ids.push_back(r.json()["id"]);
+  }
+  json done;
+  for (const auto& id : ids)
+    ASSERT_TRUE(wait_for([&] {
+      done = c.get("/v1/batches/" + id).json();
+      return done["status"] == "completed";
+    })) << done.dump();
+  EXPECT_EQ(done["request_counts"]["completed"], 7);
+  EXPECT_EQ(done["metadata"]["n"], "2");
+  auto page = c.get("/v1/batches?limit=2").json();
+  ASSERT_EQ(page["data"].size(), 2u);
+  EXPECT_EQ(page["data"][0]["id"], ids[2]);
+  EXPECT_EQ(page["first_id"], ids[2]);
+  EXPECT_EQ(page["last_id"], ids[1]);
+  EXPECT_TRUE(page["has_more"].get<bool>());
+  auto rest = c.get("/v1/batches?limit=2&after=" + ids[1]).json();
+  ASSERT_EQ(rest["data"].size(), 1u);
+  EXPECT_EQ(rest["data"][0]["id"], ids[0]);
+  EXPECT_FALSE(rest["has_more"].get<bool>());
+  std::string out = done["output_file_id"];
+  auto content = c.get("/v1/files/" + out + "/content");
+  ASSERT_EQ(content.status, 200);
+  std::istringstream lines(content.body);
+  int n = 0;
+  for (std::string l; std::getline(lines, l);) n += !l.empty();
+  EXPECT_EQ(n, 7);
+  auto outputs = c.get("/v1/files?purpose=batch_output&order=asc").json();
+  EXPECT_EQ(outputs["data"].size(), 3u);
+  auto del = c.request("DELETE", "/v1/files/" + out);
+  ASSERT_EQ(del.status, 200) << del.body;
+  EXPECT_EQ(del.json(), (json{{"id", out}, {"object", "file"}, {"deleted", true}}));
+  EXPECT_FALSE(fs::exists(env.engine().batches().file_path(out)));
+  expect_error(c.get("/v1/files/" + out), 404, "file_not_found");
+  // A finished batch cannot be cancelled.
+  expect_error(c.request("POST", "/v1/batches/" + ids[0] + "/cancel"), 409, "batch_not_cancellable");
+}
+
+}  // namespace
+}  // namespace sy::test
