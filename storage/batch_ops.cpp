@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "storage/detail/codec.hpp"
 #include "storage/lmdb_env.hpp"
 #include "storage/ops.hpp"
 
@@ -11,15 +12,8 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string encode(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-template <class Record>
-std::optional<Record> decode(const std::optional<std::string>& v, Record (*from)(const json&)) {
-  if (!v) return std::nullopt;
-  json j = json::parse(v->begin(), v->end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
-  return from(j);
-}
+using detail::decode;
+using detail::encode;
 
 int64_t seconds(int64_t ms) { return ms / 1000; }
 

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "storage/detail/codec.hpp"
 #include "storage/lmdb_env.hpp"
 
 namespace sy::storage {
@@ -13,17 +14,8 @@ constexpr std::string_view outbox_next_key = "outbox_next_seq";
 /// The same for webhook deliveries.
 constexpr std::string_view webhook_next_key = "webhook_next_seq";
 
-/// Compact JSON. Invalid UTF-8 (e.g. in a gateway's body) is replaced rather than thrown on.
-std::string encode(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-/// Parses a stored value without throwing; a corrupt value reads as absent.
-template <class Record>
-std::optional<Record> decode(const std::optional<std::string>& v, Record (*from)(const json&)) {
-  if (!v) return std::nullopt;
-  json j = json::parse(v->begin(), v->end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
-  return from(j);
-}
+using detail::decode;
+using detail::encode;
 
 uint64_t seq_of_key(std::string_view key) {
   uint64_t seq = 0;
