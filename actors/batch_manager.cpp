@@ -82,8 +82,9 @@ std::string stop_message(const std::string& code) {
 /// An error line: {"id","custom_id","response":null,"error":{"code","message"}}.
 std::string error_line(const std::string& id, const std::string& custom_id,
                        const std::string& code, const std::string& message) {
+  // An unknown custom_id (the input file became unreadable before the line was drained) is null.
   json line = {{"id", id},
-               {"custom_id", custom_id},
+               {"custom_id", custom_id.empty() ? json(nullptr) : json(custom_id)},
                {"response", nullptr},
                {"error", {{"code", code}, {"message", message}}}};
   return line.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -498,8 +499,9 @@ asio::awaitable<bool> batch_manager::runner::drain(const plan::ingest_result& p)
         while (lines.size() < drain_chunk && reader->next(e)) {
           if (storage::has_batch_line(txn, id, e.offset)) continue;
           std::string custom_id;
-          if (auto text = plan::read_at(fd, e.offset, e.length))
-            if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
+          if (fd >= 0)
+            if (auto text = plan::read_at(fd, e.offset, e.length))
+              if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
           lines.push_back(storage::batch_line{
               e.offset, false, error_line(request_id_for(id, e.offset), custom_id, code, message),
               nullptr});
@@ -710,10 +712,13 @@ asio::awaitable<void> batch_manager::runner::run() {
     (void)co_await mgr.commit(std::move(op));
   } else {
     stop_code = b->stop_code;
-    if (p && fd >= 0) {
+    if (p) {
+      // Also without the input file (a system failure may be just that): the lines then carry
+      // no custom_id, but every one of them is accounted for.
       bool drained = co_await drain(*p);
       if (!drained) {
-        ::close(fd);
+        if (fd >= 0) ::close(fd);
+        fd = -1;
         co_return;  // retried at the next start
       }
     }

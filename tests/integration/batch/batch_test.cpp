@@ -438,5 +438,33 @@ TEST(batch, files_with_expires_after_are_deleted_when_due) {
   EXPECT_EQ(again.error().code, "file_not_found");
 }
 
+TEST(batch, a_system_failure_fails_the_batch_keeping_finished_lines_and_accounting_for_all) {
+  batch_env env;
+  env.settings().per_model_concurrency = 2;
+  env.start();
+  std::vector<json> lines;
+  for (int i = 0; i < 30; ++i)
+    lines.push_back(line("r" + std::to_string(i), "m", {{"latency_ms", 60}}));
+  auto file_id = env.upload(lines);
+  auto b = env.create(file_id);
+  ASSERT_TRUE(wait_for([&] { return env.get(b.id).completed >= 4; }));
+  env.stop();
+  // The input file's bytes are lost while the engine is down.
+  std::filesystem::remove(env.settings().data_dir + "/files/" + file_id);
+  env.start();
+  auto done = env.wait_terminal(b.id);
+  ASSERT_EQ(done.status, batch_status::failed);
+  EXPECT_GT(done.failed_at, 0);
+  ASSERT_FALSE(done.errors.empty());
+  EXPECT_EQ(done.errors.back().code, "batch_failed");
+  EXPECT_NE(done.errors.back().message.find("input file"), std::string::npos);
+  EXPECT_GE(done.completed, 4);
+  EXPECT_EQ(done.completed + done.failed, 30);
+  EXPECT_EQ(static_cast<int64_t>(env.read_lines(done.output_file_id).size()), done.completed);
+  auto errors = env.read_lines(done.error_file_id);
+  EXPECT_EQ(static_cast<int64_t>(errors.size()), done.failed);
+  for (const auto& l : errors) EXPECT_EQ(l["error"]["code"], "batch_failed");
+}
+
 }  // namespace
 }  // namespace sy::test
