@@ -37,6 +37,7 @@ namespace plan = runtime::batch;
 
 constexpr std::chrono::milliseconds commit_timeout{60'000};
 constexpr size_t drain_chunk = 1'000;  ///< error lines per commit when draining
+constexpr std::chrono::milliseconds record_gather{5};  ///< results gathered before a commit
 constexpr auto sweep_interval = std::chrono::seconds(1);
 
 auto use_ec(boost::system::error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
@@ -267,7 +268,13 @@ void batch_manager::runner::record(storage::batch_line line) {
 
 asio::awaitable<void> batch_manager::runner::record_loop() {
   auto self = shared_from_this();
+  asio::steady_timer gather(strand);
   for (;;) {
+    // Let a few more results arrive so that one commit (one fsync) carries many; the results'
+    // slots are already free, so this delays only their durability, never dispatch.
+    gather.expires_after(record_gather);
+    boost::system::error_code gec;
+    co_await gather.async_wait(use_ec(gec));
     std::vector<storage::batch_line> lines;
     {
       std::lock_guard lock{mu};

@@ -136,7 +136,8 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
                                                      std::move(*secret));
 
   e->work_.emplace(e->exec_.get_executor());
-  for (int i = 0; i < 2; ++i) e->exec_threads_.emplace_back([self] { self->exec_.run(); });
+  for (int i = 0; i < d.cfg.exec_threads; ++i)
+    e->exec_threads_.emplace_back([self] { self->exec_.run(); });
   e->webhooks_->start();
   e->webhooks_live_ = e->webhooks_.get();
   e->batches_ = std::make_unique<batch_manager>(ctx, d.env);

@@ -40,6 +40,7 @@ cleanup() {
 trap cleanup EXIT
 
 now_ms() { date +%s%3N; }
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # user + system, clock ticks
 
 "$fake" --port 0 --threads 1 >"$out/fake.out" 2>&1 &
 fake_pid=$!
@@ -125,8 +126,8 @@ while [[ $(status_of "$batch") == validating ]]; do sleep 0.01; done
 t2=$(now_ms)
 ingest_status=$(status_of "$batch")
 peak_rss=$(rss_kb "$engine_pid" VmHWM)
-curl -sf -X POST "$base/v1/batches/$batch/cancel" >/dev/null
-while [[ $(status_of "$batch") != cancelled ]]; do sleep 0.05; done
+curl -s -X POST "$base/v1/batches/$batch/cancel" >/dev/null  # 409 when it already finished
+until [[ $(status_of "$batch") =~ ^(cancelled|completed|failed|expired)$ ]]; do sleep 0.05; done
 
 mb=$(python3 -c "print(f'{$bytes/1e6:.1f}')")
 upload_rate=$(python3 -c "print(f'{$bytes/1e6/max(($t1-$t0)/1000,1e-3):.0f}')")
@@ -144,20 +145,32 @@ batch=$(curl -sf -H 'Content-Type: application/json' "$base/v1/batches" \
   -d "{\"input_file_id\":\"$file_id\",\"endpoint\":\"/v1/chat/completions\",\"completion_window\":\"24h\"}" | field "['id']")
 while [[ $(status_of "$batch") == validating ]]; do sleep 0.005; done
 r0=$(now_ms)
+e0=$(cpu_ticks "$engine_pid")
+f0=$(cpu_ticks "$fake_pid")
 while :; do
   s=$(status_of "$batch")
   [[ $s == completed || $s == failed || $s == expired || $s == cancelled ]] && break
   sleep 0.02
 done
 r1=$(now_ms)
+e1=$(cpu_ticks "$engine_pid")
+f1=$(cpu_ticks "$fake_pid")
+hz=$(getconf CLK_TCK)
+engine_cpu=$(python3 -c "print(f'{100*($e1-$e0)/$hz/max(($r1-$r0)/1000,1e-3):.0f}% of a core, {1e6*($e1-$e0)/$hz/$RUN_N:.0f} us CPU per request')")
+fake_cpu=$(python3 -c "print(f'{100*($f1-$f0)/$hz/max(($r1-$r0)/1000,1e-3):.0f}% of a core, {1e6*($f1-$f0)/$hz/$RUN_N:.0f} us CPU per request')")
 final=$(curl -sf "$base/v1/batches/$batch")
 counts=$(echo "$final" | field "['request_counts']")
 engine_rate=$(python3 -c "print(f'{$RUN_N/max(($r1-$r0)/1000,1e-3):.0f}')")
 
 conc=$((PER_MODEL * 3))
 [[ $conc -gt $GLOBAL ]] && conc=$GLOBAL
+d0=$(now_ms)
+f2=$(cpu_ticks "$fake_pid")
 "$loadgen" --raw --port "$fake_port" --connections "$conc" --requests "$RUN_N" --target /v1/chat/completions \
   --model model-a >"$out/direct.txt" 2>&1 || true
+d1=$(now_ms)
+f3=$(cpu_ticks "$fake_pid")
+direct_fake_cpu=$(python3 -c "print(f'{100*($f3-$f2)/$hz/max(($d1-$d0)/1000,1e-3):.0f}% of a core, {1e6*($f3-$f2)/$hz/$RUN_N:.0f} us CPU per request')")
 direct_rate=$(sed -n 's/^RESULT //p' "$out/direct.txt" | tr ' ' '\n' | sed -n 's/^rate=//p')
 ratio=$(python3 -c "print(f'{100*$engine_rate/max(float(\"${direct_rate:-0}\" or 0),1):.0f}')")
 
@@ -169,6 +182,9 @@ ratio=$(python3 -c "print(f'{100*$engine_rate/max(float(\"${direct_rate:-0}\" or
   echo "  engine peak RSS above idle             $rss_growth MiB  (idle $((idle_rss / 1024)) MiB)"
   echo "## batch execution: $RUN_N lines, 3 models, per-model $PER_MODEL, global $GLOBAL"
   echo "  engine (in_progress -> completed)      $engine_rate req/s   counts $counts"
+  echo "    engine CPU                           $engine_cpu"
+  echo "    fake gateway CPU                     $fake_cpu"
   echo "  direct load generator, $conc conns     ${direct_rate:-?} req/s"
+  echo "    fake gateway CPU                     $direct_fake_cpu"
   echo "  engine / direct                        $ratio %"
 } | tee "$out/summary.txt"

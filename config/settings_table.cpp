@@ -115,6 +115,15 @@ std::vector<setting_def> build_settings_table() {
          .description = "Most requests in flight to one model at a time (at most "
                         "global_concurrency).",
          .field = &settings::per_model_concurrency},
+      sd{.name = "exec_threads",
+         .flag = "--exec-threads",
+         .type = vt::integer,
+         .min = 1,
+         .max = 64,
+         .description = "Threads that run attempts, batch requests and the gateway clients (all "
+                        "asynchronous). One avoids cross-thread hand-offs, which on a 2-core "
+                        "machine cost more than a second thread brings.",
+         .field = &settings::exec_threads},
       sd{.name = "global_concurrency",
          .flag = "--global-concurrency",
          .type = vt::integer,
