@@ -1,7 +1,5 @@
 #include "storage/batch_ops.hpp"
 
-#include <cstdio>
-#include <cstdlib>
 
 #include "storage/detail/codec.hpp"
 #include "storage/lmdb_env.hpp"
@@ -17,18 +15,13 @@ using detail::encode;
 
 int64_t seconds(int64_t ms) { return ms / 1000; }
 
+/// The listing indexes (file_index, batch_index) share the jobs' key: tenant '\x1f' id.
 std::string index_key(std::string_view tenant, std::string_view id) {
-  std::string k(tenant);
-  k.push_back('\x1f');
-  k.append(id);
-  return k;
+  return job_index_key(tenant, id);
 }
 
-std::string expiry_key(int64_t at_s, std::string_view id) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(at_s));
-  return std::string(buf) + "/" + std::string(id);
-}
+/// file_expiry is a time index like deadlines and retention, in ms.
+std::string expiry_key(int64_t at_s, std::string_view id) { return time_index_key(at_s * 1000, id); }
 
 status put_file(write_txn& t, const file_record& f) {
   if (auto s = t.put(db::files, f.id, encode(to_json(f))); !s) return s;
@@ -311,13 +304,7 @@ void scan_batch_lines(const txn_view& t, std::string_view batch_id,
 
 std::vector<std::string> expired_files(const txn_view& t, int64_t now_s, size_t limit) {
   std::vector<std::string> out;
-  t.scan(db::file_expiry, {}, [&](std::string_view key, std::string_view) {
-    if (key.size() < 18) return true;
-    unsigned long long at = std::strtoull(std::string(key.substr(0, 16)).c_str(), nullptr, 16);
-    if (static_cast<int64_t>(at) > now_s || out.size() >= limit) return false;
-    out.emplace_back(key.substr(17));
-    return true;
-  });
+  for (auto& [at, id] : read_due(t, db::file_expiry, now_s * 1000, limit)) out.push_back(std::move(id));
   return out;
 }
 
