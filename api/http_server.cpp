@@ -322,11 +322,11 @@ asio::awaitable<bool> http_server::serve_upload(connection& conn, beast::flat_bu
     co_return false;
   }
   conn.stream.expires_never();
-  auto rep = co_await handler_.finish_upload(std::move(*up), header, std::nullopt);
-  if (stopping_.load()) rep.res.keep_alive(false);
-  bool keep_alive = rep.res.keep_alive();
+  auto res = co_await handler_.finish_upload(std::move(*up), header);
+  if (stopping_.load()) res.keep_alive(false);
+  bool keep_alive = res.keep_alive();
   conn.stream.expires_after(std::chrono::milliseconds(read_timeout_ms_));
-  co_await http::async_write(conn.stream, rep.res, use_ec(ec));
+  co_await http::async_write(conn.stream, res, use_ec(ec));
   co_return !ec && keep_alive;
 }
 

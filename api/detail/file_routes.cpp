@@ -74,12 +74,6 @@ status check_metadata(const json& m) {
 
 // --- uploads --------------------------------------------------------------------------------
 
-response request_handler::upload_error(const sy::error& e, const request& header) const {
-  auto res = error_for(e, header);
-  res.set("x-request-id", new_request_id());
-  return res;
-}
-
 result<std::unique_ptr<upload>> request_handler::begin_upload(const request& header) {
   if (!batches_) return make_error("not_found", "The Files and Batch API is not enabled here.");
   auto tenant = auth_.tenant_for(header[http::field::authorization]);
@@ -93,30 +87,20 @@ result<std::unique_ptr<upload>> request_handler::begin_upload(const request& hea
                        files_max_bytes_);
 }
 
-boost::asio::awaitable<reply> request_handler::finish_upload(std::unique_ptr<upload> u,
-                                                             request header,
-                                                             std::optional<sy::error> failure) {
-  reply out;
-  if (failure) {
-    out.res = upload_error(*failure, header);
-    co_return out;
-  }
+boost::asio::awaitable<response> request_handler::finish_upload(std::unique_ptr<upload> u,
+                                                                request header) {
+  auto answer = [&](response res) {
+    res.set("x-request-id", new_request_id());
+    return res;
+  };
   auto f = u->finish();
-  if (!f) {
-    out.res = upload_error(f.error(), header);
-    co_return out;
-  }
+  if (!f) co_return answer(error_for(f.error(), header));
   f->created_at = static_cast<int64_t>(std::time(nullptr));
   if (u->expires_after() > 0) f->expires_at = f->created_at + u->expires_after();
   std::string staged = u->adopt();
   auto stored = co_await batches_->create_file(std::move(*f), std::move(staged));
-  if (!stored) {
-    out.res = upload_error(stored.error(), header);
-    co_return out;
-  }
-  out.res = json_response(http::status::ok, file_to_json(*stored), header);
-  out.res.set("x-request-id", new_request_id());
-  co_return out;
+  if (!stored) co_return answer(error_for(stored.error(), header));
+  co_return answer(json_response(http::status::ok, file_to_json(*stored), header));
 }
 
 // --- files ------------------------------------------------------------------------------------

@@ -54,12 +54,9 @@ class request_handler {
   /// Checks an upload's header (API key, multipart Content-Type) and opens its staging file.
   /// On error, the reply to send (the server then closes without reading the body).
   result<std::unique_ptr<upload>> begin_upload(const request& header);
-  /// The reply once the whole body went through `upload::feed`; `failure` is the first error
-  /// feeding met (then only the reply is produced).
-  boost::asio::awaitable<reply> finish_upload(std::unique_ptr<upload> u, request header,
-                                              std::optional<sy::error> failure);
-  /// Any reply for an upload request (x-request-id set), e.g. an error met while streaming.
-  response upload_error(const sy::error& e, const request& header) const;
+  /// The response once the whole body went through `upload::feed` without error (an error
+  /// while streaming is answered by the server itself): the stored file, or why not.
+  boost::asio::awaitable<response> finish_upload(std::unique_ptr<upload> u, request header);
 
  private:
   /// What every submitting route checks first, in this order: Content-Type, API key, JSON body,
