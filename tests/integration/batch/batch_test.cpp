@@ -62,6 +62,19 @@ json line(const std::string& custom_id, const std::string& model, json fake = js
             {"fake", fake}}}};
 }
 
+/// `n` lines `<prefix>0..n-1` for `model`, each with the same fake-gateway behaviour.
+std::vector<json> lines_of(int n, const std::string& prefix, const std::string& model,
+                           const json& fake = json::object()) {
+  std::vector<json> out;
+  for (int i = 0; i < n; ++i) out.push_back(line(prefix + std::to_string(i), model, fake));
+  return out;
+}
+
+std::vector<json> operator+(std::vector<json> a, const std::vector<json>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 class batch_env : public engine_env {
  public:
   actors::batch_service& svc() { return engine().batches(); }
@@ -236,9 +249,7 @@ TEST(batch, cancel_keeps_finished_lines_and_drains_the_rest_as_batch_cancelled) 
   batch_env env;
   env.settings().per_model_concurrency = 2;
   env.start();
-  std::vector<json> lines;
-  for (int i = 0; i < 40; ++i)
-    lines.push_back(line("r" + std::to_string(i), "m", {{"latency_ms", 100}}));
+  auto lines = lines_of(40, "r", "m", {{"latency_ms", 100}});
   auto b = env.create(env.upload(lines));
   ASSERT_TRUE(wait_for([&] { return env.get(b.id).completed >= 4; }));
   auto c = run([&] { return env.svc().cancel_batch("default", b.id); });
@@ -286,10 +297,7 @@ TEST(batch, expiry_stops_dispatch_aborts_in_flight_and_marks_the_rest_batch_expi
   env.settings().per_model_concurrency = 2;
   env.settings().gateway->request_timeout_ms = 60'000;
   env.start();
-  std::vector<json> lines;
-  for (int i = 0; i < 4; ++i) lines.push_back(line("fast" + std::to_string(i), "m"));
-  for (int i = 0; i < 10; ++i)
-    lines.push_back(line("slow" + std::to_string(i), "m", {{"latency_ms", 30'000}}));
+  auto lines = lines_of(4, "fast", "m") + lines_of(10, "slow", "m", {{"latency_ms", 30'000}});
   auto b = env.create(env.upload(lines), 1'500);
   auto done = env.wait_terminal(b.id, std::chrono::seconds(15));
   ASSERT_EQ(done.status, batch_status::expired);
@@ -306,9 +314,7 @@ TEST(batch, the_per_model_limit_holds) {
   batch_env env;
   env.settings().per_model_concurrency = 2;
   env.start();
-  std::vector<json> lines;
-  for (int i = 0; i < 20; ++i)
-    lines.push_back(line("r" + std::to_string(i), "m", {{"latency_ms", 20}}));
+  auto lines = lines_of(20, "r", "m", {{"latency_ms", 20}});
   auto done = env.wait_terminal(env.create(env.upload(lines)).id);
   ASSERT_EQ(done.status, batch_status::completed);
   EXPECT_EQ(env.gateway().peak_in_flight(), 2);
@@ -322,9 +328,7 @@ TEST(batch, jobs_and_batches_of_one_model_share_its_limit) {
   std::vector<std::string> jobs;
   for (int i = 0; i < 6; ++i)
     jobs.push_back(env.submit(c, "job" + std::to_string(i), {{"latency_ms", 50}}).json()["id"]);
-  std::vector<json> lines;
-  for (int i = 0; i < 10; ++i)
-    lines.push_back(line("r" + std::to_string(i), "test-model", {{"latency_ms", 50}}));
+  auto lines = lines_of(10, "r", "test-model", {{"latency_ms", 50}});
   auto done = env.wait_terminal(env.create(env.upload(lines)).id);
   ASSERT_EQ(done.status, batch_status::completed);
   for (const auto& id : jobs) EXPECT_EQ(env.engine_env::wait_terminal(c, id)["status"], "completed");
@@ -344,9 +348,8 @@ TEST(batch, the_global_limit_holds_and_a_hot_model_does_not_starve_another) {
     std::lock_guard lock{mu};
     arrivals.push_back(model);
   });
-  std::vector<json> lines;
-  for (int i = 0; i < 40; ++i) lines.push_back(line("hot" + std::to_string(i), "model-a", {{"latency_ms", 20}}));
-  for (int i = 0; i < 3; ++i) lines.push_back(line("cold" + std::to_string(i), "model-b", {{"latency_ms", 20}}));
+  auto lines = lines_of(40, "hot", "model-a", {{"latency_ms", 20}}) +
+               lines_of(3, "cold", "model-b", {{"latency_ms", 20}});
   auto done = env.wait_terminal(env.create(env.upload(lines)).id);
   ASSERT_EQ(done.status, batch_status::completed);
   EXPECT_LE(env.gateway().peak_in_flight(), 3);
@@ -386,9 +389,7 @@ TEST(batch, a_restart_resumes_without_resending_finished_lines) {
   batch_env env;
   env.settings().per_model_concurrency = 2;
   env.start();
-  std::vector<json> lines;
-  for (int i = 0; i < 30; ++i)
-    lines.push_back(line("r" + std::to_string(i), "m", {{"latency_ms", 60}}));
+  auto lines = lines_of(30, "r", "m", {{"latency_ms", 60}});
   auto b = env.create(env.upload(lines));
   ASSERT_TRUE(wait_for([&] { return env.get(b.id).completed >= 6; }));
   env.stop();
@@ -442,9 +443,7 @@ TEST(batch, a_system_failure_fails_the_batch_keeping_finished_lines_and_accounti
   batch_env env;
   env.settings().per_model_concurrency = 2;
   env.start();
-  std::vector<json> lines;
-  for (int i = 0; i < 30; ++i)
-    lines.push_back(line("r" + std::to_string(i), "m", {{"latency_ms", 60}}));
+  auto lines = lines_of(30, "r", "m", {{"latency_ms", 60}});
   auto file_id = env.upload(lines);
   auto b = env.create(file_id);
   ASSERT_TRUE(wait_for([&] { return env.get(b.id).completed >= 4; }));
