@@ -535,6 +535,7 @@ asio::awaitable<void> batch_manager::runner::finalize() {
     std::optional<storage::file_record> output, error;
     std::string failure;
   };
+  const auto started = std::chrono::steady_clock::now();
   auto b0 = mgr.get_batch_any(id);
   if (!b0) co_return;
   const int64_t now_ms = mgr.ctx_.clock.now_ms();
@@ -634,7 +635,9 @@ asio::awaitable<void> batch_manager::runner::finalize() {
   log::info("batch", "batch finished",
             {{"batch_id", id}, {"status", storage::to_string(b.status)}, {"total", b.total},
              {"completed", b.completed}, {"failed", b.failed},
-             {"output_file_id", b.output_file_id}, {"error_file_id", b.error_file_id}});
+             {"output_file_id", b.output_file_id}, {"error_file_id", b.error_file_id},
+             {"finalize_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
+                                 std::chrono::steady_clock::now() - started).count()}});
 }
 
 asio::awaitable<void> batch_manager::runner::run() {

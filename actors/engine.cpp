@@ -87,6 +87,7 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   auto secret = webhook_secret(d.cfg);
   if (!secret) return secret.error();
   e->caf_cfg_.set("scheduler.max-threads", 2);
+  e->caf_cfg_.set("scheduler.policy", caf::atom("sharing"));
   e->caf_cfg_.set("logger.console", caf::atom("none"));
   e->sys_ = std::make_unique<caf::actor_system>(e->caf_cfg_);
   e->ctx_ = std::make_unique<engine_context>(*e->sys_, d.cfg, d.clock, d.js, e->exec_);

@@ -401,6 +401,9 @@ asio::awaitable<exchange> gateway_client::impl::exchange_on(connection& c, const
       ex.error = "connect " + where + ": " + describe(ec);
       co_return ex;
     }
+    // Requests are small and answered one at a time: never hold a write back for Nagle.
+    c.stream.socket().set_option(tcp::no_delay(true), ec);
+    ec = {};
     c.connected = true;
   }
   co_await http::async_write(c.stream, req, use_ec(ec));
