@@ -94,12 +94,12 @@ std::string error_line(const std::string& id, const std::string& custom_id,
 /// The line for a gateway answer; `ok` says whether it belongs to the output file (2xx). A JSON
 /// body is spliced in as the gateway sent it (validated, not re-serialized); any other body is
 /// kept as a JSON string.
-storage::batch_line response_line(uint64_t offset, const std::string& id,
+storage::batch_line response_line(uint64_t slot, const std::string& id,
                                   const std::string& custom_id,
                                   const runtime::gateway_outcome& out) {
   thread_local simdjson::dom::parser parser;
   storage::batch_line line;
-  line.offset = offset;
+  line.slot = slot;
   line.ok = out.status_code >= 200 && out.status_code < 300;
   simdjson::dom::element doc;
   bool is_json = parser.parse(out.body).get(doc) == simdjson::SUCCESS;
@@ -216,8 +216,9 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
 
   asio::awaitable<void> run();
   asio::awaitable<bool> ingest(const storage::batch_record& b);
-  asio::awaitable<void> lane(plan::model_plan model);
-  asio::awaitable<void> request(std::string model, runtime::gateway_client* gw, plan::plan_entry e);
+  asio::awaitable<void> lane(plan::model_plan model, uint64_t model_index);
+  asio::awaitable<void> request(std::string model, runtime::gateway_client* gw, plan::plan_entry e,
+                                uint64_t slot);
   asio::awaitable<void> watch_deadline(int64_t deadline_ms);
   void record(storage::batch_line line);
   asio::awaitable<void> record_loop();
@@ -376,7 +377,7 @@ asio::awaitable<bool> batch_manager::runner::ingest(const storage::batch_record&
 }
 
 asio::awaitable<void> batch_manager::runner::request(std::string model, runtime::gateway_client* gw,
-                                                     plan::plan_entry e) {
+                                                     plan::plan_entry e, uint64_t slot) {
   auto self = shared_from_this();
   auto text = plan::read_at(fd, e.offset, e.length);
   if (!text) {
@@ -397,7 +398,7 @@ asio::awaitable<void> batch_manager::runner::request(std::string model, runtime:
   }
   const std::string req_id = request_id_for(id, e.offset);
   if (!gw) {
-    storage::batch_line line{e.offset, false,
+    storage::batch_line line{slot, false,
                              error_line(req_id, parsed->custom_id, "model_not_found",
                                         "No gateway serves model '" + model + "'."),
                              nullptr};
@@ -420,9 +421,9 @@ asio::awaitable<void> batch_manager::runner::request(std::string model, runtime:
   if (abort->aborted()) co_return;  // stopped: drained with the stop code, or run again later
   storage::batch_line line;
   if (out.got_response) {
-    line = response_line(e.offset, req_id, parsed->custom_id, out);
+    line = response_line(slot, req_id, parsed->custom_id, out);
   } else {
-    line = storage::batch_line{e.offset, false,
+    line = storage::batch_line{slot, false,
                                error_line(req_id, parsed->custom_id, "gateway_unreachable",
                                           "The gateway could not be reached after " +
                                               std::to_string(out.tries) + " tries: " + out.error),
@@ -431,7 +432,7 @@ asio::awaitable<void> batch_manager::runner::request(std::string model, runtime:
   record(std::move(line));
 }
 
-asio::awaitable<void> batch_manager::runner::lane(plan::model_plan model) {
+asio::awaitable<void> batch_manager::runner::lane(plan::model_plan model, uint64_t model_index) {
   auto self = shared_from_this();
   auto open_plan = [p = plans_dir() + "/plans/" + model.safe_name + ".plan"] {
     return plan::plan_reader::open(p);
@@ -450,10 +451,11 @@ asio::awaitable<void> batch_manager::runner::lane(plan::model_plan model) {
   plan::plan_entry e{};
   auto is_stopped = [this] { return stopped(); };
   int mine = 0;  // this lane's requests in flight
-  while (!stopped() && reader->next(e)) {
+  for (uint64_t position = 0; !stopped() && reader->next(e); ++position) {
+    const uint64_t slot = storage::batch_slot(model_index, position);
     if (!fresh) {
       auto txn = mgr.env_.begin_read();
-      if (storage::has_batch_line(txn, id, e.offset)) continue;  // done before a restart
+      if (storage::has_batch_line(txn, id, slot)) continue;  // done before a restart
     }
     bool got = co_await acquire(per_model, strand, waiting, is_stopped);
     if (!got) break;
@@ -466,7 +468,7 @@ asio::awaitable<void> batch_manager::runner::lane(plan::model_plan model) {
     ++requests;
     // A request runs off the strand (reading its line, building its result line), so one batch
     // uses every execution thread; its end is handled back on the strand.
-    asio::co_spawn(mgr.ctx_.exec, request(model.model, gw, e),
+    asio::co_spawn(mgr.ctx_.exec, request(model.model, gw, e, slot),
                    asio::bind_executor(strand, [self, &per_model, &global,
                                                 &mine](std::exception_ptr ex) {
                      if (ex) log::error("batch", "request crashed", {{"batch_id", self->id}});
@@ -488,7 +490,9 @@ asio::awaitable<bool> batch_manager::runner::drain(const plan::ingest_result& p)
   // on the blocking pool, a chunk at a time; each chunk commits before the next is read.
   const std::string code = stop_code;
   const std::string message = stop_message(code);
-  for (const auto& model : p.models) {
+  for (uint64_t model_index = 0; model_index < p.models.size(); ++model_index) {
+    const auto& model = p.models[model_index];
+    uint64_t position = 0;
     auto open_plan = [p = plans_dir() + "/plans/" + model.safe_name + ".plan"] {
       return plan::plan_reader::open(p);
     };
@@ -504,13 +508,14 @@ asio::awaitable<bool> batch_manager::runner::drain(const plan::ingest_result& p)
         plan::plan_entry e{};
         auto txn = mgr.env_.begin_read();
         while (lines.size() < drain_chunk && reader->next(e)) {
-          if (storage::has_batch_line(txn, id, e.offset)) continue;
+          const uint64_t slot = storage::batch_slot(model_index, position++);
+          if (storage::has_batch_line(txn, id, slot)) continue;
           std::string custom_id;
           if (fd >= 0)
             if (auto text = plan::read_at(fd, e.offset, e.length))
               if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
           lines.push_back(storage::batch_line{
-              e.offset, false, error_line(request_id_for(id, e.offset), custom_id, code, message),
+              slot, false, error_line(request_id_for(id, e.offset), custom_id, code, message),
               nullptr});
         }
         return lines;
@@ -529,8 +534,9 @@ asio::awaitable<bool> batch_manager::runner::drain(const plan::ingest_result& p)
 }
 
 asio::awaitable<void> batch_manager::runner::finalize() {
-  // Both files are written from the recorded lines in input order, so each line appears exactly
-  // once whatever happened before; a crash here redoes finalization from the same lines.
+  // Both files are written from the recorded lines in slot order (model by model, each in its
+  // plan's order; OpenAI does not keep input order either), so each line appears exactly once
+  // whatever happened before; a crash here redoes finalization from the same lines.
   struct written {
     std::optional<storage::file_record> output, error;
     std::string failure;
@@ -693,9 +699,9 @@ asio::awaitable<void> batch_manager::runner::run() {
     }
     log::info("batch", "dispatching", {{"batch_id", id}, {"lines", p->line_count},
                                       {"models", p->models.size()}});
-    for (const auto& m : p->models) {
+    for (uint64_t i = 0; i < p->models.size(); ++i) {
       ++lanes;
-      asio::co_spawn(strand, lane(m), [self](std::exception_ptr ex) {
+      asio::co_spawn(strand, lane(p->models[i], i), [self](std::exception_ptr ex) {
         if (ex) log::error("batch", "lane crashed", {{"batch_id", self->id}});
         --self->lanes;
         self->wake.cancel();

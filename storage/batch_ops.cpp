@@ -124,7 +124,7 @@ result<op_reply> apply_batch(write_txn& t, const batch_lines_op& op) {
   if (is_terminal(b->status)) return with_batch(op_reply::kind::stale, std::move(*b));
   size_t added = 0;
   for (const auto& line : op.lines) {
-    auto key = batch_line_key(op.id, line.offset);
+    auto key = batch_line_key(op.id, line.slot);
     if (t.get(db::batch_lines, key)) continue;  // first result wins
     std::string value;
     value.reserve(line.text.size() + 1);
@@ -288,8 +288,8 @@ std::vector<std::string> active_batches(const txn_view& t) {
   return out;
 }
 
-bool has_batch_line(const txn_view& t, std::string_view batch_id, uint64_t offset) {
-  return t.get(db::batch_lines, batch_line_key(batch_id, offset)).has_value();
+bool has_batch_line(const txn_view& t, std::string_view batch_id, uint64_t slot) {
+  return t.get(db::batch_lines, batch_line_key(batch_id, slot)).has_value();
 }
 
 void scan_batch_lines(const txn_view& t, std::string_view batch_id,
@@ -298,7 +298,7 @@ void scan_batch_lines(const txn_view& t, std::string_view batch_id,
   t.scan(db::batch_lines, prefix, [&](std::string_view key, std::string_view value) {
     if (key.size() != prefix.size() + 8 || key.substr(0, prefix.size()) != prefix) return false;
     if (value.empty()) return true;
-    return fn(batch_line_offset(key), value[0] == 'o', value.substr(1));
+    return fn(batch_line_slot(key), value[0] == 'o', value.substr(1));
   });
 }
 

@@ -3,8 +3,8 @@
 /// other operation (storage/ops.hpp), and the typed reads that go with them. Lifecycle and the
 /// exactly-once rule: docs/batches.md.
 ///
-/// Exactly once: a batch's result lines live in db::batch_lines under (batch, input offset); the
-/// first result recorded for an offset wins and later ones are answered `stale`, and the request
+/// Exactly once: a batch's result lines live in db::batch_lines under (batch, slot); the
+/// first result recorded for a slot wins and later ones are answered `stale`, and the request
 /// counts move only when a line is new — so every input line ends in exactly one output or error
 /// line and `request_counts` equal the line counts, whatever was retried or redelivered.
 
@@ -51,13 +51,13 @@ struct batch_ingested_op {
 
 /// One result line of a batch (output when `ok`, error otherwise).
 struct batch_line {
-  uint64_t offset = 0;  ///< the request's offset in the input file: its identity
+  uint64_t slot = 0;  ///< the request's batch_slot: its identity within the batch
   bool ok = false;
   std::string text;               ///< the line, OpenAI batch output format, without '\n'
   nlohmann::json usage;           ///< the response's usage, null when none
 };
 
-/// Record result lines; first write per offset wins. Answers stale (changing nothing) when the
+/// Record result lines; first write per slot wins. Answers stale (changing nothing) when the
 /// batch is terminal or unknown.
 struct batch_lines_op {
   std::string id;
@@ -116,9 +116,9 @@ std::vector<batch_record> list_batches(const txn_view& t, std::string_view tenan
                                        std::string_view after, size_t limit, bool& has_more);
 /// Every batch that is not terminal (startup recovery).
 std::vector<std::string> active_batches(const txn_view& t);
-/// Whether the line at `offset` of batch `id` has its result.
-bool has_batch_line(const txn_view& t, std::string_view batch_id, uint64_t offset);
-/// Visits the result lines of a batch in input order: fn(offset, ok, text); false stops.
+/// Whether the line at `slot` (batch_slot) of batch `id` has its result.
+bool has_batch_line(const txn_view& t, std::string_view batch_id, uint64_t slot);
+/// Visits the result lines of a batch in slot order: fn(slot, ok, text); false stops.
 void scan_batch_lines(const txn_view& t, std::string_view batch_id,
                       const std::function<bool(uint64_t, bool, std::string_view)>& fn);
 /// Files whose expires_at has passed by `now_s`, at most `limit`.

@@ -162,20 +162,24 @@ void add_usage(json& total, const json& u) {
   out_d["reasoning_tokens"] = out_d.value("reasoning_tokens", int64_t{0}) + reasoning;
 }
 
-std::string batch_line_key(std::string_view batch_id, uint64_t offset) {
+uint64_t batch_slot(uint64_t model_index, uint64_t position) {
+  return (model_index << 48) | (position & ((uint64_t{1} << 48) - 1));
+}
+
+std::string batch_line_key(std::string_view batch_id, uint64_t slot) {
   std::string key(batch_id);
   key.push_back('/');
   for (int shift = 56; shift >= 0; shift -= 8)
-    key.push_back(static_cast<char>((offset >> shift) & 0xff));
+    key.push_back(static_cast<char>((slot >> shift) & 0xff));
   return key;
 }
 
-uint64_t batch_line_offset(std::string_view key) {
+uint64_t batch_line_slot(std::string_view key) {
   if (key.size() < 9) return 0;
-  uint64_t offset = 0;
+  uint64_t slot = 0;
   for (size_t i = key.size() - 8; i < key.size(); ++i)
-    offset = (offset << 8) | static_cast<unsigned char>(key[i]);
-  return offset;
+    slot = (slot << 8) | static_cast<unsigned char>(key[i]);
+  return slot;
 }
 
 }  // namespace sy::storage

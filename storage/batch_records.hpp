@@ -89,10 +89,16 @@ batch_record batch_from_json(const nlohmann::json& j);
 /// ignored.
 void add_usage(nlohmann::json& total, const nlohmann::json& response_usage);
 
-/// Key of a batch result line in db::batch_lines: batch id '/' offset (8 bytes big-endian), so a
-/// scan of "<batch id>/" visits the lines in input order.
-std::string batch_line_key(std::string_view batch_id, uint64_t offset);
-/// The offset encoded in a batch_lines key (0 for a malformed key).
-uint64_t batch_line_offset(std::string_view key);
+/// A request line's place in its batch's dispatch order: the index of its model among the
+/// batch's models (sorted by name) in the top 16 bits, its position in that model's plan below.
+/// Deterministic for a batch (the plans never change once written), so it identifies the line.
+uint64_t batch_slot(uint64_t model_index, uint64_t position);
+
+/// Key of a batch result line in db::batch_lines: batch id '/' slot (8 bytes big-endian). Results
+/// arrive in nearly slot order, so one commit's lines land on a few adjacent pages instead of
+/// one random page each; a scan of "<batch id>/" visits them in dispatch order.
+std::string batch_line_key(std::string_view batch_id, uint64_t slot);
+/// The slot encoded in a batch_lines key (0 for a malformed key).
+uint64_t batch_line_slot(std::string_view key);
 
 }  // namespace sy::storage
