@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <simdjson.h>
@@ -133,36 +135,6 @@ storage::batch_line response_line(uint64_t slot, const std::string& id,
   return line;
 }
 
-/// Takes one slot of `budget`, waiting (without blocking a thread) until one is free or the
-/// runner stops; false when it stopped first.
-template <class Stopped>
-asio::awaitable<bool> acquire(global_budget& budget, asio::strand<asio::io_context::executor_type> strand,
-                              std::set<std::shared_ptr<asio::steady_timer>>& waiting,
-                              Stopped stopped) {
-  static std::atomic<uint64_t> next_waiter{uint64_t{1} << 62};
-  if (stopped()) co_return false;
-  if (budget.try_acquire()) co_return true;  // the common case: no timer, no registration
-  const uint64_t waiter = next_waiter++;
-  for (;;) {
-    if (stopped()) co_return false;
-    auto timer = std::make_shared<asio::steady_timer>(strand, asio::steady_timer::time_point::max());
-    int got = budget.acquire(1, waiter, [timer, strand] {
-      asio::post(strand, [timer] { timer->cancel(); });
-    });
-    if (got == 1) {
-      if (stopped()) {
-        budget.release(1);
-        co_return false;
-      }
-      co_return true;
-    }
-    waiting.insert(timer);
-    boost::system::error_code ec;
-    co_await timer->async_wait(use_ec(ec));
-    waiting.erase(timer);
-  }
-}
-
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -185,14 +157,17 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
   std::string stop_code;   ///< set when dispatch must stop (cancel, expiry, failure)
   bool shutting_down = false;
   int fd = -1;
-  int lanes = 0;     ///< lanes still dispatching
-  int requests = 0;  ///< requests in flight
-  /// Guards what the requests touch from their own executors: inflight, next_request,
-  /// unrecorded, recording. Everything else belongs to the strand.
+  int lanes = 0;  ///< lanes still dispatching
+  /// Set by stop(): lanes run on their gateway clients' strands and read this instead of
+  /// stop_code / shutting_down, which belong to `strand`.
+  std::atomic<bool> halted{false};
+  /// Guards what the lanes and requests touch from their own executors: inflight,
+  /// next_request, waiting, unrecorded, recording. Everything else belongs to the strand.
   std::mutex mu;
   uint64_t next_request = 0;
   std::map<uint64_t, std::shared_ptr<runtime::abort_handle>> inflight;
-  std::set<std::shared_ptr<asio::steady_timer>> waiting;  ///< budget waits, cancelled on stop
+  /// Budget waits, each cancelled on its own executor when the runner stops.
+  std::set<std::shared_ptr<asio::steady_timer>> waiting;
   bool fresh = false;  ///< no line had a result when the run began: skip the per-line check
   std::vector<storage::batch_line> unrecorded;  ///< results waiting for the next commit
   bool recording = false;                       ///< a commit of results is under way
@@ -206,17 +181,32 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
     } else if (stop_code.empty()) {
       stop_code = code;
     }
+    halted = true;
     {
       std::lock_guard lock{mu};
       for (auto& [k, h] : inflight) h->abort();
+      for (auto& t : waiting) asio::post(t->get_executor(), [t] { t->cancel(); });
     }
-    for (auto& t : waiting) t->cancel();
     wake.cancel();
   }
+
+  /// What one lane's workers share; touched only on the lane's executor.
+  struct lane_state {
+    plan::plan_reader reader;
+    std::string model;
+    uint64_t model_index = 0;
+    uint64_t position = 0;  ///< entries of the plan read so far
+    runtime::gateway_client* gw = nullptr;
+    global_budget* per_model = nullptr;
+    global_budget* global = nullptr;
+  };
 
   asio::awaitable<void> run();
   asio::awaitable<bool> ingest(const storage::batch_record& b);
   asio::awaitable<void> lane(plan::model_plan model, uint64_t model_index);
+  asio::awaitable<void> worker(lane_state& lane);
+  bool next_line(lane_state& lane, plan::plan_entry& e, uint64_t& slot);
+  asio::awaitable<bool> take(global_budget& budget);
   asio::awaitable<void> request(std::string model, runtime::gateway_client* gw, plan::plan_entry e,
                                 uint64_t slot);
   asio::awaitable<void> watch_deadline(int64_t deadline_ms);
@@ -432,6 +422,10 @@ asio::awaitable<void> batch_manager::runner::request(std::string model, runtime:
   record(std::move(line));
 }
 
+// A lane dispatches one model's plan. It runs on the gateway client's strand, with as many
+// workers as the per-model limit allows in flight; each worker takes the next line, a slot of
+// the model's and of the global budget, sends, records and gives the slots back — so a request
+// makes no hop between executors and no coroutine is spawned per request.
 asio::awaitable<void> batch_manager::runner::lane(plan::model_plan model, uint64_t model_index) {
   auto self = shared_from_this();
   auto open_plan = [p = plans_dir() + "/plans/" + model.safe_name + ".plan"] {
@@ -445,43 +439,88 @@ asio::awaitable<void> batch_manager::runner::lane(plan::model_plan model, uint64
     }
     co_return;
   }
-  auto* gw = mgr.ctx_.gateway_for(model.model);
-  auto& per_model = mgr.ctx_.model_budget(model.model);
-  auto& global = mgr.ctx_.budget;
-  plan::plan_entry e{};
-  auto is_stopped = [this] { return stopped(); };
-  int mine = 0;  // this lane's requests in flight
-  for (uint64_t position = 0; !stopped() && reader->next(e); ++position) {
-    const uint64_t slot = storage::batch_slot(model_index, position);
-    if (!fresh) {
-      auto txn = mgr.env_.begin_read();
-      if (storage::has_batch_line(txn, id, slot)) continue;  // done before a restart
-    }
-    bool got = co_await acquire(per_model, strand, waiting, is_stopped);
-    if (!got) break;
-    got = co_await acquire(global, strand, waiting, is_stopped);
-    if (!got) {
-      per_model.release(1);
-      break;
-    }
-    ++mine;
-    ++requests;
-    // A request runs off the strand (reading its line, building its result line), so one batch
-    // uses every execution thread; its end is handled back on the strand.
-    asio::co_spawn(mgr.ctx_.exec, request(model.model, gw, e, slot),
-                   asio::bind_executor(strand, [self, &per_model, &global,
-                                                &mine](std::exception_ptr ex) {
-                     if (ex) log::error("batch", "request crashed", {{"batch_id", self->id}});
-                     per_model.release(1);
-                     global.release(1);
-                     --mine;
-                     --self->requests;
-                     self->wake.cancel();
+  lane_state lane{std::move(*reader), model.model, model_index};
+  lane.gw = mgr.ctx_.gateway_for(model.model);
+  lane.per_model = &mgr.ctx_.model_budget(model.model);
+  lane.global = &mgr.ctx_.budget;
+  const uint64_t lines = lane.reader.size();
+  const int workers = static_cast<int>(std::max<uint64_t>(
+      1, std::min<uint64_t>({lines, static_cast<uint64_t>(std::max(1, lane.per_model->limit())),
+                             static_cast<uint64_t>(std::max(1, lane.global->limit()))})));
+  const auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer done(ex, asio::steady_timer::time_point::max());
+  int running = workers;
+  for (int i = 0; i < workers; ++i) {
+    asio::co_spawn(ex, worker(lane), asio::bind_executor(ex, [&](std::exception_ptr e) {
+                     if (e) log::error("batch", "lane worker crashed", {{"batch_id", id}});
+                     --running;
+                     done.cancel();
                    }));
   }
-  while (mine > 0) {
+  while (running > 0) {
     boost::system::error_code ec;
-    co_await wake.async_wait(use_ec(ec));
+    co_await done.async_wait(use_ec(ec));
+  }
+}
+
+bool batch_manager::runner::next_line(lane_state& lane, plan::plan_entry& e, uint64_t& slot) {
+  while (!halted && lane.reader.next(e)) {
+    slot = storage::batch_slot(lane.model_index, lane.position++);
+    if (fresh) return true;
+    auto txn = mgr.env_.begin_read();
+    if (!storage::has_batch_line(txn, id, slot)) return true;  // else: done before a restart
+  }
+  return false;
+}
+
+asio::awaitable<void> batch_manager::runner::worker(lane_state& lane) {
+  auto self = shared_from_this();
+  plan::plan_entry e{};
+  uint64_t slot = 0;
+  while (next_line(lane, e, slot)) {
+    if (!co_await take(*lane.per_model)) break;
+    if (!co_await take(*lane.global)) {
+      lane.per_model->release(1);
+      break;
+    }
+    co_await request(lane.model, lane.gw, e, slot);
+    lane.per_model->release(1);
+    lane.global->release(1);
+  }
+}
+
+/// Takes one slot of `budget`, waiting (without blocking a thread) until one is free or the
+/// runner stops; false when it stopped first.
+asio::awaitable<bool> batch_manager::runner::take(global_budget& budget) {
+  static std::atomic<uint64_t> next_waiter{uint64_t{1} << 62};
+  if (halted) co_return false;
+  if (budget.try_acquire()) co_return true;  // the common case: no timer, no registration
+  const uint64_t waiter = next_waiter++;
+  const auto ex = co_await asio::this_coro::executor;
+  for (;;) {
+    auto timer = std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
+    {
+      std::lock_guard lock{mu};
+      if (halted) co_return false;  // stop() sets halted before it cancels what is in `waiting`
+      waiting.insert(timer);
+    }
+    int got = budget.acquire(1, waiter, [timer] {
+      asio::post(timer->get_executor(), [timer] { timer->cancel(); });
+    });
+    if (got != 1) {
+      boost::system::error_code ec;
+      co_await timer->async_wait(use_ec(ec));
+    }
+    {
+      std::lock_guard lock{mu};
+      waiting.erase(timer);
+    }
+    if (got == 1) {
+      if (!halted) co_return true;
+      budget.release(1);
+      co_return false;
+    }
+    if (halted) co_return false;
   }
 }
 
@@ -701,13 +740,17 @@ asio::awaitable<void> batch_manager::runner::run() {
                                       {"models", p->models.size()}});
     for (uint64_t i = 0; i < p->models.size(); ++i) {
       ++lanes;
-      asio::co_spawn(strand, lane(p->models[i], i), [self](std::exception_ptr ex) {
-        if (ex) log::error("batch", "lane crashed", {{"batch_id", self->id}});
-        --self->lanes;
-        self->wake.cancel();
-      });
+      // On the gateway client's strand (see lane); a model without a gateway on the runner's.
+      auto* gw = mgr.ctx_.gateway_for(p->models[i].model);
+      auto ex = gw ? gw->executor() : asio::any_io_executor(strand);
+      asio::co_spawn(ex, lane(p->models[i], i),
+                     asio::bind_executor(strand, [self](std::exception_ptr ex) {
+                       if (ex) log::error("batch", "lane crashed", {{"batch_id", self->id}});
+                       --self->lanes;
+                       self->wake.cancel();
+                     }));
     }
-    while (lanes > 0 || requests > 0) {
+    while (lanes > 0) {
       boost::system::error_code ec;
       co_await wake.async_wait(use_ec(ec));
     }

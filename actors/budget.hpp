@@ -12,7 +12,7 @@ namespace sy::actors {
 
 class global_budget {
  public:
-  explicit global_budget(int limit) : free_(limit) {}
+  explicit global_budget(int limit) : limit_(limit), free_(limit) {}
 
   /// Takes up to `want` slots. When none is free, remembers `wake` (called once, later, when
   /// slots are released) and returns 0.
@@ -22,6 +22,8 @@ class global_budget {
   /// Gives `n` slots back and wakes waiters.
   void release(int n);
   int free() const;
+  /// Slots in all (free or taken).
+  int limit() const { return limit_; }
   /// Forgets every waiter (shutdown: they hold actor handles).
   void clear_waiters();
 
@@ -31,6 +33,7 @@ class global_budget {
     std::function<void()> wake;
   };
   mutable std::mutex mu_;
+  const int limit_;
   int free_;
   std::deque<waiter> waiters_;
 };

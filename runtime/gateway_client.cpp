@@ -6,6 +6,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -455,12 +456,19 @@ gateway_client::~gateway_client() = default;
 
 asio::awaitable<gateway_outcome> gateway_client::send(gateway_request request,
                                                       std::shared_ptr<abort_handle> abort) {
-  // The exchange runs on the client's strand, whatever executor the caller's coroutine uses.
+  // The exchange runs on the client's strand, whatever executor the caller's coroutine uses; a
+  // coroutine whose executor is that strand runs it inline. (Not running_in_this_thread(): a
+  // caller on another executor can be resumed inline inside one of the strand's handlers.)
   auto self = impl_;
+  const asio::any_io_executor mine = co_await asio::this_coro::executor;
+  if (mine == asio::any_io_executor(self->strand))
+    co_return co_await self->run(std::move(request), std::move(abort));
   co_return co_await asio::co_spawn(self->strand, self->run(std::move(request), std::move(abort)),
                                     asio::use_awaitable);
 }
 
 int gateway_client::open_connections() const { return impl_->open_count.load(); }
+
+asio::any_io_executor gateway_client::executor() const { return impl_->strand; }
 
 }  // namespace sy::runtime

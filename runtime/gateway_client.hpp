@@ -84,6 +84,11 @@ class gateway_client {
   /// Connections currently open (idle and busy), for metrics and tests.
   int open_connections() const;
 
+  /// The client's strand. A coroutine that runs on it (co_spawn'ed there) sends without the hop
+  /// onto the strand and back that `send()` otherwise makes: callers that send many requests in
+  /// a row (a batch's lanes) run there.
+  boost::asio::any_io_executor executor() const;
+
   struct impl;
 
  private:
