@@ -12,7 +12,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "actors/ask.hpp"
+#include "actors/write.hpp"
 #include "runtime/backoff.hpp"
 #include "runtime/log.hpp"
 
@@ -20,7 +20,6 @@ namespace sy::actors {
 namespace asio = boost::asio;
 namespace {
 
-constexpr std::chrono::milliseconds writer_timeout{30'000};
 
 std::string random_token() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -52,7 +51,7 @@ asio::awaitable<void> heartbeat(engine_context& ctx, storage::extend_lease_op op
     if (ec) co_return;  // cancelled: the attempt is over
     op.expires_at_ms = ctx.clock.now_ms() + ctx.cfg.lease_ttl_ms;
     write_request req{op};
-    auto r = co_await ask<write_reply>(ctx.sys, ctx.writer, std::move(req), writer_timeout);
+    auto r = co_await write(ctx.writer, std::move(req));
     if (r && r->reply && r->reply->what != storage::op_reply::kind::done) {
       log::warn("attempt", "lease lost while running", {{"task_id", op.task_id},
                                                          {"attempt", op.attempt}});
@@ -102,8 +101,7 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
   storage::start_attempt_op start{task_id, attempt, random_token(), ctx.holder,
                                   ctx.clock.now_ms(), ctx.cfg.lease_ttl_ms};
   write_request start_req{start};
-  auto started = co_await ask<write_reply>(ctx.sys, ctx.writer, std::move(start_req),
-                                           writer_timeout);
+  auto started = co_await write(ctx.writer, std::move(start_req));
   if (!started || !started->reply) {
     log::warn("attempt", "could not start; redelivering later",
               {{"task_id", task_id}, {"error", started ? started->err.message
@@ -172,8 +170,7 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
   finish.now_ms = ctx.clock.now_ms();
   finish.subject = ctx.js.task_subject(model);
   write_request finish_req{finish};
-  auto done = co_await ask<write_reply>(ctx.sys, ctx.writer, std::move(finish_req),
-                                        writer_timeout);
+  auto done = co_await write(ctx.writer, std::move(finish_req));
   if (!done || !done->reply) {
     // The outcome is not recorded; the lease will expire and the reaper re-queues the task.
     log::error("attempt", "could not record the outcome",

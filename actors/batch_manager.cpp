@@ -24,7 +24,7 @@
 
 #include <simdjson.h>
 
-#include "actors/ask.hpp"
+#include "actors/write.hpp"
 #include "config/sha256.hpp"
 #include "runtime/batch_plan.hpp"
 #include "runtime/log.hpp"
@@ -37,7 +37,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 namespace plan = runtime::batch;
 
-constexpr std::chrono::milliseconds commit_timeout{60'000};
 constexpr size_t drain_chunk = 1'000;  ///< error lines per commit when draining
 constexpr std::chrono::milliseconds record_gather{5};  ///< results gathered before a commit
 constexpr auto sweep_interval = std::chrono::seconds(1);
@@ -818,7 +817,7 @@ std::optional<storage::batch_record> batch_manager::get_batch_any(const std::str
 
 asio::awaitable<result<storage::op_reply>> batch_manager::commit(storage::write_op op) {
   write_request req{std::move(op)};
-  auto r = co_await ask<write_reply>(ctx_.sys, ctx_.writer, std::move(req), commit_timeout);
+  auto r = co_await write(ctx_.writer, std::move(req));
   if (!r) co_return r.error();
   if (!r->reply) co_return r->err;
   co_return std::move(*r->reply);

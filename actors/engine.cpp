@@ -17,7 +17,7 @@
 
 #include <boost/asio/this_coro.hpp>
 
-#include "actors/ask.hpp"
+#include "actors/write.hpp"
 #include "actors/submission.hpp"
 #include "config/sha256.hpp"
 #include "runtime/log.hpp"
@@ -25,7 +25,6 @@
 namespace sy::actors {
 namespace {
 
-constexpr std::chrono::milliseconds submit_timeout{30'000};
 constexpr const char* node_prefix = "local/";
 
 /// Deterministic task id (seed 000): a re-ingest rewrites the same task instead of adding one.
@@ -227,7 +226,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   // Named rather than a temporary in the co_await expression: GCC 12 mishandles the lifetime of
   // aggregate temporaries passed to a coroutine inside co_await.
   write_request req{storage::create_job_op{std::move(job), std::move(task), std::move(publish)}};
-  auto r = co_await ask<write_reply>(*sys_, ctx_->writer, std::move(req), submit_timeout);
+  auto r = co_await write(ctx_->writer, std::move(req));
   if (!r) co_return r.error();
   if (!r->reply) co_return r->err;
   auto& rep = *r->reply;
@@ -288,7 +287,7 @@ boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string t
                                                                    std::string id) {
   if (ctx_->stopping) co_return make_error("shutting_down", "the server is shutting down");
   write_request req{storage::cancel_job_op{tenant, id, deps_.clock.now_ms()}};
-  auto r = co_await ask<write_reply>(*sys_, ctx_->writer, std::move(req), submit_timeout);
+  auto r = co_await write(ctx_->writer, std::move(req));
   if (!r) co_return r.error();
   if (!r->reply) co_return r->err;
   auto& rep = *r->reply;

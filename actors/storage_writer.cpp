@@ -2,6 +2,7 @@
 
 #include <utility>
 #include <vector>
+#include <optional>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -14,35 +15,50 @@ namespace {
 
 using promise = caf::typed_response_promise<write_reply>;
 
+/// One operation waiting for the next commit, and whom to answer: a CAF requester or a callback.
+struct pending_op {
+  storage::write_op op;
+  std::optional<promise> rp;
+  std::function<void(write_reply)> done;
+
+  void answer(write_reply r) {
+    if (done) {
+      done(std::move(r));
+    } else if (rp) {
+      rp->deliver(std::move(r));
+    }
+  }
+};
+
 struct writer_state {
   storage::environment* env = nullptr;
   size_t max_ops = 4096;
   storage::store_policy policy;
   writer_hooks hooks;
-  std::vector<std::pair<storage::write_op, promise>> pending;
+  std::vector<pending_op> pending;
   bool flush_scheduled = false;
   static inline const char* name = "storage_writer";
 };
 
 using writer_ptr = storage_writer_actor::stateful_pointer<writer_state>;
 
-void fail_all(std::vector<std::pair<storage::write_op, promise>>& batch, const sy::error& e) {
-  for (auto& [op, rp] : batch) rp.deliver(write_reply{std::nullopt, e});
+void fail_all(std::vector<pending_op>& batch, const sy::error& e) {
+  for (auto& p : batch) p.answer(write_reply{std::nullopt, e});
 }
 
 /// Applies `batch` in one transaction. Returns the replies, or the error that failed the batch.
 /// A full map is grown and the batch retried from scratch (the aborted attempt left nothing).
 result<std::vector<storage::op_reply>> commit_batch(
     storage::environment& env, const storage::store_policy& policy,
-    const std::vector<std::pair<storage::write_op, promise>>& batch) {
+    const std::vector<pending_op>& batch) {
   for (int grow_round = 0;; ++grow_round) {
     auto txn = env.begin_write();
     if (!txn) return txn.error();
     std::vector<storage::op_reply> replies;
     replies.reserve(batch.size());
     std::optional<sy::error> failure;
-    for (const auto& [op, rp] : batch) {
-      auto r = storage::apply(*txn, op, policy);
+    for (const auto& p : batch) {
+      auto r = storage::apply(*txn, p.op, policy);
       if (!r) {
         failure = r.error();
         break;
@@ -64,7 +80,7 @@ result<std::vector<storage::op_reply>> commit_batch(
 void flush(writer_ptr self) {
   auto& st = self->state;
   st.flush_scheduled = false;
-  std::vector<std::pair<storage::write_op, promise>> batch;
+  std::vector<pending_op> batch;
   if (st.pending.size() <= st.max_ops) {
     batch.swap(st.pending);
   } else {
@@ -93,7 +109,7 @@ void flush(writer_ptr self) {
     changed.insert(changed.end(), r.changed_jobs.begin(), r.changed_jobs.end());
   }
   for (size_t i = 0; i < batch.size(); ++i)
-    batch[i].second.deliver(write_reply{std::move(replies.value()[i]), {}});
+    batch[i].answer(write_reply{std::move(replies.value()[i]), {}});
   if (wake_relay && st.hooks.on_outbox) st.hooks.on_outbox();
   if (wake_webhooks && st.hooks.on_webhooks) st.hooks.on_webhooks();
   if (!changed.empty() && st.hooks.on_changed) st.hooks.on_changed(changed);
@@ -106,17 +122,25 @@ storage_writer_actor::behavior_type writer(writer_ptr self, storage::environment
   self->state.max_ops = max_ops == 0 ? 1 : max_ops;
   self->state.policy = std::move(policy);
   self->state.hooks = std::move(hooks);
+  // The flush message queues behind every request already in the mailbox, so all of them join
+  // this commit: that is the group commit.
+  auto schedule_flush = [self] {
+    if (!self->state.flush_scheduled) {
+      self->state.flush_scheduled = true;
+      self->send(self, flush_atom::value);
+    }
+  };
   return {
       [=](write_request& req) -> promise {
         auto rp = self->make_response_promise<write_reply>();
-        self->state.pending.emplace_back(std::move(req.op), rp);
-        // The flush message queues behind every request already in the mailbox, so all of them
-        // join this commit: that is the group commit.
-        if (!self->state.flush_scheduled) {
-          self->state.flush_scheduled = true;
-          self->send(self, flush_atom::value);
-        }
+        self->state.pending.push_back(pending_op{std::move(req.op), rp, nullptr});
+        schedule_flush();
         return rp;
+      },
+      [=](write_call& call) {
+        self->state.pending.push_back(pending_op{std::move(call.op), std::nullopt,
+                                                 std::move(call.done)});
+        schedule_flush();
       },
       [=](flush_atom) { flush(self); },
   };

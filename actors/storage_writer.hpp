@@ -32,9 +32,17 @@ struct write_reply {
   sy::error err;  ///< set when `reply` is empty
 };
 
+/// The same request from outside CAF (see write() in actors/write.hpp): `done` is called once,
+/// on the writer's thread, with the outcome, and must not block (it posts to an executor). This
+/// spares a caller the short-lived actor, the request and the timeout an `ask` costs.
+struct write_call {
+  storage::write_op op;
+  std::function<void(write_reply)> done;
+};
+
 using storage_writer_actor =
     caf::typed_actor<caf::replies_to<write_request>::with<write_reply>,
-                     caf::reacts_to<flush_atom>>;
+                     caf::reacts_to<write_call>, caf::reacts_to<flush_atom>>;
 
 /// What the writer tells others after a commit. Each is called on the writer's thread and must
 /// not block (send a message, post to an executor); any may be empty.
@@ -54,3 +62,4 @@ storage_writer_actor spawn_storage_writer(caf::actor_system& sys, storage::envir
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sy::actors::write_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sy::actors::write_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sy::actors::write_call)

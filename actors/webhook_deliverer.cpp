@@ -8,7 +8,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include "actors/ask.hpp"
+#include "actors/write.hpp"
 #include "runtime/backoff.hpp"
 #include "runtime/log.hpp"
 
@@ -16,7 +16,6 @@ namespace sy::actors {
 namespace asio = boost::asio;
 namespace {
 
-constexpr std::chrono::milliseconds writer_timeout{30'000};
 /// Even with nothing due, look again this often (a cheap scan; catches clock jumps).
 constexpr int64_t max_idle_ms = 5'000;
 
@@ -115,7 +114,7 @@ asio::awaitable<void> webhook_deliverer::deliver(storage::webhook_record w) {
                {"retry_in_ms", op.next_at_ms - ctx_.clock.now_ms()}, {"error", outcome.error}});
   }
   write_request req{std::move(op)};
-  auto r = co_await ask<write_reply>(ctx_.sys, ctx_.writer, std::move(req), writer_timeout);
+  auto r = co_await write(ctx_.writer, std::move(req));
   if (!r || !r->reply)
     log::error("webhooks", "could not record a delivery's outcome; it will be sent again",
                {{"job_id", w.job_id}, {"error", r ? r->err.message : r.error().message}});
