@@ -54,7 +54,7 @@ struct batch_line {
   uint64_t slot = 0;  ///< the request's batch_slot: its identity within the batch
   bool ok = false;
   std::string text;               ///< the line, OpenAI batch output format, without '\n'
-  nlohmann::json usage;           ///< the response's usage, null when none
+  std::optional<token_usage> usage;  ///< the response's usage, empty when none
 };
 
 /// Record result lines; first write per slot wins. Answers stale (changing nothing) when the

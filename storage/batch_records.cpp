@@ -127,39 +127,40 @@ batch_record batch_from_json(const json& j) {
   return r;
 }
 
-void add_usage(json& total, const json& u) {
-  if (!u.is_object()) return;
-  if (!total.is_object()) total = json::object();
-  // Chat and completions report prompt/completion tokens, embeddings prompt tokens only; the
-  // batch object names them input/output as OpenAI's batch usage does.
-  auto add = [&](const char* to, int64_t n) {
-    auto& v = total[to];
-    v = (v.is_number_integer() ? v.get<int64_t>() : 0) + n;
-  };
+token_usage usage_from_json(const json& u) {
+  token_usage t;
+  if (!u.is_object()) return t;
   auto get = [&](const json& o, const char* key) -> int64_t {
     auto it = o.find(key);
     return it != o.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
   };
-  int64_t in = get(u, "prompt_tokens") + get(u, "input_tokens");
-  int64_t out = get(u, "completion_tokens") + get(u, "output_tokens");
-  int64_t all = get(u, "total_tokens");
-  if (all == 0) all = in + out;
-  add("input_tokens", in);
-  add("output_tokens", out);
-  add("total_tokens", all);
-  int64_t cached = 0;
+  t.input = get(u, "prompt_tokens") + get(u, "input_tokens");
+  t.output = get(u, "completion_tokens") + get(u, "output_tokens");
+  t.total = get(u, "total_tokens");
+  if (t.total == 0) t.total = t.input + t.output;
   for (const char* k : {"prompt_tokens_details", "input_tokens_details"})
-    if (auto it = u.find(k); it != u.end() && it->is_object()) cached += get(*it, "cached_tokens");
-  int64_t reasoning = 0;
+    if (auto it = u.find(k); it != u.end() && it->is_object()) t.cached += get(*it, "cached_tokens");
   for (const char* k : {"completion_tokens_details", "output_tokens_details"})
     if (auto it = u.find(k); it != u.end() && it->is_object())
-      reasoning += get(*it, "reasoning_tokens");
+      t.reasoning += get(*it, "reasoning_tokens");
+  return t;
+}
+
+void add_usage(json& total, const token_usage& u) {
+  if (!total.is_object()) total = json::object();
+  auto add = [](json& o, const char* to, int64_t n) {
+    auto& v = o[to];
+    v = (v.is_number_integer() ? v.get<int64_t>() : 0) + n;
+  };
+  add(total, "input_tokens", u.input);
+  add(total, "output_tokens", u.output);
+  add(total, "total_tokens", u.total);
   auto& in_d = total["input_tokens_details"];
   if (!in_d.is_object()) in_d = json::object();
-  in_d["cached_tokens"] = in_d.value("cached_tokens", int64_t{0}) + cached;
+  add(in_d, "cached_tokens", u.cached);
   auto& out_d = total["output_tokens_details"];
   if (!out_d.is_object()) out_d = json::object();
-  out_d["reasoning_tokens"] = out_d.value("reasoning_tokens", int64_t{0}) + reasoning;
+  add(out_d, "reasoning_tokens", u.reasoning);
 }
 
 uint64_t batch_slot(uint64_t model_index, uint64_t position) {

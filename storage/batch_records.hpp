@@ -84,10 +84,32 @@ file_record file_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const batch_record& r);
 batch_record batch_from_json(const nlohmann::json& j);
 
-/// Adds the token counts of one gateway response's `usage` to a batch's (OpenAI's batch usage
-/// shape: input_tokens, output_tokens, total_tokens and their details). Unknown shapes are
-/// ignored.
-void add_usage(nlohmann::json& total, const nlohmann::json& response_usage);
+/// The token counts of gateway responses. Chat and completions report prompt/completion tokens,
+/// embeddings prompt tokens only, the Responses API input/output tokens; a batch names them
+/// input/output as OpenAI's batch usage does.
+struct token_usage {
+  int64_t input = 0;
+  int64_t output = 0;
+  int64_t total = 0;  ///< the response's total_tokens, or input + output when it has none
+  int64_t cached = 0;
+  int64_t reasoning = 0;
+
+  token_usage& operator+=(const token_usage& o) {
+    input += o.input;
+    output += o.output;
+    total += o.total;
+    cached += o.cached;
+    reasoning += o.reasoning;
+    return *this;
+  }
+};
+
+/// Reads one response's `usage` object; an unknown shape gives zeros.
+token_usage usage_from_json(const nlohmann::json& response_usage);
+
+/// Adds `u` to a batch's usage (OpenAI's batch usage shape: input_tokens, output_tokens,
+/// total_tokens and their details).
+void add_usage(nlohmann::json& total, const token_usage& u);
 
 /// A request line's place in its batch's dispatch order: the index of its model among the
 /// batch's models (sorted by name) in the top 16 bits, its position in that model's plan below.

@@ -57,9 +57,10 @@ class batch_ops_test : public ::testing::Test {
   }
 
   batch_line out(uint64_t offset, const std::string& text = "{}") {
-    return batch_line{offset, true, text, {{"prompt_tokens", 3}, {"completion_tokens", 2}}};
+    return batch_line{offset, true, text,
+                      usage_from_json({{"prompt_tokens", 3}, {"completion_tokens", 2}})};
   }
-  batch_line err(uint64_t offset) { return batch_line{offset, false, "{\"e\":1}", nullptr}; }
+  batch_line err(uint64_t offset) { return batch_line{offset, false, "{\"e\":1}", {}}; }
 
   test::temp_dir dir_;
   std::unique_ptr<environment> env_;
@@ -208,6 +209,30 @@ TEST_F(batch_ops_test, deleting_a_file_checks_the_tenant_and_expiry_lists_due_fi
   auto txn = env_->begin_read();
   EXPECT_FALSE(get_file(txn, "file-1").has_value());
   EXPECT_TRUE(expired_files(txn, 1000, 10).empty());
+}
+
+TEST(token_usage, reads_each_response_shape_and_sums_them_in_openai_batch_form) {
+  const auto chat = usage_from_json({{"prompt_tokens", 3},
+                                     {"completion_tokens", 2},
+                                     {"prompt_tokens_details", {{"cached_tokens", 1}}},
+                                     {"completion_tokens_details", {{"reasoning_tokens", 4}}}});
+  EXPECT_EQ(chat.input, 3);
+  EXPECT_EQ(chat.output, 2);
+  EXPECT_EQ(chat.total, 5);  // no total_tokens: input + output
+  const auto embedding = usage_from_json({{"prompt_tokens", 7}, {"total_tokens", 7}});
+  const auto responses = usage_from_json({{"input_tokens", 2}, {"output_tokens", 3},
+                                          {"total_tokens", 6}});
+  const auto unknown = usage_from_json("not an object");
+  EXPECT_EQ(unknown.total, 0);
+  nlohmann::json total;
+  add_usage(total, chat);
+  add_usage(total, embedding);
+  add_usage(total, responses);
+  EXPECT_EQ(total["input_tokens"], 12);
+  EXPECT_EQ(total["output_tokens"], 5);
+  EXPECT_EQ(total["total_tokens"], 18);
+  EXPECT_EQ(total["input_tokens_details"]["cached_tokens"], 1);
+  EXPECT_EQ(total["output_tokens_details"]["reasoning_tokens"], 4);
 }
 
 }  // namespace
