@@ -41,7 +41,11 @@ trap cleanup EXIT
 
 now_ms() { date +%s%3N; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }  # user + system, clock ticks
-machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }  # busy, all CPUs
+machine_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6}' /proc/stat; }  # busy idle
+# busy_share BEFORE AFTER: the machine's busy share between two machine_ticks, as "N% of 200%"
+busy_share() {
+  python3 -c "import sys; b0,i0,b1,i1=map(int,sys.argv[1:]); print(f'{200*(b1-b0)/max(b1-b0+i1-i0,1):.0f}% of 200%')" $1 $2
+}
 
 "$fake" --port 0 --threads 1 >"$out/fake.out" 2>&1 &
 fake_pid=$!
@@ -171,7 +175,7 @@ finalize_ms=$(grep '"msg":"batch finished"' "$out/engine.log" | grep "$batch" | 
 hz=$(getconf CLK_TCK)
 engine_cpu=$(python3 -c "print(f'{100*($e1-$e0)/$hz/max(($r1-$r0)/1000,1e-3):.0f}% of a core, {1e6*($e1-$e0)/$hz/$RUN_N:.0f} us CPU per request')")
 fake_cpu=$(python3 -c "print(f'{100*($f1-$f0)/$hz/max(($r1-$r0)/1000,1e-3):.0f}% of a core, {1e6*($f1-$f0)/$hz/$RUN_N:.0f} us CPU per request')")
-machine_cpu=$(python3 -c "print(f'{100*($m1-$m0)/$hz/max(($r1-$r0)/1000,1e-3):.0f}% of 200%')")
+machine_cpu=$(busy_share "$m0" "$m1")
 final=$(curl -sf "$base/v1/batches/$batch")
 counts=$(echo "$final" | field "['request_counts']")
 engine_rate=$(python3 -c "print(f'{$RUN_N/max(($r1-$r0)/1000,1e-3):.0f}')")
@@ -186,7 +190,7 @@ m2=$(machine_ticks)
 d1=$(now_ms)
 f3=$(cpu_ticks "$fake_pid")
 m3=$(machine_ticks)
-direct_machine_cpu=$(python3 -c "print(f'{100*($m3-$m2)/$(getconf CLK_TCK)/max(($d1-$d0)/1000,1e-3):.0f}% of 200%')")
+direct_machine_cpu=$(busy_share "$m2" "$m3")
 direct_fake_cpu=$(python3 -c "print(f'{100*($f3-$f2)/$hz/max(($d1-$d0)/1000,1e-3):.0f}% of a core, {1e6*($f3-$f2)/$hz/$RUN_N:.0f} us CPU per request')")
 direct_rate=$(sed -n 's/^RESULT //p' "$out/direct.txt" | tr ' ' '\n' | sed -n 's/^rate=//p')
 ratio=$(python3 -c "print(f'{100*$engine_rate/max(float(\"${direct_rate:-0}\" or 0),1):.0f}')")
