@@ -204,7 +204,9 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   job.body = s.body.dump();
   job.metadata = s.metadata;
   job.idempotency_key = s.idempotency_key;
-  job.request_hash = request_hash(s);
+  // Only an idempotency key is ever compared against it (storage/ops.cpp); without one the
+  // SHA-256 of the re-serialised request would be spent for nothing.
+  if (!s.idempotency_key.empty()) job.request_hash = request_hash(s);
   job.task_id = task_id_for(job.id, 0);
   job.max_attempts = s.max_attempts > 0 ? s.max_attempts : deps_.cfg.default_max_attempts;
   job.created_at_ms = job.updated_at_ms = now;

@@ -44,7 +44,7 @@ struct job_record {
   std::string body;  ///< the OpenAI request body as JSON text
   nlohmann::json metadata = nlohmann::json::object();
   std::string idempotency_key;  ///< empty when none was given
-  std::string request_hash;     ///< hex SHA-256 of the canonical submission (for idempotency)
+  std::string request_hash;     ///< hex SHA-256 of the canonical submission; only with an idempotency key
   std::string task_id;
   int max_attempts = 3;
   int attempts = 0;  ///< attempts started so far
