@@ -28,6 +28,7 @@
 #include "actors/write.hpp"
 #include "config/sha256.hpp"
 #include "runtime/batch_plan.hpp"
+#include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
 
 namespace sy::actors {
@@ -619,6 +620,7 @@ asio::awaitable<void> batch_manager::runner::finalize() {
     std::optional<storage::file_record> output, error;
     std::string failure;
   };
+  runtime::failpoint("batch_finalize_start");
   const auto started = std::chrono::steady_clock::now();
   auto b0 = mgr.get_batch_any(id);
   if (!b0) co_return;
@@ -701,6 +703,7 @@ asio::awaitable<void> batch_manager::runner::finalize() {
     log::error("batch", "cannot write the result files", {{"batch_id", id}, {"error", w.failure}});
     co_return;  // retried when the batch resumes (next start)
   }
+  runtime::failpoint("batch_files_written");
   storage::batch_finish_op op{id, w.output, w.error, mgr.ctx_.clock.now_ms()};
   auto r = co_await mgr.commit(std::move(op));
   if (!r || !r->batch) {

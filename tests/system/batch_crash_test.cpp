@@ -1,9 +1,12 @@
-// kill -9 of the engine while a batch is validating and while it runs, then a restart over the
-// same data: the batch completes, every custom_id appears exactly once across the output and
-// error files, and lines finished before the crash are not sent to the gateway again.
+// kill -9 of the engine while a batch is validating, while it runs and while it finalizes, then a
+// restart over the same data: the batch reaches its terminal state, every custom_id appears
+// exactly once across the output and error files, and lines finished before the crash are not
+// sent to the gateway again. Finalization is short, so the engine kills itself there at a
+// failpoint (runtime/failpoint.hpp) instead of the test hoping to hit it from outside.
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
 #include <sstream>
 
@@ -138,6 +141,103 @@ TEST(system, kill9_while_a_batch_validates_then_restart_completes_it) {
   auto seen = result_ids(c, b);
   EXPECT_EQ(seen.size(), static_cast<size_t>(n));
   for (const auto& [cid, count] : seen) EXPECT_EQ(count, 1) << cid;
+}
+
+/// The regular files in the engine's files dir (uploads, outputs), by name.
+std::set<std::string> stored_files(const system_env& env) {
+  std::set<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(env.dir().sub("data/files")))
+    if (e.is_regular_file()) out.insert(e.path().filename().string());
+  return out;
+}
+
+/// Waits until the engine has killed itself at an armed failpoint; false if it did not.
+bool wait_failpoint_death(system_env& env) {
+  bool died = wait_for([&] { return !env.engine().running(); }, std::chrono::seconds(60));
+  return died && env.engine_log().find("failpoint hit") != std::string::npos;
+}
+
+class batch_finalize_crash : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(batch_finalize_crash, restart_finishes_the_batch_once_without_resending) {
+  system_env env;
+  env.start_gateway(/*latency_ms=*/0);
+  env.arm_failpoints(GetParam());
+  env.start_engine();
+  const int n = 300;
+  std::string id, input_id;
+  {
+    http_client c(env.port());
+    input_id = upload(c, input(n, "f"));
+    id = create(c, input_id);
+    ASSERT_FALSE(id.empty()) << env.engine_log();
+  }
+  ASSERT_TRUE(wait_failpoint_death(env)) << env.engine_log();
+  // Finalization starts only once every line has its result.
+  auto before = env.gateway_counts();
+  ASSERT_EQ(before.size(), static_cast<size_t>(n));
+
+  env.start_engine();
+  http_client c(env.port());
+  auto b = wait_batch_terminal(c, id);
+  ASSERT_EQ(b["status"], "completed") << b.dump() << env.engine_log();
+  EXPECT_EQ(b["request_counts"]["completed"], n);
+  EXPECT_TRUE(b["error_file_id"].is_null());
+  auto seen = result_ids(c, b);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(n));
+  for (const auto& [cid, count] : seen) EXPECT_EQ(count, 1) << cid;
+  EXPECT_EQ(env.gateway_counts(), before) << "a line was sent to the gateway again";
+  // The files of the interrupted finalization (temp or renamed, without a record) are gone:
+  // what is left is the input and the one output file.
+  EXPECT_EQ(stored_files(env),
+            (std::set<std::string>{input_id, b["output_file_id"].get<std::string>()}));
+}
+
+INSTANTIATE_TEST_SUITE_P(system, batch_finalize_crash,
+                         ::testing::Values("batch_finalize_start", "batch_files_written"));
+
+TEST(system, kill9_while_a_cancelled_batch_finalizes_keeps_partial_output_once) {
+  system_env env;
+  env.start_gateway(/*latency_ms=*/40);
+  env.arm_failpoints("batch_files_written");
+  env.start_engine();
+  const int n = 400;
+  std::string id;
+  {
+    http_client c(env.port());
+    id = create(c, upload(c, input(n, "c")));
+    ASSERT_FALSE(id.empty()) << env.engine_log();
+    ASSERT_TRUE(wait_for([&] { return batch(c, id)["request_counts"].value("completed", 0) >= 30; },
+                         std::chrono::seconds(60)))
+        << env.engine_log();
+    auto r = c.request("POST", "/v1/batches/" + id + "/cancel", "");
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  ASSERT_TRUE(wait_failpoint_death(env)) << env.engine_log();
+  auto before = env.gateway_counts();
+  ASSERT_LT(before.size(), static_cast<size_t>(n)) << "the batch ran to the end before the cancel";
+
+  env.start_engine();
+  http_client c(env.port());
+  auto b = wait_batch_terminal(c, id);
+  ASSERT_EQ(b["status"], "cancelled") << b.dump() << env.engine_log();
+  const int completed = b["request_counts"]["completed"].get<int>();
+  const int failed = b["request_counts"]["failed"].get<int>();
+  EXPECT_EQ(completed + failed, n);
+  EXPECT_GE(completed, 30);
+  auto seen = result_ids(c, b);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(n));
+  for (const auto& [cid, count] : seen) EXPECT_EQ(count, 1) << cid;
+  // Lines still undispatched at the cancel are in the error file as batch_cancelled.
+  ASSERT_TRUE(b["error_file_id"].is_string()) << b.dump();
+  auto err = c.get("/v1/files/" + b["error_file_id"].get<std::string>() + "/content");
+  std::istringstream lines(err.body);
+  std::string line;
+  int cancelled = 0;
+  while (std::getline(lines, line))
+    if (!line.empty() && json::parse(line)["error"].value("code", "") == "batch_cancelled") ++cancelled;
+  EXPECT_EQ(cancelled, failed);
+  EXPECT_EQ(env.gateway_counts(), before) << "a line was sent to the gateway after the cancel";
 }
 
 }  // namespace

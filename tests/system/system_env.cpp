@@ -1,6 +1,7 @@
 #include "tests/system/system_env.hpp"
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -72,8 +73,12 @@ void system_env::start_engine(std::vector<std::string> extra) {
                                    "--ack-wait-ms",
                                    "5000"};
   argv.insert(argv.end(), extra.begin(), extra.end());
+  // The child inherits the environment at fork: set the variable around the start only.
+  if (!failpoints_.empty()) ::setenv("SY_FAILPOINTS", failpoints_.c_str(), 1);
   engine_ = std::make_unique<child_process>(
       argv, dir_.sub("engine-" + std::to_string(engine_runs_++) + ".log"));
+  ::unsetenv("SY_FAILPOINTS");
+  failpoints_.clear();
   if (!wait_for([&] { return std::filesystem::exists(addr_file) || !engine_->running(); },
                 std::chrono::seconds(30)) ||
       !engine_->running())

@@ -27,6 +27,9 @@ class system_env {
   void start_engine(std::vector<std::string> extra = {});
   child_process& engine() { return *engine_; }
   void kill_engine();  ///< SIGKILL
+  /// The next start_engine only: arm these failpoints (SY_FAILPOINTS, runtime/failpoint.hpp),
+  /// so that the engine kills itself with SIGKILL when it reaches one of them.
+  void arm_failpoints(std::string names) { failpoints_ = std::move(names); }
   uint16_t port() const { return port_; }
   std::string engine_log() const { return engine_ ? engine_->log() : ""; }
   const temp_dir& dir() const { return dir_; }
@@ -44,6 +47,7 @@ class system_env {
   std::unique_ptr<child_process> engine_;
   uint16_t port_ = 0;
   int engine_runs_ = 0;
+  std::string failpoints_;
 };
 
 }  // namespace sy::test
