@@ -12,6 +12,7 @@
 
 #include "actors/attempt.hpp"
 #include "runtime/log.hpp"
+#include "runtime/thread_name.hpp"
 
 namespace sy::actors {
 namespace {
@@ -147,6 +148,7 @@ void fetch(dispatcher_ptr self) {
 model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, engine_context* ctx,
                                                  std::string model,
                                                  std::unique_ptr<runtime::pull_subscription>* sub) {
+  runtime::name_this_thread("sy-dispatch");  // detached: this actor has its own thread
   self->state.ctx = ctx;
   self->state.model = std::move(model);
   self->state.sub = std::move(*sub);

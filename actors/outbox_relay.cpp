@@ -5,6 +5,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "runtime/log.hpp"
+#include "runtime/thread_name.hpp"
 
 namespace sy::actors {
 namespace {
@@ -88,6 +89,7 @@ void on_wake(relay_ptr self) {
 outbox_relay_actor::behavior_type relay(relay_ptr self, storage::environment* env,
                                         storage_writer_actor writer, runtime::js_client* js,
                                         outbox_relay_options opts) {
+  runtime::name_this_thread("sy-outbox");  // detached: this actor has its own thread
   self->state.env = env;
   self->state.js = js;
   self->state.writer = std::move(writer);

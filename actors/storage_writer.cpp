@@ -9,6 +9,7 @@
 #include <caf/stateful_actor.hpp>
 
 #include "runtime/log.hpp"
+#include "runtime/thread_name.hpp"
 
 namespace sy::actors {
 namespace {
@@ -118,6 +119,7 @@ void flush(writer_ptr self) {
 storage_writer_actor::behavior_type writer(writer_ptr self, storage::environment* env,
                                            size_t max_ops, storage::store_policy policy,
                                            writer_hooks hooks) {
+  runtime::name_this_thread("sy-writer");  // detached: this actor has its own thread
   self->state.env = env;
   self->state.max_ops = max_ops == 0 ? 1 : max_ops;
   self->state.policy = std::move(policy);

@@ -27,6 +27,7 @@
 
 #include "api/detail/connection.hpp"
 #include "api/detail/listen_address.hpp"
+#include "runtime/thread_name.hpp"
 
 namespace sy::api {
 namespace {
@@ -163,7 +164,10 @@ result<std::unique_ptr<http_server>> http_server::start(const config::settings& 
   if (auto s = server->listen(settings.listen); !s) return s.error();
   asio::co_spawn(server->acceptor_.get_executor(), server->accept_loop(), asio::detached);
   for (int i = 0; i < server->threads_count_; ++i)
-    server->threads_.emplace_back([s = server.get()] { s->ioc_.run(); });
+    server->threads_.emplace_back([s = server.get()] {
+      runtime::name_this_thread("sy-http");
+      s->ioc_.run();
+    });
   return server;
 }
 

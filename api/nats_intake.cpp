@@ -8,6 +8,7 @@
 
 #include "api/detail/intake_message.hpp"
 #include "runtime/log.hpp"
+#include "runtime/thread_name.hpp"
 
 namespace sy::api {
 namespace {
@@ -42,8 +43,14 @@ result<std::unique_ptr<nats_intake>> nats_intake::start(const config::settings& 
   std::unique_ptr<nats_intake> intake(
       new nats_intake(settings, service, js, options, std::move(sub.value())));
   auto* self = intake.get();
-  intake->io_thread_ = std::thread([self] { self->io_.run(); });
-  intake->fetch_thread_ = std::thread([self] { self->fetch_loop(); });
+  intake->io_thread_ = std::thread([self] {
+    runtime::name_this_thread("sy-intake-io");
+    self->io_.run();
+  });
+  intake->fetch_thread_ = std::thread([self] {
+    runtime::name_this_thread("sy-intake-pull");
+    self->fetch_loop();
+  });
   log::info(component, "started",
             {{"subject", intake->job_subject_},
              {"stream", js.stream_name("INTAKE")},
