@@ -25,6 +25,7 @@ struct batch_tracker {
   std::unordered_map<natsMsg*, size_t> inflight;  ///< message -> index in the batch
   std::vector<bool> acked;
   size_t resolved = 0;
+  size_t expected = 0;  ///< the batch's size: the waiter is woken when all are resolved
 };
 
 struct js_conn {
@@ -85,6 +86,7 @@ int hex_value(char c) {
 
 void on_pub_ack(jsCtx*, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* closure) {
   auto* t = static_cast<detail::batch_tracker*>(closure);
+  bool all_resolved = false;
   {
     std::lock_guard lock(t->mu);
     auto it = t->inflight.find(msg);
@@ -93,9 +95,12 @@ void on_pub_ack(jsCtx*, natsMsg* msg, jsPubAck* pa, jsPubAckErr* pae, void* clos
       if (pa != nullptr && pae == nullptr) t->acked[it->second] = true;
       t->inflight.erase(it);
       ++t->resolved;
+      all_resolved = t->resolved == t->expected;
     }
   }
-  t->cv.notify_all();
+  // Only the last ack wakes the waiter (one wake-up per batch instead of one per message); a
+  // batch that can never complete is noticed by the waiter's own periodic check.
+  if (all_resolved) t->cv.notify_all();
   natsMsg_Destroy(msg);  // with an AckHandler, the library hands ownership back to us
 }
 
@@ -481,6 +486,7 @@ std::vector<bool> js_client::publish_batch(const std::vector<pub_msg>& msgs,
     t.inflight.clear();
     t.acked.assign(msgs.size(), false);
     t.resolved = 0;
+    t.expected = msgs.size();
   }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
