@@ -145,7 +145,9 @@ result<op_reply> apply_create(op_ctx& c, const create_job_op& op) {
   task.queued_at_ms = created.created_at_ms;
   SY_TRY(put_task(txn, task));
   SY_TRY(txn.put(db::queued, task.id, ""));
-  SY_TRY(txn.put(db::meta, known_model_key(created.model), ""));
+  // Written once per model: a put of an existing key would still dirty the page every commit.
+  if (const auto known = known_model_key(created.model); !txn.get(db::meta, known))
+    SY_TRY(txn.put(db::meta, known, ""));
   append_outbox(txn, op.publish);
   SY_TRY(record_event(c, created, std::nullopt, std::nullopt, created.created_at_ms));
   SY_TRY(put_job(txn, created));
