@@ -53,12 +53,13 @@ enum class db {
   batches,       ///< batch id → batch_record
   batch_index,   ///< tenant '\x1f' batch id → "" (listing, newest first by ULID)
   batch_active,  ///< batch id → "" for every batch not yet terminal (startup recovery)
-  batch_lines,   ///< batch id '/' input offset (8 bytes big-endian) → one result line
+  batch_lines,   ///< batch id '/' slot (8 bytes big-endian) → one result line
 };
 inline constexpr int db_count = 19;
 
-/// The on-disk schema this build writes. A store written by a newer schema is refused.
-inline constexpr int schema_version = 1;
+/// The on-disk schema this build writes. A store written by a newer schema is refused; an older
+/// one is migrated at open (docs/storage.md). 2: the outbox's compact encoding.
+inline constexpr int schema_version = 2;
 
 class environment;
 

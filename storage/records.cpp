@@ -211,17 +211,37 @@ idempotency_record idempotency_from_json(const json& j) {
   return r;
 }
 
-json to_json(const outbox_record& r) {
-  json j = json::object();
-  j["sq"] = r.seq;
-  put_str(j, "id", r.msg_id);
-  put_str(j, "sb", r.subject);
-  put_str(j, "pl", r.payload);
-  return j;
+namespace {
+constexpr char outbox_format_v2 = '\x01';
+}  // namespace
+
+std::string encode_outbox(const outbox_record& r) {
+  std::string out;
+  out.reserve(3 + r.msg_id.size() + r.subject.size() + r.payload.size());
+  out.push_back(outbox_format_v2);
+  out.append(r.msg_id);
+  out.push_back('\0');
+  out.append(r.subject);
+  out.push_back('\0');
+  out.append(r.payload);
+  return out;
 }
 
-outbox_record outbox_from_json(const json& j) {
+std::optional<outbox_record> decode_outbox(std::string_view value) {
   outbox_record r;
+  if (!value.empty() && value.front() == outbox_format_v2) {
+    value.remove_prefix(1);
+    const auto id_end = value.find('\0');
+    if (id_end == std::string_view::npos) return std::nullopt;
+    const auto subject_end = value.find('\0', id_end + 1);
+    if (subject_end == std::string_view::npos) return std::nullopt;
+    r.msg_id = value.substr(0, id_end);
+    r.subject = value.substr(id_end + 1, subject_end - id_end - 1);
+    r.payload = value.substr(subject_end + 1);
+    return r;
+  }
+  json j = json::parse(value.begin(), value.end(), nullptr, false);  // written before v2
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
   r.seq = get_int<uint64_t>(j, "sq");
   r.msg_id = get_str(j, "id");
   r.subject = get_str(j, "sb");

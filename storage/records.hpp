@@ -132,8 +132,13 @@ nlohmann::json to_json(const lease_record& r);
 lease_record lease_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const idempotency_record& r);
 idempotency_record idempotency_from_json(const nlohmann::json& j);
-nlohmann::json to_json(const outbox_record& r);
-outbox_record outbox_from_json(const nlohmann::json& j);
+/// The outbox value: `\x01` msg_id `\0` subject `\0` payload (the sequence is the key). Neither
+/// a Nats-Msg-Id nor a subject holds a NUL; the payload is taken verbatim, so no JSON escaping
+/// on the writer's thread and no JSON parse on the relay's (both were per message).
+std::string encode_outbox(const outbox_record& r);
+/// Reads both the current encoding and the compact JSON of stores written before it
+/// (`{"sq","id","sb","pl"}`); nullopt for a value that is neither.
+std::optional<outbox_record> decode_outbox(std::string_view value);
 nlohmann::json to_json(const event_record& r);
 event_record event_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const webhook_record& r);

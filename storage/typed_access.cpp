@@ -97,7 +97,7 @@ std::string outbox_key(uint64_t seq) {
 uint64_t append_outbox(write_txn& t, outbox_record r) {
   r.seq = next_seq(t, db::outbox, outbox_next_key);
   // Both puts poison the transaction on failure, so commit() reports it.
-  (void)t.put(db::outbox, outbox_key(r.seq), encode(to_json(r)));
+  (void)t.put(db::outbox, outbox_key(r.seq), encode_outbox(r));
   (void)t.put(db::meta, outbox_next_key, std::to_string(r.seq + 1));
   return r.seq;
 }
@@ -108,9 +108,8 @@ std::vector<outbox_record> read_outbox(const txn_view& t, uint64_t from_seq, siz
   std::vector<outbox_record> out;
   if (limit == 0) return out;
   t.scan(db::outbox, outbox_key(from_seq), [&](std::string_view key, std::string_view value) {
-    json j = json::parse(value.begin(), value.end(), nullptr, false);
-    if (!j.is_discarded() && j.is_object()) {
-      out.push_back(outbox_from_json(j));
+    if (auto r = decode_outbox(value)) {
+      out.push_back(std::move(*r));
       out.back().seq = seq_of_key(key);  // the key is the authority
     }
     return out.size() < limit;

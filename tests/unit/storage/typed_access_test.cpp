@@ -136,6 +136,31 @@ TEST_F(TypedAccess, OutboxSequenceIsMonotonicAcrossDrainAndReopen) {
   EXPECT_EQ(all[0].msg_id, "d");
 }
 
+TEST_F(TypedAccess, OutboxKeepsPayloadBytesVerbatimAndReadsRecordsOfOlderStores) {
+  const std::string payload = std::string("{\"a\":\"q\\\"uote\"}\n\xc3\xa9") + '\0' + "tail";
+  {
+    auto w = writer();
+    EXPECT_EQ(append_outbox(w, outbox_record{0, "task:t-0:1", "sy.tasks.m", payload}), 1u);
+    // A record as stores before the compact encoding wrote it, and one that is unreadable.
+    ASSERT_TRUE(w.put(db::outbox, outbox_key(2),
+                      R"({"id":"event:j:1","pl":"{\"x\":1}","sb":"sy.events.jobs.j.queued","sq":2})")
+                    .ok());
+    ASSERT_TRUE(w.put(db::outbox, outbox_key(3), "\x01no-separators").ok());
+    ASSERT_TRUE(w.commit().ok());
+  }
+  auto r = env_->begin_read();
+  auto all = read_outbox(r, 0, 100);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].seq, 1u);
+  EXPECT_EQ(all[0].msg_id, "task:t-0:1");
+  EXPECT_EQ(all[0].subject, "sy.tasks.m");
+  EXPECT_EQ(all[0].payload, payload);
+  EXPECT_EQ(all[1].seq, 2u);
+  EXPECT_EQ(all[1].msg_id, "event:j:1");
+  EXPECT_EQ(all[1].subject, "sy.events.jobs.j.queued");
+  EXPECT_EQ(all[1].payload, R"({"x":1})");
+}
+
 TEST_F(TypedAccess, AbortedAppendDoesNotConsumeASequence) {
   {
     auto w = writer();
