@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# One submission phase with per-thread CPU and context switches, for comparing two binaries
+# quickly (docs/benchmarks.md, "Latest results").
+#
+#   bench/submit_profile.sh [BUILD_DIR]   (default BUILD_DIR: build next to this folder)
+#
+# Environment: SWITCHYARD (the binary to measure; default BUILD_DIR/switchyard), CONNS (64),
+# N (30000), MODE (parked: the gateway holds every request, so only submissions cost CPU;
+# e2e: a fast fake, and the run lasts until every job completed), SLOTS (per-model and
+# global concurrency, 100). Prints the load generator's result and, per thread of the engine
+# and of its nats-server that did noticeable work, context switches (voluntary + involuntary)
+# per request and CPU clock ticks. Every process it starts is stopped on exit.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-$here/../build}" && pwd)
+switchyard=${SWITCHYARD:-$build/switchyard}
+CONNS=${CONNS:-64}
+N=${N:-30000}
+MODE=${MODE:-parked}
+SLOTS=${SLOTS:-100}
+work=$(mktemp -d "$build/submit-profile.XXXXXX")
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fake_args=(--port 0 --threads 1)
+[[ $MODE == parked ]] && fake_args+=(--latency-ms 600000)
+"$build/tests/fakes/fake_gateway" "${fake_args[@]}" >"$work/fake.out" 2>&1 &
+pids+=($!)
+until fake_port=$(awk '/^listening/ {print $2}' "$work/fake.out") && [[ -n $fake_port ]]; do sleep 0.05; done
+
+"$switchyard" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
+  --gateway "http://127.0.0.1:$fake_port" --log-level warn \
+  --per-model-concurrency "$SLOTS" --global-concurrency "$SLOTS" >"$work/engine.log" 2>&1 &
+engine=$!
+pids+=("$engine")
+for _ in $(seq 300); do
+  if [[ -s $work/data/listen.addr ]]; then
+    port=$(sed 's/.*://' "$work/data/listen.addr")
+    curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
+  fi
+  sleep 0.1
+done
+nats=$(pgrep -P "$engine" nats-server | head -1 || true)
+loadgen=("$build/bench/sy_bench_submit" --port "$port" --connections "$CONNS")
+"${loadgen[@]}" --requests 2000 >/dev/null  # warm up (model dispatcher, connections, pages)
+
+snapshot() {  # "pid-tid name context_switches cpu_ticks" per thread
+  local p t
+  for p in "$engine" $nats; do
+    for t in /proc/"$p"/task/*; do
+      echo "$p-${t##*/} $(tr ' ' _ <"$t/comm") \
+$(awk '/ctxt_switches/ {s += $2} END {print s}' "$t/status") $(awk '{print $14 + $15}' "$t/stat")"
+    done 2>/dev/null
+  done | sort
+}
+snapshot >"$work/before"
+args=(--requests "$N")
+[[ $MODE == e2e ]] && args+=(--e2e-fake "$fake_port")
+"${loadgen[@]}" "${args[@]}"
+snapshot >"$work/after"
+# Threads started during the run count from zero.
+join -a 2 -e 0 -o 2.1,2.2,1.3,2.3,1.4,2.4 "$work/before" "$work/after" |
+  awk -v n="$N" '{ cs = $4 - $3; ticks = $6 - $5; total += cs
+    if (cs > n / 100 || ticks > 5) printf "  %-14s %-16s %5.2f switches/request %5d ticks\n", $1, $2, cs / n, ticks }
+    END { printf "  all threads: %.2f context switches/request\n", total / n }'
