@@ -30,6 +30,7 @@
 #include "runtime/batch_plan.hpp"
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
+#include "runtime/thread_name.hpp"
 
 namespace sy::actors {
 namespace {
@@ -837,7 +838,10 @@ batch_manager::batch_manager(engine_context& ctx, storage::environment& env)
       env_(env),
       files_dir_((fs::path(ctx.cfg.data_dir) / "files").string()),
       uploads_dir_((fs::path(ctx.cfg.data_dir) / "files" / "uploads").string()),
-      batches_dir_((fs::path(ctx.cfg.data_dir) / "batches").string()) {}
+      batches_dir_((fs::path(ctx.cfg.data_dir) / "batches").string()) {
+  // The pool has one thread: the first task it runs names it.
+  asio::post(blocking_, [] { runtime::name_this_thread("sy-batch-io"); });
+}
 
 batch_manager::~batch_manager() {
   stop(std::chrono::milliseconds(0));
