@@ -13,6 +13,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 build=$(cd "${1:-$here/../build-bench}" && pwd)
 LINES=${LINES:-50000}
 LINE_BYTES=${LINE_BYTES:-4000}
@@ -76,13 +78,10 @@ done
   >"$out/engine.log" 2>&1 &
 engine_pid=$!
 pids+=("$engine_pid")
-for _ in $(seq 300); do
-  if [[ -s $work/data/listen.addr ]]; then
-    port=$(sed 's/.*://' "$work/data/listen.addr")
-    curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
-  fi
-  sleep 0.1
-done
+port=$(wait_ready "$work/data") || {
+  echo "the engine did not become ready; see $out/engine.log" >&2
+  exit 1
+}
 base=http://127.0.0.1:$port
 
 # gen FILE N BYTES: N request lines of about BYTES bytes across 3 models and 20 system prompts.

@@ -13,6 +13,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 build=$(cd "${1:-$here/../build}" && pwd)
 switchyard=${SWITCHYARD:-$build/switchyard}
 CONNS=${CONNS:-64}
@@ -38,13 +40,10 @@ until fake_port=$(awk '/^listening/ {print $2}' "$work/fake.out") && [[ -n $fake
   --per-model-concurrency "$SLOTS" --global-concurrency "$SLOTS" >"$work/engine.log" 2>&1 &
 engine=$!
 pids+=("$engine")
-for _ in $(seq 300); do
-  if [[ -s $work/data/listen.addr ]]; then
-    port=$(sed 's/.*://' "$work/data/listen.addr")
-    curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break
-  fi
-  sleep 0.1
-done
+port=$(wait_ready "$work/data") || {
+  echo "the engine did not become ready; see $work/engine.log" >&2
+  exit 1
+}
 nats=$(pgrep -P "$engine" nats-server | head -1 || true)
 loadgen=("$build/bench/sy_bench_submit" --port "$port" --connections "$CONNS")
 "${loadgen[@]}" --requests 2000 >/dev/null  # warm up (model dispatcher, connections, pages)
