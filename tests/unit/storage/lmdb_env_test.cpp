@@ -27,6 +27,17 @@ void put_all(environment& env, db d, const std::vector<std::string>& keys) {
   ASSERT_TRUE(w->commit().ok());
 }
 
+/// Creates a store at `dir` whose meta/schema_version is `version` (as another build left it).
+void store_with_schema(const std::string& dir, const std::string& version) {
+  auto env = open_env(dir);
+  ASSERT_TRUE(env);
+  auto w = env->begin_write();
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w->put(db::meta, "schema_version", version).ok());
+  ASSERT_TRUE(w->put(db::jobs, "job_1", "kept").ok());
+  ASSERT_TRUE(w->commit().ok());
+}
+
 std::vector<std::string> keys_of(const txn_view& t, db d, std::string_view from, bool reverse,
                                  size_t max = 100) {
   std::vector<std::string> out;
@@ -55,15 +66,7 @@ TEST(LmdbEnv, OpenCreatesSubdirectoryAndSchemaRecord) {
 
 TEST(LmdbEnv, OlderSchemaIsMigratedSoThatOlderBuildsRefuseTheStore) {
   testing::temp_dir dir;
-  {
-    auto env = open_env(dir.path());
-    ASSERT_TRUE(env);
-    auto w = env->begin_write();
-    ASSERT_TRUE(w.ok());
-    ASSERT_TRUE(w->put(db::meta, "schema_version", "1").ok());
-    ASSERT_TRUE(w->put(db::jobs, "job_1", "kept").ok());
-    ASSERT_TRUE(w->commit().ok());
-  }
+  store_with_schema(dir.path(), "1");
   auto env = open_env(dir.path());
   ASSERT_TRUE(env);
   EXPECT_EQ(env->begin_read().get(db::meta, "schema_version"), std::to_string(schema_version));
@@ -90,14 +93,7 @@ TEST(LmdbEnv, ReopenKeepsCommittedData) {
 
 TEST(LmdbEnv, NewerSchemaIsRefusedNamingBothVersions) {
   testing::temp_dir dir;
-  {
-    auto env = open_env(dir.path());
-    ASSERT_TRUE(env);
-    auto w = env->begin_write();
-    ASSERT_TRUE(w.ok());
-    ASSERT_TRUE(w->put(db::meta, "schema_version", "7").ok());
-    ASSERT_TRUE(w->commit().ok());
-  }
+  store_with_schema(dir.path(), "7");
   auto env = environment::open(dir.path(), one_mib);
   ASSERT_FALSE(env.ok());
   EXPECT_EQ(env.error().code, "schema_too_new");
@@ -109,14 +105,7 @@ TEST(LmdbEnv, NewerSchemaIsRefusedNamingBothVersions) {
 
 TEST(LmdbEnv, UnreadableSchemaIsRefused) {
   testing::temp_dir dir;
-  {
-    auto env = open_env(dir.path());
-    ASSERT_TRUE(env);
-    auto w = env->begin_write();
-    ASSERT_TRUE(w.ok());
-    ASSERT_TRUE(w->put(db::meta, "schema_version", "one").ok());
-    ASSERT_TRUE(w->commit().ok());
-  }
+  store_with_schema(dir.path(), "one");
   auto env = environment::open(dir.path(), one_mib);
   ASSERT_FALSE(env.ok());
   EXPECT_EQ(env.error().code, "schema_invalid");
