@@ -14,6 +14,7 @@
 
 #include "actors/write.hpp"
 #include "runtime/backoff.hpp"
+#include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
 
 namespace sy::actors {
@@ -155,6 +156,7 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
     if (deadline) deadline->cancel();
     ctx.inflight.remove(reg);
   }
+  runtime::failpoint("attempt_response_received");
   auto verdict = judge(outcome, ctx.releasing.load());
   storage::finish_attempt_op finish;
   finish.task_id = task_id;
@@ -184,6 +186,7 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
                                                                     : verdict.error_code},
              {"status", done->reply->job ? storage::to_string(done->reply->job->status) : ""},
              {"fenced", done->reply->what == kind::stale}});
+  runtime::failpoint("attempt_result_committed");
   if (verdict.end == storage::attempt_end::released) {
     (void)msg->nak_with_delay(0);
   } else {

@@ -1,5 +1,7 @@
 // kill -9 of the engine mid-flight, then a restart over the same data: every accepted job
 // completes, and no job that had completed before the crash is sent to the gateway again.
+// The two windows around the result's commit are hit exactly, at failpoints
+// (runtime/failpoint.hpp): the engine kills itself there.
 
 #include <gtest/gtest.h>
 
@@ -48,6 +50,59 @@ TEST(system, kill9_mid_flight_loses_nothing_and_duplicates_nothing) {
       EXPECT_EQ(counts[key], 1) << key << " ran again after completing";
     }
   }
+}
+
+/// Submits one job on an engine armed with `failpoint`, waits until the engine killed itself
+/// there, restarts it (with debug logs), and returns the job id.
+std::string crash_one_job_at(system_env& env, const std::string& failpoint, const std::string& key) {
+  env.arm_failpoints(failpoint);
+  env.start_engine();
+  std::string id;
+  {
+    http_client c(env.port());
+    id = env.submit(c, key);
+  }
+  EXPECT_FALSE(id.empty()) << env.engine_log();
+  bool died = wait_for([&] { return !env.engine().running(); }, std::chrono::seconds(30));
+  EXPECT_TRUE(died && env.engine_log().find("failpoint hit") != std::string::npos)
+      << env.engine_log();
+  EXPECT_EQ(env.gateway_counts()[key], 1);
+  env.start_engine({"--log-level", "debug"});
+  return id;
+}
+
+TEST(system, kill9_after_the_gateway_answered_but_before_the_commit_runs_the_job_again_once) {
+  system_env env;
+  env.start_gateway(/*latency_ms=*/0);
+  auto id = crash_one_job_at(env, "attempt_response_received", "before-commit");
+  // Nothing was recorded: the dead holder's lease expires, the task is re-queued as attempt 2,
+  // and the request goes out again — the one duplicate an unrecorded response can cause.
+  http_client c(env.port());
+  ASSERT_EQ(env.wait_terminal(c, id), "completed") << env.engine_log();
+  auto job = c.get("/v1/jobs/" + id).json();
+  EXPECT_EQ(job["attempts"], 2) << job.dump();
+  EXPECT_EQ(job["result"]["status_code"], 200) << job.dump();
+  EXPECT_EQ(env.gateway_counts()["before-commit"], 2);
+}
+
+TEST(system, kill9_after_the_result_commit_never_runs_the_job_again) {
+  system_env env;
+  env.start_gateway(/*latency_ms=*/0);
+  auto id = crash_one_job_at(env, "attempt_result_committed", "after-commit");
+  http_client c(env.port());
+  auto job = c.get("/v1/jobs/" + id).json();
+  EXPECT_EQ(job["status"], "completed") << job.dump();  // committed before the crash
+  EXPECT_EQ(job["attempts"], 1) << job.dump();
+  // The JetStream message was never acked: it is redelivered after the ack wait, recognised as
+  // stale by the start transaction, acked and dropped.
+  ASSERT_TRUE(wait_for(
+      [&] { return env.engine_log().find("stale delivery dropped") != std::string::npos; },
+      std::chrono::seconds(30)))
+      << env.engine_log();
+  EXPECT_EQ(env.gateway_counts()["after-commit"], 1);
+  job = c.get("/v1/jobs/" + id).json();
+  EXPECT_EQ(job["status"], "completed") << job.dump();
+  EXPECT_EQ(job["attempts"], 1) << job.dump();
 }
 
 TEST(system, sigterm_stops_cleanly_and_a_restart_finishes_the_work) {
