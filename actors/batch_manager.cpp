@@ -99,21 +99,12 @@ std::array<uint64_t, 2> request_id_seed(const std::string& batch_id) {
 
 /// One response's usage, read straight from simdjson's DOM (no JSON tree of our own per line).
 storage::token_usage usage_of(simdjson::dom::element u) {
-  auto get = [](simdjson::dom::element o, const char* key) -> int64_t {
+  return storage::read_usage([u](const char* parent, const char* key) -> int64_t {
+    simdjson::dom::element o = u;
+    if (parent != nullptr && u[parent].get(o) != simdjson::SUCCESS) return 0;
     int64_t v = 0;
-    return o[key].get_int64().get(v) == simdjson::SUCCESS ? v : 0;
-  };
-  storage::token_usage t;
-  t.input = get(u, "prompt_tokens") + get(u, "input_tokens");
-  t.output = get(u, "completion_tokens") + get(u, "output_tokens");
-  t.total = get(u, "total_tokens");
-  if (t.total == 0) t.total = t.input + t.output;
-  simdjson::dom::element d;
-  for (const char* k : {"prompt_tokens_details", "input_tokens_details"})
-    if (u[k].get(d) == simdjson::SUCCESS && d.is_object()) t.cached += get(d, "cached_tokens");
-  for (const char* k : {"completion_tokens_details", "output_tokens_details"})
-    if (u[k].get(d) == simdjson::SUCCESS && d.is_object()) t.reasoning += get(d, "reasoning_tokens");
-  return t;
+    return o.is_object() && o[key].get_int64().get(v) == simdjson::SUCCESS ? v : 0;
+  });
 }
 
 std::string stop_message(const std::string& code) {

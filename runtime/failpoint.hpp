@@ -5,7 +5,7 @@
 /// (comma-separated names) names it, reaching it logs `failpoint hit` and kills the process
 /// with SIGKILL — what `kill -9` from outside does, only at a chosen instant. Without the
 /// variable (every real deployment) a failpoint costs one branch on a flag read once.
-/// The names in use are listed in docs/testing.md.
+/// The names in use are listed in tests/README.md.
 
 #include <string_view>
 

@@ -128,22 +128,17 @@ batch_record batch_from_json(const json& j) {
 }
 
 token_usage usage_from_json(const json& u) {
-  token_usage t;
-  if (!u.is_object()) return t;
-  auto get = [&](const json& o, const char* key) -> int64_t {
-    auto it = o.find(key);
-    return it != o.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-  };
-  t.input = get(u, "prompt_tokens") + get(u, "input_tokens");
-  t.output = get(u, "completion_tokens") + get(u, "output_tokens");
-  t.total = get(u, "total_tokens");
-  if (t.total == 0) t.total = t.input + t.output;
-  for (const char* k : {"prompt_tokens_details", "input_tokens_details"})
-    if (auto it = u.find(k); it != u.end() && it->is_object()) t.cached += get(*it, "cached_tokens");
-  for (const char* k : {"completion_tokens_details", "output_tokens_details"})
-    if (auto it = u.find(k); it != u.end() && it->is_object())
-      t.reasoning += get(*it, "reasoning_tokens");
-  return t;
+  if (!u.is_object()) return {};
+  return read_usage([&u](const char* parent, const char* key) -> int64_t {
+    const json* o = &u;
+    if (parent != nullptr) {
+      auto it = u.find(parent);
+      if (it == u.end() || !it->is_object()) return 0;
+      o = &*it;
+    }
+    auto it = o->find(key);
+    return it != o->end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+  });
 }
 
 void add_usage(json& total, const token_usage& u) {

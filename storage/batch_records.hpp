@@ -104,7 +104,24 @@ struct token_usage {
   }
 };
 
-/// Reads one response's `usage` object; an unknown shape gives zeros.
+/// Reads one response's usage through `count(parent, key)`: the integer at `key` of the usage
+/// object itself (`parent` null) or of its object `parent`; 0 when absent or not an integer.
+/// The one place that knows the shapes, whatever the JSON library the caller parsed with.
+template <class Count>
+token_usage read_usage(Count&& count) {
+  token_usage t;
+  t.input = count(nullptr, "prompt_tokens") + count(nullptr, "input_tokens");
+  t.output = count(nullptr, "completion_tokens") + count(nullptr, "output_tokens");
+  t.total = count(nullptr, "total_tokens");
+  if (t.total == 0) t.total = t.input + t.output;
+  t.cached = count("prompt_tokens_details", "cached_tokens") +
+             count("input_tokens_details", "cached_tokens");
+  t.reasoning = count("completion_tokens_details", "reasoning_tokens") +
+                count("output_tokens_details", "reasoning_tokens");
+  return t;
+}
+
+/// Reads one response's `usage` object (read_usage over nlohmann); an unknown shape gives zeros.
 token_usage usage_from_json(const nlohmann::json& response_usage);
 
 /// Adds `u` to a batch's usage (OpenAI's batch usage shape: input_tokens, output_tokens,

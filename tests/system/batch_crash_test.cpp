@@ -151,12 +151,6 @@ std::set<std::string> stored_files(const system_env& env) {
   return out;
 }
 
-/// Waits until the engine has killed itself at an armed failpoint; false if it did not.
-bool wait_failpoint_death(system_env& env) {
-  bool died = wait_for([&] { return !env.engine().running(); }, std::chrono::seconds(60));
-  return died && env.engine_log().find("failpoint hit") != std::string::npos;
-}
-
 class batch_finalize_crash : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(batch_finalize_crash, restart_finishes_the_batch_once_without_resending) {
@@ -172,7 +166,7 @@ TEST_P(batch_finalize_crash, restart_finishes_the_batch_once_without_resending) 
     id = create(c, input_id);
     ASSERT_FALSE(id.empty()) << env.engine_log();
   }
-  ASSERT_TRUE(wait_failpoint_death(env)) << env.engine_log();
+  ASSERT_TRUE(env.wait_failpoint_hit()) << env.engine_log();
   // Finalization starts only once every line has its result.
   auto before = env.gateway_counts();
   ASSERT_EQ(before.size(), static_cast<size_t>(n));
@@ -213,7 +207,7 @@ TEST(system, kill9_while_a_cancelled_batch_finalizes_keeps_partial_output_once) 
     auto r = c.request("POST", "/v1/batches/" + id + "/cancel", "");
     ASSERT_EQ(r.status, 200) << r.body;
   }
-  ASSERT_TRUE(wait_failpoint_death(env)) << env.engine_log();
+  ASSERT_TRUE(env.wait_failpoint_hit()) << env.engine_log();
   auto before = env.gateway_counts();
   ASSERT_LT(before.size(), static_cast<size_t>(n)) << "the batch ran to the end before the cancel";
 

@@ -63,9 +63,7 @@ std::string crash_one_job_at(system_env& env, const std::string& failpoint, cons
     id = env.submit(c, key);
   }
   EXPECT_FALSE(id.empty()) << env.engine_log();
-  bool died = wait_for([&] { return !env.engine().running(); }, std::chrono::seconds(30));
-  EXPECT_TRUE(died && env.engine_log().find("failpoint hit") != std::string::npos)
-      << env.engine_log();
+  EXPECT_TRUE(env.wait_failpoint_hit()) << env.engine_log();
   EXPECT_EQ(env.gateway_counts()[key], 1);
   env.start_engine({"--log-level", "debug"});
   return id;

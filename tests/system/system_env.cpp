@@ -89,6 +89,11 @@ void system_env::start_engine(std::vector<std::string> extra) {
   port_ = static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1)));
 }
 
+bool system_env::wait_failpoint_hit() {
+  bool died = wait_for([&] { return !engine_->running(); }, std::chrono::seconds(60));
+  return died && engine_log().find("failpoint hit") != std::string::npos;
+}
+
 void system_env::kill_engine() {
   engine_->signal(SIGKILL);
   engine_->wait(std::chrono::seconds(10));

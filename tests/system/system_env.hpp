@@ -30,6 +30,9 @@ class system_env {
   /// The next start_engine only: arm these failpoints (SY_FAILPOINTS, runtime/failpoint.hpp),
   /// so that the engine kills itself with SIGKILL when it reaches one of them.
   void arm_failpoints(std::string names) { failpoints_ = std::move(names); }
+  /// Waits until the engine killed itself at an armed failpoint; false if it did not (it is
+  /// still running after 60 s, or it died without logging `failpoint hit`).
+  bool wait_failpoint_hit();
   uint16_t port() const { return port_; }
   std::string engine_log() const { return engine_ ? engine_->log() : ""; }
   const temp_dir& dir() const { return dir_; }
