@@ -12,7 +12,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -147,13 +146,16 @@ asio::awaitable<void> reject(connection& c, const sy::error& e, unsigned version
 
 http_server::http_server(const config::settings& settings, actors::job_service& service,
                          std::function<bool()> ready, actors::batch_service* batches)
-    : work_(asio::make_work_guard(ioc_)),
-      acceptor_(asio::make_strand(ioc_)),
+    : lanes_([n = settings.http_threads < 1 ? 1 : settings.http_threads] {
+        std::vector<std::unique_ptr<io_lane>> v;
+        for (int i = 0; i < n; ++i) v.push_back(std::make_unique<io_lane>());
+        return v;
+      }()),
+      acceptor_(lanes_.front()->ioc),
       handler_(settings, service, std::move(ready), stopping_, batches),
       max_body_bytes_(static_cast<uint64_t>(settings.max_body_bytes)),
       read_timeout_ms_(settings.http_read_timeout_ms),
-      shutdown_timeout_ms_(settings.shutdown_timeout_ms),
-      threads_count_(settings.http_threads < 1 ? 1 : settings.http_threads) {}
+      shutdown_timeout_ms_(settings.shutdown_timeout_ms) {}
 
 result<std::unique_ptr<http_server>> http_server::start(const config::settings& settings,
                                                         actors::job_service& service,
@@ -163,10 +165,10 @@ result<std::unique_ptr<http_server>> http_server::start(const config::settings& 
       new http_server(settings, service, std::move(ready), batches));
   if (auto s = server->listen(settings.listen); !s) return s.error();
   asio::co_spawn(server->acceptor_.get_executor(), server->accept_loop(), asio::detached);
-  for (int i = 0; i < server->threads_count_; ++i)
-    server->threads_.emplace_back([s = server.get()] {
+  for (auto& lane : server->lanes_)
+    server->threads_.emplace_back([l = lane.get()] {
       runtime::name_this_thread("sy-http");
-      s->ioc_.run();
+      l->ioc.run();
     });
   return server;
 }
@@ -196,7 +198,8 @@ status http_server::listen(const std::string& address) {
 asio::awaitable<void> http_server::accept_loop() {
   for (;;) {
     beast::error_code ec;
-    auto socket = co_await acceptor_.async_accept(asio::make_strand(ioc_), use_ec(ec));
+    auto& lane = *lanes_[next_lane_++ % lanes_.size()];
+    auto socket = co_await acceptor_.async_accept(lane.ioc, use_ec(ec));
     if (ec) {
       if (stopping_.load() || !acceptor_.is_open()) co_return;
       // Out of file descriptors and the like: back off briefly instead of spinning.
@@ -356,7 +359,7 @@ void http_server::request_finished() {
 
 void http_server::stop_accepting() {
   if (stopping_.exchange(true)) return;
-  // Close the listener on its strand and wait for it, so no connection is accepted after we
+  // Close the listener on its thread and wait for it, so no connection is accepted after we
   // return (a caller may then tell a load balancer or start a new process on the port).
   auto closed = std::make_shared<std::promise<void>>();
   asio::post(acceptor_.get_executor(), [this, closed] {
@@ -386,8 +389,10 @@ void http_server::stop() {
   if (stopped_) return;
   stopped_ = true;
   stop_accepting();
-  work_.reset();
-  ioc_.stop();
+  for (auto& lane : lanes_) {
+    lane->work.reset();
+    lane->ioc.stop();
+  }
   for (auto& t : threads_)
     if (t.joinable()) t.join();
 }

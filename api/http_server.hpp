@@ -89,15 +89,22 @@ class http_server {
   void request_started();
   void request_finished();
 
-  boost::asio::io_context ioc_;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  /// One io_context per thread, each run by its thread alone: a connection lives on one of
+  /// them from accept to close, so its handlers never hop threads and need no strand, and the
+  /// contexts share no scheduler lock. The listener lives on the first.
+  struct io_lane {
+    boost::asio::io_context ioc{1};
+    boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{
+        boost::asio::make_work_guard(ioc)};
+  };
+  std::vector<std::unique_ptr<io_lane>> lanes_;
+  size_t next_lane_ = 0;  ///< the lane of the next accepted connection (accept loop only)
   boost::asio::ip::tcp::acceptor acceptor_;
   std::atomic<bool> stopping_{false};
   detail::request_handler handler_;
   uint64_t max_body_bytes_;
   int64_t read_timeout_ms_;
   int64_t shutdown_timeout_ms_;
-  int threads_count_;
   uint16_t port_ = 0;
 
   std::mutex mutex_;  ///< guards conns_ and in_flight_

@@ -60,7 +60,11 @@ $(awk '/ctxt_switches/ {s += $2} END {print s}' "$t/status") $(awk '{print $14 +
 snapshot >"$work/before"
 args=(--requests "$N")
 [[ $MODE == e2e ]] && args+=(--e2e-fake "$fake_port")
-"${loadgen[@]}" "${args[@]}"
+m0=$(awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat)
+/usr/bin/time -f "  load generator: %U s user %S s system" "${loadgen[@]}" "${args[@]}"
+m1=$(awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat)
+read -r b0 i0 <<<"$m0"; read -r b1 i1 <<<"$m1"
+echo "  machine busy: $(( 200 * (b1 - b0) / (b1 - b0 + i1 - i0 + 1) ))% of 200%"
 snapshot >"$work/after"
 # Threads started during the run count from zero.
 join -a 2 -e 0 -o 2.1,2.2,1.3,2.3,1.4,2.4 "$work/before" "$work/after" |
