@@ -1,47 +1,63 @@
 #include "api/job_json.hpp"
 
-#include <string>
+#include "storage/json_text.hpp"
 
 namespace sy::api {
 namespace {
 
-using nlohmann::json;
-
-json unix_seconds(int64_t ms) { return ms > 0 ? json(ms / 1000) : json(nullptr); }
-
-json result_json(const std::optional<storage::gateway_result>& r) {
-  if (!r) return nullptr;
-  json body = json::parse(r->body, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) body = r->body;
-  return {{"status_code", r->status_code}, {"body", std::move(body)}};
-}
-
-json error_json(const std::optional<storage::job_error>& e) {
-  if (!e) return nullptr;
-  return {{"code", e->code}, {"message", e->message}};
+void unix_seconds(storage::json_text& out, std::string_view name, int64_t ms) {
+  out.key(name);
+  if (ms > 0) {
+    out.number(ms / 1000);
+  } else {
+    out.null();
+  }
 }
 
 }  // namespace
 
-json job_to_json(const storage::job_record& job) {
-  json finished =
-      storage::is_terminal(job.status) ? unix_seconds(job.finished_at_ms) : json(nullptr);
-  return {{"id", job.id},
-          {"object", "job"},
-          {"status", std::string(storage::to_string(job.status))},
-          {"endpoint", job.endpoint},
-          {"model", job.model},
-          {"created_at", unix_seconds(job.created_at_ms)},
-          {"started_at", unix_seconds(job.started_at_ms)},
-          {"completed_at", finished},
-          {"finished_at", finished},
-          {"attempts", job.attempts},
-          {"max_attempts", job.max_attempts},
-          {"metadata", job.metadata.is_object() ? job.metadata : json::object()},
-          {"result", result_json(job.result)},
-          {"error", error_json(job.error)},
-          {"webhook_url", job.webhook_url.empty() ? json(nullptr) : json(job.webhook_url)},
-          {"expires_at", unix_seconds(job.deadline_ms)}};
+std::string job_json(const storage::job_record& job) {
+  storage::json_text out;
+  out.begin_object()
+      .field("id", job.id)
+      .field("object", "job")
+      .field("status", storage::to_string(job.status))
+      .field("endpoint", job.endpoint)
+      .field("model", job.model);
+  const int64_t finished = storage::is_terminal(job.status) ? job.finished_at_ms : 0;
+  unix_seconds(out, "created_at", job.created_at_ms);
+  unix_seconds(out, "started_at", job.started_at_ms);
+  unix_seconds(out, "completed_at", finished);
+  unix_seconds(out, "finished_at", finished);
+  out.field("attempts", job.attempts).field("max_attempts", job.max_attempts);
+  out.key("metadata");
+  if (job.metadata.is_object() && !job.metadata.empty()) {
+    out.value(job.metadata);
+  } else {
+    out.raw("{}");
+  }
+  out.key("result");
+  if (job.result) {
+    out.begin_object().field("status_code", job.result->status_code).key("body");
+    out.json_or_string(job.result->body).end_object();
+  } else {
+    out.null();
+  }
+  out.key("error");
+  if (job.error) {
+    out.begin_object().field("code", job.error->code).field("message", job.error->message);
+    out.end_object();
+  } else {
+    out.null();
+  }
+  out.key("webhook_url");
+  if (job.webhook_url.empty()) {
+    out.null();
+  } else {
+    out.string(job.webhook_url);
+  }
+  unix_seconds(out, "expires_at", job.deadline_ms);
+  return out.end_object().take();
 }
 
 }  // namespace sy::api

@@ -6,8 +6,6 @@
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json.hpp>
-
 #include "storage/records.hpp"
 
 namespace sy::storage {
@@ -17,8 +15,8 @@ namespace sy::storage {
 /// error; `result` ({status_code, body}) on a terminal change when the gateway answered: inline
 /// when the body is at most `inline_result_bytes`, else `null` plus `"result_url":
 /// "/v1/jobs/<id>"` where the client reads it.
-nlohmann::json event_payload(const job_record& job, const event_record& ev,
-                             int64_t inline_result_bytes);
+std::string event_payload(const job_record& job, const event_record& ev,
+                          int64_t inline_result_bytes);
 
 /// The NATS subject of a state change: `<subject_prefix>.jobs.<job_id>.<state>`.
 std::string event_subject(std::string_view subject_prefix, const event_record& ev);

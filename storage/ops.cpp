@@ -44,20 +44,18 @@ status record_event(op_ctx& c, job_record& job, std::optional<job_status> previo
   ev.attempt = job.attempts;
   ev.error = std::move(why);
   SY_TRY(put_event(c.txn, ev));
-  auto nats_payload = event_payload(
-      job, ev, std::min(c.policy.inline_result_bytes, max_nats_inline_result_bytes));
   append_outbox(c.txn, outbox_record{0, "event:" + job.id + ":" + std::to_string(ev.seq),
                                      event_subject(c.policy.subject_prefix, ev),
-                                     nats_payload.dump(-1, ' ', false,
-                                                       nlohmann::json::error_handler_t::replace)});
+                                     event_payload(job, ev,
+                                                   std::min(c.policy.inline_result_bytes,
+                                                            max_nats_inline_result_bytes))});
   c.reply.outbox_appended = true;
   // The creation event is the client's own 202; webhooks start with the first transition.
   if (!job.webhook_url.empty() && previous) {
     webhook_record w;
     w.job_id = job.id;
     w.url = job.webhook_url;
-    w.body = event_payload(job, ev, c.policy.inline_result_bytes)
-                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    w.body = event_payload(job, ev, c.policy.inline_result_bytes);
     w.next_at_ms = now_ms;
     append_webhook(c.txn, std::move(w));
     c.reply.webhooks_appended = true;

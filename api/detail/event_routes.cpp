@@ -63,9 +63,8 @@ boost::asio::awaitable<void> request_handler::stream_events(stream_writer& out, 
     bool terminal = false;
     for (const auto& ev : batch->events) {
       if (ev.seq <= after_seq) continue;
-      auto data = storage::event_payload(batch->job, ev, inline_result_bytes_);
       chunk += sse_event(ev.seq, storage::to_string(ev.state),
-                         data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+                         storage::event_payload(batch->job, ev, inline_result_bytes_));
       after_seq = ev.seq;
       if (storage::is_terminal(ev.state)) {
         terminal = true;

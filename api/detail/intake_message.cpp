@@ -50,7 +50,7 @@ bool is_transient(const sy::error& e) {
 
 intake_reply reply_for(const actors::submit_outcome& outcome) {
   bool accepted = outcome.created || !storage::is_terminal(outcome.job.status);
-  return {job_to_json(outcome.job).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+  return {job_json(outcome.job),
           accepted ? 202u : 200u};
 }
 

@@ -12,6 +12,7 @@
 #include "api/detail/responses.hpp"
 #include "api/errors.hpp"
 #include "api/job_json.hpp"
+#include "storage/json_text.hpp"
 
 namespace sy::api::detail {
 namespace {
@@ -46,7 +47,7 @@ enum route_id : int {
 /// 200 when an idempotent re-submission finds it terminal. With it: 200 exactly when terminal.
 response job_response(const storage::job_record& job, bool accepted, const request& req) {
   auto res =
-      json_response(accepted ? http::status::accepted : http::status::ok, job_to_json(job), req);
+      json_response(accepted ? http::status::accepted : http::status::ok, job_json(job), req);
   res.set(http::field::location, "/v1/jobs/" + job.id);
   if (accepted) res.set(http::field::retry_after, "1");
   return res;
@@ -216,7 +217,7 @@ response request_handler::get_job(const request& req, const std::string& id) {
   if (!tenant) return error_for(tenant.error(), req);
   auto job = service_.get(*tenant, id);
   if (!job) return error_for(job.error(), req);
-  return json_response(http::status::ok, job_to_json(*job), req);
+  return json_response(http::status::ok, job_json(*job), req);
 }
 
 boost::asio::awaitable<response> request_handler::cancel_job(const request& req, std::string id) {
@@ -224,7 +225,7 @@ boost::asio::awaitable<response> request_handler::cancel_job(const request& req,
   if (!tenant) co_return error_for(tenant.error(), req);
   auto job = co_await service_.cancel(std::move(*tenant), std::move(id));
   if (!job) co_return error_for(job.error(), req);
-  co_return json_response(http::status::ok, job_to_json(*job), req);
+  co_return json_response(http::status::ok, job_json(*job), req);
 }
 
 response request_handler::list_jobs(const request& req) {
@@ -234,16 +235,17 @@ response request_handler::list_jobs(const request& req) {
   if (!params) return error_for(params.error(), req);
   auto page = service_.list(*tenant, params->status, params->limit, params->after);
   if (!page) return error_for(page.error(), req);
-  json data = json::array();
-  for (const auto& job : page->jobs) data.push_back(job_to_json(job));
-  bool empty = page->jobs.empty();
-  return json_response(http::status::ok,
-                       {{"object", "list"},
-                        {"data", std::move(data)},
-                        {"first_id", empty ? json(nullptr) : json(page->jobs.front().id)},
-                        {"last_id", empty ? json(nullptr) : json(page->jobs.back().id)},
-                        {"has_more", page->has_more}},
-                       req);
+  storage::json_text out;
+  out.begin_object().field("object", "list").key("data").begin_array();
+  for (const auto& job : page->jobs) out.raw(job_json(job));
+  out.end_array();
+  if (page->jobs.empty()) {
+    out.key("first_id").null().key("last_id").null();
+  } else {
+    out.field("first_id", page->jobs.front().id).field("last_id", page->jobs.back().id);
+  }
+  out.key("has_more").boolean(page->has_more).end_object();
+  return json_response(http::status::ok, out.take(), req);
 }
 
 response request_handler::readyz(const request& req) const {

@@ -26,10 +26,15 @@ std::string new_request_id() {
 }
 
 response json_response(http::status status, const nlohmann::json& body, const request& req) {
+  return json_response(status, body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                       req);
+}
+
+response json_response(http::status status, std::string body, const request& req) {
   response res{status, req.version()};
   res.set(http::field::content_type, "application/json");
   res.keep_alive(req.keep_alive());
-  res.body() = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  res.body() = std::move(body);
   res.prepare_payload();
   return res;
 }

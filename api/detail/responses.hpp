@@ -20,6 +20,8 @@ std::string new_request_id();
 /// `status` with `body` as compact JSON, `Content-Type: application/json`, keep-alive as `req`.
 response json_response(boost::beast::http::status status, const nlohmann::json& body,
                        const request& req);
+/// The same with `body` already JSON text.
+response json_response(boost::beast::http::status status, std::string body, const request& req);
 
 /// The error table's response for `e`, keep-alive as `req`.
 response error_for(const sy::error& e, const request& req);

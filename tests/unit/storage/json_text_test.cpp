@@ -1,0 +1,131 @@
+#include "storage/json_text.hpp"
+
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "storage/events.hpp"
+
+namespace sy::storage {
+namespace {
+
+using json = nlohmann::json;
+
+std::string nlohmann_text(const std::string& s) {
+  return json(s).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string ours(std::string_view s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
+}
+
+TEST(json_text, escapes_like_nlohmann_for_every_kind_of_byte) {
+  std::string controls;
+  for (int c = 0; c < 0x20; ++c) controls.push_back(static_cast<char>(c));
+  const std::vector<std::string> cases = {
+      "",
+      "plain ascii",
+      controls,
+      "quote \" backslash \\ slash / del \x7F",
+      "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80",  // 2-, 3- and 4-byte sequences
+      "lone continuation \x80 and \xBF",
+      "overlong \xC0\xAF \xC1\xBF \xE0\x80\x80 \xF0\x80\x80\x80",
+      "surrogate \xED\xA0\x80, beyond U+10FFFF \xF4\x90\x80\x80, \xF5\x80 \xFF",
+      "broken in the middle \xE2\x82x then \xF0\x9F\x98 then \xC3",
+      "truncated at the end \xE2\x82",
+      std::string("nul \0 inside", 12),
+  };
+  for (const auto& s : cases) EXPECT_EQ(ours(s), nlohmann_text(s)) << "case of " << s.size() << " bytes";
+}
+
+TEST(json_text, escapes_like_nlohmann_for_random_bytes) {
+  // Bytes drawn mostly from the interesting ranges: controls, ASCII, lead and continuation bytes.
+  std::mt19937 rng(12345);
+  const std::string alphabet =
+      "ab\"\\\n\x01\x1F\x7F\x80\x8F\x90\x9F\xA0\xBF\xC0\xC2\xDF\xE0\xE1\xED\xEF\xF0\xF1\xF4\xF5\xFF";
+  std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1), len(0, 12);
+  for (int n = 0; n < 20'000; ++n) {
+    std::string s;
+    for (size_t k = len(rng); k > 0; --k) s.push_back(alphabet[pick(rng)]);
+    ASSERT_EQ(ours(s), nlohmann_text(s)) << "case " << n;
+  }
+}
+
+TEST(json_text, writes_commas_between_members_and_elements_only) {
+  json_text out;
+  out.begin_object()
+      .field("a", "x")
+      .field("n", int64_t{-42})
+      .key("list")
+      .begin_array()
+      .number(1)
+      .begin_object()
+      .end_object()
+      .string("s")
+      .null()
+      .boolean(false)
+      .end_array()
+      .key("nested")
+      .begin_object()
+      .key("empty")
+      .begin_array()
+      .end_array()
+      .end_object()
+      .key("dom")
+      .value(json{{"k", {1, 2}}})
+      .end_object();
+  EXPECT_EQ(out.str(),
+            R"({"a":"x","n":-42,"list":[1,{},"s",null,false],"nested":{"empty":[]},)"
+            R"("dom":{"k":[1,2]}})");
+}
+
+TEST(json_text, shows_a_json_body_as_json_and_anything_else_as_a_string) {
+  json_text a, b;
+  a.begin_object().key("body").json_or_string("{ \"x\" : [1, 2] }").end_object();
+  b.begin_object().key("body").json_or_string("upstream said: no").end_object();
+  EXPECT_EQ(a.str(), R"({"body":{"x":[1,2]}})");
+  EXPECT_EQ(b.str(), R"({"body":"upstream said: no"})");
+}
+
+job_record job_with_result(std::string body) {
+  job_record job;
+  job.id = "job_01J";
+  job.status = job_status::completed;
+  job.result = gateway_result{200, std::move(body)};
+  return job;
+}
+
+TEST(event_payload, a_creation_has_nulls_and_no_previous_state) {
+  event_record ev;
+  ev.job_id = "job_01J";
+  ev.seq = 1;
+  ev.state = job_status::queued;
+  ev.at_ms = 1'700'000'000'123;
+  auto j = json::parse(event_payload(job_record{}, ev, 1024));
+  EXPECT_EQ(j, json::parse(R"({"job_id":"job_01J","sequence":1,"state":"queued",
+      "previous_state":null,"timestamp":1700000000,"timestamp_ms":1700000000123,"attempt":0,
+      "error":null,"result":null})"));
+}
+
+TEST(event_payload, a_terminal_change_inlines_a_small_result_and_links_a_large_one) {
+  event_record ev;
+  ev.job_id = "job_01J";
+  ev.seq = 4;
+  ev.state = job_status::completed;
+  ev.previous = job_status::in_progress;
+  ev.attempt = 2;
+  ev.error = job_error{"gateway_error", "first try: 503 \"busy\""};
+  auto small = json::parse(event_payload(job_with_result(R"({"ok": true})"), ev, 1024));
+  EXPECT_EQ(small["previous_state"], "in_progress");
+  EXPECT_EQ(small["error"], json({{"code", "gateway_error"}, {"message", "first try: 503 \"busy\""}}));
+  EXPECT_EQ(small["result"], json({{"status_code", 200}, {"body", {{"ok", true}}}}));
+  EXPECT_FALSE(small.contains("result_url"));
+  auto large = json::parse(event_payload(job_with_result(std::string(2000, 'x')), ev, 1024));
+  EXPECT_TRUE(large["result"].is_null());
+  EXPECT_EQ(large["result_url"], "/v1/jobs/job_01J");
+}
+
+}  // namespace
+}  // namespace sy::storage
