@@ -88,9 +88,10 @@ status environment::open_databases(const std::string& path) {
                             ", newer than version " + std::to_string(schema_version) +
                             " that this build understands; run a newer switchyard build");
     }
-    // Older: migrate. 1 -> 2 changed only the outbox value's encoding, and this build reads
-    // both, so the migration is the version record itself — it keeps a version-1 build, which
-    // could not read the new outbox records, from opening the store after this one.
+    // Older: migrate. 1 -> 2 changed only the outbox value's encoding and 2 -> 3 only the job,
+    // task, lease and event values' encoding; this build reads the old and the new forms, so
+    // the migration is the version record itself — it keeps an older build, which could not
+    // read the new values, from opening the store after this one.
     if (*found < schema_version) {
       if (auto st = w->put(db::meta, schema_key, std::to_string(schema_version)); !st) return st;
     }

@@ -58,8 +58,9 @@ enum class db {
 inline constexpr int db_count = 19;
 
 /// The on-disk schema this build writes. A store written by a newer schema is refused; an older
-/// one is migrated at open (docs/storage.md). 2: the outbox's compact encoding.
-inline constexpr int schema_version = 2;
+/// one is migrated at open (docs/storage.md). 2: the outbox's compact encoding. 3: binary
+/// job, task, lease and event values (records.hpp).
+inline constexpr int schema_version = 3;
 
 class environment;
 

@@ -1,12 +1,13 @@
 #include "storage/records.hpp"
 
 #include <array>
+#include <cstdint>
 #include <utility>
 
-// The codecs use short keys (documented in docs/storage.md) because every job write re-encodes the
-// whole record. Encoding omits empty optional fields; decoding never throws: a missing field or a
-// field of the wrong type leaves the struct's default, so an older or newer writer's record still
-// decodes.
+// Two codecs (docs/storage.md): binary values for jobs, tasks, leases and events (schema 3), and
+// compact JSON with short keys for the rest and for values of older stores. JSON encoding omits
+// empty optional fields; JSON decoding never throws: a missing field or a field of the wrong type
+// leaves the struct's default, so an older or newer writer's record still decodes.
 
 namespace sy::storage {
 namespace {
@@ -213,7 +214,223 @@ idempotency_record idempotency_from_json(const json& j) {
 
 namespace {
 constexpr char outbox_format_v2 = '\x01';
+
+/// The binary values of schema 3 (records.hpp): a format byte, then fields in a fixed order.
+constexpr char binary_format = '\x01';
+
+class bin_writer {
+ public:
+  bin_writer() { out_.push_back(binary_format); }
+  bin_writer& u(uint64_t v) {
+    while (v >= 0x80) {
+      out_.push_back(static_cast<char>((v & 0x7F) | 0x80));
+      v >>= 7;
+    }
+    out_.push_back(static_cast<char>(v));
+    return *this;
+  }
+  bin_writer& i(int64_t v) {  // zigzag: small negative numbers stay short
+    return u((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
+  }
+  bin_writer& s(std::string_view v) {
+    u(v.size());
+    out_.append(v);
+    return *this;
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+/// Reads the fields back in the same order. A field past the end of the value keeps its default
+/// (fields are only ever appended, so an older value reads in a newer build); a field cut short
+/// or out of range makes the value corrupt.
+class bin_reader {
+ public:
+  explicit bin_reader(std::string_view v) : in_(v.substr(1)) {}
+  bool corrupt() const { return corrupt_; }
+
+  bin_reader& u(uint64_t& v) {
+    if (in_.empty() || corrupt_) return *this;
+    uint64_t out = 0;
+    for (int shift = 0;; shift += 7) {
+      if (in_.empty() || shift > 63) return fail();
+      const auto b = static_cast<unsigned char>(in_.front());
+      in_.remove_prefix(1);
+      out |= static_cast<uint64_t>(b & 0x7F) << shift;
+      if (!(b & 0x80)) break;
+    }
+    v = out;
+    return *this;
+  }
+  bin_reader& i(int64_t& v) {
+    uint64_t z = static_cast<uint64_t>(v) << 1 ^ static_cast<uint64_t>(v >> 63);
+    u(z);
+    v = static_cast<int64_t>(z >> 1) ^ -static_cast<int64_t>(z & 1);
+    return *this;
+  }
+  bin_reader& i(int& v) {
+    int64_t w = v;
+    i(w);
+    if (w < INT32_MIN || w > INT32_MAX) return fail();
+    v = static_cast<int>(w);
+    return *this;
+  }
+  bin_reader& s(std::string& v) {
+    if (in_.empty() || corrupt_) return *this;
+    uint64_t n = 0;
+    u(n);
+    if (corrupt_ || n > in_.size()) return fail();
+    v.assign(in_.substr(0, n));
+    in_.remove_prefix(n);
+    return *this;
+  }
+  /// An enum stored as its index among `count` values.
+  template <class E>
+  bin_reader& e(E& v, size_t count) {
+    uint64_t x = static_cast<uint64_t>(v);
+    u(x);
+    if (x >= count) return fail();
+    v = static_cast<E>(x);
+    return *this;
+  }
+  bool more() const { return !in_.empty() && !corrupt_; }
+
+ private:
+  bin_reader& fail() {
+    corrupt_ = true;
+    return *this;
+  }
+  std::string_view in_;
+  bool corrupt_ = false;
+};
+
+bool is_binary(std::string_view value) { return !value.empty() && value.front() == binary_format; }
+
+/// A legacy (compact JSON) value through its reader; nullopt when it is not a JSON object.
+template <class Record>
+std::optional<Record> from_legacy_json(std::string_view value, Record (*from)(const json&)) {
+  json j = json::parse(value.begin(), value.end(), nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
+  return from(j);
+}
+
+void write_error(bin_writer& w, const std::optional<job_error>& e) {
+  w.u(e ? 1 : 0);
+  if (e) w.s(e->code).s(e->message);
+}
+
+void read_error(bin_reader& r, std::optional<job_error>& e) {
+  uint64_t has = 0;
+  r.u(has);
+  if (has) {
+    e.emplace();
+    r.s(e->code).s(e->message);
+  }
+}
+
 }  // namespace
+
+std::string encode_job(const job_record& r) {
+  bin_writer w;
+  w.s(r.id).s(r.tenant).s(r.endpoint).s(r.model).s(r.body);
+  const bool no_metadata = r.metadata.is_null() || (r.metadata.is_object() && r.metadata.empty());
+  w.s(no_metadata ? std::string() : r.metadata.dump(-1, ' ', false, json::error_handler_t::replace));
+  w.s(r.idempotency_key).s(r.request_hash).s(r.task_id);
+  w.i(r.max_attempts).i(r.attempts).u(static_cast<uint64_t>(r.status));
+  w.i(r.created_at_ms).i(r.started_at_ms).i(r.finished_at_ms).i(r.updated_at_ms);
+  w.u(r.result ? 1 : 0);
+  if (r.result) w.i(r.result->status_code).s(r.result->body);
+  write_error(w, r.error);
+  w.s(r.webhook_url).i(r.deadline_ms).u(r.event_seq).u(r.input_dropped ? 1 : 0);
+  return w.take();
+}
+
+std::optional<job_record> decode_job(std::string_view value) {
+  if (!is_binary(value)) return from_legacy_json(value, &job_from_json);
+  job_record r;
+  bin_reader in(value);
+  std::string metadata;
+  in.s(r.id).s(r.tenant).s(r.endpoint).s(r.model).s(r.body).s(metadata);
+  in.s(r.idempotency_key).s(r.request_hash).s(r.task_id);
+  in.i(r.max_attempts).i(r.attempts).e(r.status, job_status_names.size());
+  in.i(r.created_at_ms).i(r.started_at_ms).i(r.finished_at_ms).i(r.updated_at_ms);
+  uint64_t has_result = 0;
+  in.u(has_result);
+  if (has_result) {
+    r.result.emplace();
+    in.i(r.result->status_code).s(r.result->body);
+  }
+  read_error(in, r.error);
+  uint64_t dropped = 0;
+  in.s(r.webhook_url).i(r.deadline_ms).u(r.event_seq).u(dropped);
+  r.input_dropped = dropped != 0;
+  if (in.corrupt()) return std::nullopt;
+  if (!metadata.empty()) {
+    r.metadata = json::parse(metadata, nullptr, /*allow_exceptions=*/false);
+    if (r.metadata.is_discarded()) return std::nullopt;
+  }
+  return r;
+}
+
+std::string encode_task(const task_record& r) {
+  bin_writer w;
+  w.s(r.id).s(r.job_id).s(r.tenant).s(r.model);
+  w.i(r.index).i(r.attempt).i(r.max_attempts).u(static_cast<uint64_t>(r.state));
+  w.i(r.not_before_ms).i(r.queued_at_ms).s(r.last_error);
+  return w.take();
+}
+
+std::optional<task_record> decode_task(std::string_view value) {
+  if (!is_binary(value)) return from_legacy_json(value, &task_from_json);
+  task_record r;
+  bin_reader in(value);
+  in.s(r.id).s(r.job_id).s(r.tenant).s(r.model);
+  in.i(r.index).i(r.attempt).i(r.max_attempts).e(r.state, task_state_names.size());
+  in.i(r.not_before_ms).i(r.queued_at_ms).s(r.last_error);
+  if (in.corrupt()) return std::nullopt;
+  return r;
+}
+
+std::string encode_lease(const lease_record& r) {
+  bin_writer w;
+  w.s(r.task_id).i(r.attempt).s(r.token).i(r.expires_at_ms).s(r.holder);
+  return w.take();
+}
+
+std::optional<lease_record> decode_lease(std::string_view value) {
+  if (!is_binary(value)) return from_legacy_json(value, &lease_from_json);
+  lease_record r;
+  bin_reader in(value);
+  in.s(r.task_id).i(r.attempt).s(r.token).i(r.expires_at_ms).s(r.holder);
+  if (in.corrupt()) return std::nullopt;
+  return r;
+}
+
+std::string encode_event(const event_record& r) {
+  bin_writer w;
+  w.s(r.job_id).u(r.seq).u(static_cast<uint64_t>(r.state));
+  w.u(r.previous ? static_cast<uint64_t>(*r.previous) + 1 : 0);  // 0: none
+  w.i(r.at_ms).i(r.attempt);
+  write_error(w, r.error);
+  return w.take();
+}
+
+std::optional<event_record> decode_event(std::string_view value) {
+  if (!is_binary(value)) return from_legacy_json(value, &event_from_json);
+  event_record r;
+  bin_reader in(value);
+  in.s(r.job_id).u(r.seq).e(r.state, job_status_names.size());
+  uint64_t previous = 0;
+  in.u(previous);
+  if (previous > job_status_names.size()) return std::nullopt;
+  if (previous > 0) r.previous = static_cast<job_status>(previous - 1);
+  in.i(r.at_ms).i(r.attempt);
+  read_error(in, r.error);
+  if (in.corrupt()) return std::nullopt;
+  return r;
+}
 
 std::string encode_outbox(const outbox_record& r) {
   std::string out;

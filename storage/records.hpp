@@ -12,9 +12,11 @@
 namespace sy::storage {
 
 /// Client-visible job states (docs/state-machine.md).
+/// Stored by number (records.hpp, schema 3): new states go at the end, never in between.
 enum class job_status { queued, in_progress, cancelling, completed, failed, cancelled, expired };
 
 /// Internal task states. `leased` means an attempt holds a lease; the lease record says until when.
+/// Stored by number, like job_status: append only.
 enum class task_state { queued, leased, done };
 
 std::string_view to_string(job_status s);
@@ -86,7 +88,7 @@ struct webhook_record {
 
 /// One executable unit of a job. For a single-request job there is exactly one task.
 struct task_record {
-  std::string id;  ///< hex(sha256(job_id ":" index))[0..32]
+  std::string id;  ///< the job's ULID, "-", the index (ids grow with time: docs/storage.md)
   std::string job_id;
   std::string tenant;
   std::string model;
@@ -124,6 +126,25 @@ struct outbox_record {
   std::string payload;
 };
 
+/// The stored values of jobs, tasks, leases and events (schema 3): `\x01`, then every field in
+/// a fixed order — integers as LEB128 varints (signed ones zigzagged), strings and the
+/// metadata's JSON text length-prefixed, enums by number, optionals behind a 0/1 flag
+/// (docs/storage.md has the field order). No escaping when a body is written and no JSON parse
+/// when it is read; the job is re-written at every state change. Fields are only ever appended:
+/// a value that ends early reads the missing ones as defaults. decode_* also read the compact
+/// JSON of older stores (to_json / *_from_json below), and give nullopt for a value that is
+/// neither (cut short, an enum out of range).
+std::string encode_job(const job_record& r);
+std::optional<job_record> decode_job(std::string_view value);
+std::string encode_task(const task_record& r);
+std::optional<task_record> decode_task(std::string_view value);
+std::string encode_lease(const lease_record& r);
+std::optional<lease_record> decode_lease(std::string_view value);
+std::string encode_event(const event_record& r);
+std::optional<event_record> decode_event(std::string_view value);
+
+/// The compact-JSON form of schema 1 and 2, still read (decode_*); idempotency keys and
+/// webhooks are still written this way.
 nlohmann::json to_json(const job_record& r);
 job_record job_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const task_record& r);

@@ -42,15 +42,18 @@ uint64_t next_seq(const txn_view& t, db d, std::string_view meta_key) {
 }  // namespace
 
 std::optional<job_record> get_job(const txn_view& t, std::string_view id) {
-  return decode(t.get(db::jobs, id), &job_from_json);
+  auto v = t.get(db::jobs, id);
+  return v ? decode_job(*v) : std::nullopt;
 }
 
 std::optional<task_record> get_task(const txn_view& t, std::string_view id) {
-  return decode(t.get(db::tasks, id), &task_from_json);
+  auto v = t.get(db::tasks, id);
+  return v ? decode_task(*v) : std::nullopt;
 }
 
 std::optional<lease_record> get_lease(const txn_view& t, std::string_view task_id) {
-  return decode(t.get(db::leases, task_id), &lease_from_json);
+  auto v = t.get(db::leases, task_id);
+  return v ? decode_lease(*v) : std::nullopt;
 }
 
 std::string idempotency_db_key(std::string_view tenant, std::string_view key) {
@@ -67,15 +70,15 @@ std::optional<idempotency_record> get_idempotency(const txn_view& t, std::string
 }
 
 status put_job(write_txn& t, const job_record& r) {
-  return t.put(db::jobs, r.id, encode(to_json(r)));
+  return t.put(db::jobs, r.id, encode_job(r));
 }
 
 status put_task(write_txn& t, const task_record& r) {
-  return t.put(db::tasks, r.id, encode(to_json(r)));
+  return t.put(db::tasks, r.id, encode_task(r));
 }
 
 status put_lease(write_txn& t, const lease_record& r) {
-  return t.put(db::leases, r.task_id, encode(to_json(r)));
+  return t.put(db::leases, r.task_id, encode_lease(r));
 }
 
 bool del_lease(write_txn& t, std::string_view task_id) { return t.del(db::leases, task_id); }
@@ -120,8 +123,7 @@ std::vector<outbox_record> read_outbox(const txn_view& t, uint64_t from_seq, siz
 std::vector<lease_record> read_leases(const txn_view& t) {
   std::vector<lease_record> out;
   t.scan(db::leases, {}, [&](std::string_view, std::string_view value) {
-    json j = json::parse(value.begin(), value.end(), nullptr, false);
-    if (!j.is_discarded() && j.is_object()) out.push_back(lease_from_json(j));
+    if (auto r = decode_lease(value)) out.push_back(std::move(*r));
     return true;
   });
   return out;
@@ -142,7 +144,7 @@ std::string event_key(std::string_view job_id, uint64_t seq) {
 }
 
 status put_event(write_txn& t, const event_record& r) {
-  return t.put(db::events, event_key(r.job_id, r.seq), encode(to_json(r)));
+  return t.put(db::events, event_key(r.job_id, r.seq), encode_event(r));
 }
 
 std::vector<event_record> read_events(const txn_view& t, std::string_view job_id,
@@ -152,7 +154,7 @@ std::vector<event_record> read_events(const txn_view& t, std::string_view job_id
   t.scan(db::events, event_key(job_id, after_seq + 1),
          [&](std::string_view key, std::string_view value) {
            if (key.substr(0, prefix.size()) != prefix) return false;
-           if (auto r = decode(std::optional<std::string>(value), &event_from_json))
+           if (auto r = decode_event(value))
              out.push_back(std::move(*r));
            return out.size() < limit;
          });

@@ -65,12 +65,14 @@ TEST(LmdbEnv, OpenCreatesSubdirectoryAndSchemaRecord) {
 }
 
 TEST(LmdbEnv, OlderSchemaIsMigratedSoThatOlderBuildsRefuseTheStore) {
-  testing::temp_dir dir;
-  store_with_schema(dir.path(), "1");
-  auto env = open_env(dir.path());
-  ASSERT_TRUE(env);
-  EXPECT_EQ(env->begin_read().get(db::meta, "schema_version"), std::to_string(schema_version));
-  EXPECT_EQ(env->begin_read().get(db::jobs, "job_1"), "kept");
+  for (int older = 1; older < schema_version; ++older) {
+    testing::temp_dir dir;
+    store_with_schema(dir.path(), std::to_string(older));
+    auto env = open_env(dir.path());
+    ASSERT_TRUE(env) << "from schema " << older;
+    EXPECT_EQ(env->begin_read().get(db::meta, "schema_version"), std::to_string(schema_version));
+    EXPECT_EQ(env->begin_read().get(db::jobs, "job_1"), "kept");
+  }
 }
 
 TEST(LmdbEnv, ReopenKeepsCommittedData) {

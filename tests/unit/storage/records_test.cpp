@@ -27,13 +27,14 @@ job_record full_job() {
   r.updated_at_ms = 3001;
   r.result = gateway_result{429, "slow down"};
   r.error = job_error{"gateway_error", "too many requests"};
+  r.webhook_url = "https://example.com/hook";
+  r.deadline_ms = 1'700'000'000'000;
+  r.event_seq = 300;
+  r.input_dropped = true;
   return r;
 }
 
-TEST(Records, JobRoundTripKeepsEveryField) {
-  const job_record in = full_job();
-  // Through text, as the store does.
-  const job_record out = job_from_json(json::parse(to_json(in).dump()));
+void expect_same_job(const job_record& out, const job_record& in) {
   EXPECT_EQ(out.id, in.id);
   EXPECT_EQ(out.tenant, in.tenant);
   EXPECT_EQ(out.endpoint, in.endpoint);
@@ -43,19 +44,150 @@ TEST(Records, JobRoundTripKeepsEveryField) {
   EXPECT_EQ(out.idempotency_key, in.idempotency_key);
   EXPECT_EQ(out.request_hash, in.request_hash);
   EXPECT_EQ(out.task_id, in.task_id);
-  EXPECT_EQ(out.max_attempts, 5);
-  EXPECT_EQ(out.attempts, 2);
-  EXPECT_EQ(out.status, job_status::failed);
-  EXPECT_EQ(out.created_at_ms, 1000);
-  EXPECT_EQ(out.started_at_ms, 2000);
-  EXPECT_EQ(out.finished_at_ms, 3000);
-  EXPECT_EQ(out.updated_at_ms, 3001);
-  ASSERT_TRUE(out.result.has_value());
-  EXPECT_EQ(out.result->status_code, 429);
-  EXPECT_EQ(out.result->body, "slow down");
-  ASSERT_TRUE(out.error.has_value());
-  EXPECT_EQ(out.error->code, "gateway_error");
-  EXPECT_EQ(out.error->message, "too many requests");
+  EXPECT_EQ(out.max_attempts, in.max_attempts);
+  EXPECT_EQ(out.attempts, in.attempts);
+  EXPECT_EQ(out.status, in.status);
+  EXPECT_EQ(out.created_at_ms, in.created_at_ms);
+  EXPECT_EQ(out.started_at_ms, in.started_at_ms);
+  EXPECT_EQ(out.finished_at_ms, in.finished_at_ms);
+  EXPECT_EQ(out.updated_at_ms, in.updated_at_ms);
+  ASSERT_EQ(out.result.has_value(), in.result.has_value());
+  if (in.result) {
+    EXPECT_EQ(out.result->status_code, in.result->status_code);
+    EXPECT_EQ(out.result->body, in.result->body);
+  }
+  ASSERT_EQ(out.error.has_value(), in.error.has_value());
+  if (in.error) {
+    EXPECT_EQ(out.error->code, in.error->code);
+    EXPECT_EQ(out.error->message, in.error->message);
+  }
+  EXPECT_EQ(out.webhook_url, in.webhook_url);
+  EXPECT_EQ(out.deadline_ms, in.deadline_ms);
+  EXPECT_EQ(out.event_seq, in.event_seq);
+  EXPECT_EQ(out.input_dropped, in.input_dropped);
+}
+
+TEST(Records, JobRoundTripKeepsEveryField) {
+  const job_record in = full_job();
+  // Through text, as stores before schema 3 hold it.
+  expect_same_job(job_from_json(json::parse(to_json(in).dump())), in);
+}
+
+TEST(Records, BinaryJobRoundTripKeepsEveryByte) {
+  job_record in = full_job();
+  in.body = std::string("{\"a\":\"nul \0 and \xff\"}", 22);  // kept verbatim, not escaped
+  in.result->status_code = -1;
+  in.started_at_ms = -5;
+  const std::string value = encode_job(in);
+  EXPECT_EQ(value.front(), '\x01');
+  const auto out = decode_job(value);
+  ASSERT_TRUE(out.has_value());
+  expect_same_job(*out, in);
+  // A record without metadata, result or error reads back without them.
+  job_record bare;
+  bare.id = "job_2";
+  const auto back = decode_job(encode_job(bare));
+  ASSERT_TRUE(back.has_value());
+  expect_same_job(*back, bare);
+  EXPECT_TRUE(back->metadata.is_object() && back->metadata.empty());
+}
+
+TEST(Records, BinaryDecodersReadTheJsonOfOlderStores) {
+  const job_record in = full_job();
+  const auto job = decode_job(to_json(in).dump());
+  ASSERT_TRUE(job.has_value());
+  expect_same_job(*job, in);
+  const auto task = decode_task(to_json(task_record{"t1", "job_1", "acme", "m", 0, 2, 3,
+                                                    task_state::leased, 9, 8, "x"}).dump());
+  ASSERT_TRUE(task.has_value());
+  EXPECT_EQ(task->attempt, 2);
+  EXPECT_EQ(task->state, task_state::leased);
+  const auto lease = decode_lease(to_json(lease_record{"t1", 3, "tok", 1234, "node-a"}).dump());
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ(lease->token, "tok");
+  event_record ev{"job_1", 2, job_status::in_progress, job_status::queued, 77, 1, std::nullopt};
+  const auto event = decode_event(to_json(ev).dump());
+  ASSERT_TRUE(event.has_value());
+  EXPECT_EQ(event->previous, job_status::queued);
+  EXPECT_FALSE(decode_job("not json").has_value());
+  EXPECT_FALSE(decode_job("[1,2]").has_value());
+}
+
+TEST(Records, ABinaryValueCutShortIsCorruptUnlessItEndsBetweenFields) {
+  const std::string value = encode_job(full_job());
+  // Every prefix either decodes (it ends between two fields: the rest read as defaults) or is
+  // refused; none is misread. The id field alone is such a prefix.
+  int decoded = 0;
+  for (size_t n = 1; n < value.size(); ++n) {
+    if (auto j = decode_job(value.substr(0, n))) {
+      ++decoded;
+      // Only the format byte alone reads without the id (every field a default).
+      if (j->id != "job_01HZX") {
+        EXPECT_EQ(n, 1u);
+      }
+    }
+  }
+  EXPECT_GT(decoded, 0);
+  EXPECT_LT(decoded, static_cast<int>(value.size()) / 2);
+  const auto id_only = decode_job(value.substr(0, 2 + std::string("job_01HZX").size()));
+  ASSERT_TRUE(id_only.has_value());
+  EXPECT_EQ(id_only->id, "job_01HZX");
+  EXPECT_EQ(id_only->max_attempts, 3);  // the default
+  EXPECT_FALSE(decode_job(value.substr(0, 5)).has_value());  // inside the id
+}
+
+TEST(Records, ABinaryValueWithAnUnknownStateIsCorrupt) {
+  task_record t;
+  t.id = "t";
+  std::string value = encode_task(t);
+  ASSERT_EQ(value.back(), '\0');  // the last error: an empty string
+  // id, job, tenant, model, index, attempt, max_attempts, state, not_before, queued_at, error
+  const size_t state_at = value.size() - 4;
+  ASSERT_EQ(value[state_at], '\0');
+  value[state_at] = '\x09';
+  EXPECT_FALSE(decode_task(value).has_value());
+  value[state_at] = '\x02';
+  ASSERT_TRUE(decode_task(value).has_value());
+  EXPECT_EQ(decode_task(value)->state, task_state::done);
+}
+
+TEST(Records, BinaryTaskLeaseEventRoundTrip) {
+  task_record t{"t1", "job_1", "acme", "m", 4, 2, 7, task_state::leased, 99, 55, "boom"};
+  const auto task = decode_task(encode_task(t));
+  ASSERT_TRUE(task.has_value());
+  EXPECT_EQ(task->id, "t1");
+  EXPECT_EQ(task->job_id, "job_1");
+  EXPECT_EQ(task->tenant, "acme");
+  EXPECT_EQ(task->model, "m");
+  EXPECT_EQ(task->index, 4);
+  EXPECT_EQ(task->attempt, 2);
+  EXPECT_EQ(task->max_attempts, 7);
+  EXPECT_EQ(task->state, task_state::leased);
+  EXPECT_EQ(task->not_before_ms, 99);
+  EXPECT_EQ(task->queued_at_ms, 55);
+  EXPECT_EQ(task->last_error, "boom");
+  const auto lease = decode_lease(encode_lease(lease_record{"t1", 3, "tok", 1234, "node-a"}));
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ(lease->task_id, "t1");
+  EXPECT_EQ(lease->attempt, 3);
+  EXPECT_EQ(lease->token, "tok");
+  EXPECT_EQ(lease->expires_at_ms, 1234);
+  EXPECT_EQ(lease->holder, "node-a");
+  for (auto previous : {std::optional<job_status>{}, std::optional{job_status::queued},
+                        std::optional{job_status::cancelling}}) {
+    event_record ev{"job_1", 5, job_status::expired, previous, 1'700'000'000'123, 3,
+                    job_error{"deadline_exceeded", "too late"}};
+    const auto event = decode_event(encode_event(ev));
+    ASSERT_TRUE(event.has_value());
+    EXPECT_EQ(event->job_id, "job_1");
+    EXPECT_EQ(event->seq, 5u);
+    EXPECT_EQ(event->state, job_status::expired);
+    EXPECT_EQ(event->previous, previous);
+    EXPECT_EQ(event->at_ms, 1'700'000'000'123);
+    EXPECT_EQ(event->attempt, 3);
+    ASSERT_TRUE(event->error.has_value());
+    EXPECT_EQ(event->error->message, "too late");
+  }
 }
 
 TEST(Records, JobOmitsEmptyOptionalFields) {

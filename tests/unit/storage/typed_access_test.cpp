@@ -161,6 +161,52 @@ TEST_F(TypedAccess, OutboxKeepsPayloadBytesVerbatimAndReadsRecordsOfOlderStores)
   EXPECT_EQ(all[1].payload, R"({"x":1})");
 }
 
+TEST_F(TypedAccess, JobsTasksLeasesAndEventsOfOlderStoresAreReadAndRewrittenInBinary) {
+  {
+    auto w = writer();  // values as schema 2 wrote them
+    ASSERT_TRUE(w.put(db::jobs, "job_1",
+                      R"({"id":"job_1","tn":"acme","md":"m","ma":3,"st":"in_progress","at":1,"ev":2})")
+                    .ok());
+    ASSERT_TRUE(w.put(db::tasks, "job_1-0",
+                      R"({"id":"job_1-0","jb":"job_1","at":1,"ma":3,"st":"leased"})")
+                    .ok());
+    ASSERT_TRUE(w.put(db::leases, "job_1-0", R"({"tk":"job_1-0","at":1,"to":"tok","ex":99})").ok());
+    ASSERT_TRUE(w.put(db::events, event_key("job_1", 1), R"({"jb":"job_1","sq":1,"st":"queued"})")
+                    .ok());
+    ASSERT_TRUE(w.put(db::events, event_key("job_1", 2),
+                      R"({"jb":"job_1","sq":2,"st":"in_progress","pv":"queued","an":1})")
+                    .ok());
+    ASSERT_TRUE(w.commit().ok());
+  }
+  {
+    auto w = writer();
+    auto job = get_job(w, "job_1");
+    ASSERT_TRUE(job.has_value());
+    EXPECT_EQ(job->tenant, "acme");
+    EXPECT_EQ(job->status, job_status::in_progress);
+    EXPECT_EQ(job->event_seq, 2u);
+    auto task = get_task(w, "job_1-0");
+    ASSERT_TRUE(task.has_value());
+    EXPECT_EQ(task->state, task_state::leased);
+    auto lease = get_lease(w, "job_1-0");
+    ASSERT_TRUE(lease.has_value());
+    EXPECT_EQ(lease->token, "tok");
+    EXPECT_EQ(read_leases(w).size(), 1u);
+    auto events = read_events(w, "job_1", 0);
+    ASSERT_EQ(events.size(), 2u);
+    EXPECT_EQ(events[1].previous, job_status::queued);
+    job->status = job_status::completed;
+    ASSERT_TRUE(put_job(w, *job).ok());
+    ASSERT_TRUE(put_task(w, *task).ok());
+    ASSERT_TRUE(w.commit().ok());
+  }
+  auto r = env_->begin_read();
+  EXPECT_EQ(r.get(db::jobs, "job_1")->front(), '\x01');
+  EXPECT_EQ(r.get(db::tasks, "job_1-0")->front(), '\x01');
+  EXPECT_EQ(get_job(r, "job_1")->status, job_status::completed);
+  EXPECT_EQ(get_job(r, "job_1")->tenant, "acme");
+}
+
 TEST_F(TypedAccess, AbortedAppendDoesNotConsumeASequence) {
   {
     auto w = writer();
