@@ -9,7 +9,8 @@
 #
 #   bench/batch.sh [BUILD_DIR]        (default BUILD_DIR: build-bench next to this folder)
 #
-# Environment: LINES (50000), LINE_BYTES (4000), RUN_N (50000), PER_MODEL (10), GLOBAL (100).
+# Environment: LINES (50000), LINE_BYTES (4000), RUN_N (50000), PER_MODEL (10), GLOBAL (100),
+# SWITCHYARD (the binary to measure; default BUILD_DIR/switchyard).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,7 +23,7 @@ RUN_N=${RUN_N:-50000}
 PER_MODEL=${PER_MODEL:-10}
 GLOBAL=${GLOBAL:-100}
 
-switchyard=$build/switchyard
+switchyard=${SWITCHYARD:-$build/switchyard}
 fake=$build/tests/fakes/fake_gateway
 loadgen=$build/bench/sy_bench_submit
 for bin in "$switchyard" "$fake" "$loadgen"; do
