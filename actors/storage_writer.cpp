@@ -4,6 +4,8 @@
 #include <vector>
 #include <optional>
 
+#include <boost/asio/post.hpp>
+
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
@@ -109,8 +111,11 @@ void flush(writer_ptr self) {
     wake_webhooks = wake_webhooks || r.webhooks_appended;
     changed.insert(changed.end(), r.changed_jobs.begin(), r.changed_jobs.end());
   }
-  for (size_t i = 0; i < batch.size(); ++i)
-    batch[i].answer(write_reply{std::move(replies.value()[i]), {}});
+  {
+    completion_batch continuations;  // one post per executor for all the answers below
+    for (size_t i = 0; i < batch.size(); ++i)
+      batch[i].answer(write_reply{std::move(replies.value()[i]), {}});
+  }
   if (wake_relay && st.hooks.on_outbox) st.hooks.on_outbox();
   if (wake_webhooks && st.hooks.on_webhooks) st.hooks.on_webhooks();
   if (!changed.empty() && st.hooks.on_changed) st.hooks.on_changed(changed);
@@ -149,6 +154,34 @@ storage_writer_actor::behavior_type writer(writer_ptr self, storage::environment
 }
 
 }  // namespace
+
+namespace {
+thread_local completion_batch* open_batch = nullptr;
+}  // namespace
+
+completion_batch::completion_batch() : previous_(open_batch) { open_batch = this; }
+
+completion_batch::~completion_batch() {
+  open_batch = previous_;
+  for (auto& [ex, group] : groups_) {
+    boost::asio::post(ex, [cs = std::move(group)] {
+      for (auto& c : cs) c->run();
+    });
+  }
+}
+
+completion_batch* completion_batch::current() { return open_batch; }
+
+void completion_batch::add_erased(boost::asio::any_io_executor ex, std::unique_ptr<continuation> c) {
+  // A handful of executors (the HTTP threads, the execution context): a linear search.
+  for (auto& [known, group] : groups_) {
+    if (known == ex) {
+      group.push_back(std::move(c));
+      return;
+    }
+  }
+  groups_.emplace_back(std::move(ex), continuations{}).second.push_back(std::move(c));
+}
 
 storage_writer_actor spawn_storage_writer(caf::actor_system& sys, storage::environment& env,
                                           size_t max_ops_per_commit, storage::store_policy policy,

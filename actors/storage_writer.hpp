@@ -5,10 +5,15 @@
 /// the batch retried; any other storage failure fails the whole batch (nothing partial commits).
 /// Runs detached (its own thread) because a commit blocks on fsync.
 
+#include <utility>  // before any Asio header (Boost 1.74)
+
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/typed_actor.hpp>
@@ -38,6 +43,44 @@ struct write_reply {
 struct write_call {
   storage::write_op op;
   std::function<void(write_reply)> done;
+};
+
+/// The writer answers one commit's operations inside a completion_batch: a `done` callback may
+/// hand it the continuation to run on `ex` instead of posting it there itself, and the batch posts
+/// everything bound for one executor as one handler when the answers are out — one post (one
+/// scheduler lock, at most one wake-up) per executor and commit instead of one per operation.
+/// Continuations for one executor run in the order they were added.
+class completion_batch {
+ public:
+  completion_batch();
+  ~completion_batch();  ///< posts what was gathered
+  completion_batch(const completion_batch&) = delete;
+  completion_batch& operator=(const completion_batch&) = delete;
+
+  /// The batch open on this thread, or null.
+  static completion_batch* current();
+
+  template <class F>
+  void add(boost::asio::any_io_executor ex, F fn) {
+    add_erased(std::move(ex), std::make_unique<continuation_of<F>>(std::move(fn)));
+  }
+
+ private:
+  struct continuation {
+    virtual ~continuation() = default;
+    virtual void run() = 0;
+  };
+  template <class F>
+  struct continuation_of final : continuation {
+    explicit continuation_of(F f) : fn(std::move(f)) {}
+    void run() override { fn(); }
+    F fn;
+  };
+  using continuations = std::vector<std::unique_ptr<continuation>>;
+  void add_erased(boost::asio::any_io_executor ex, std::unique_ptr<continuation> c);
+
+  std::vector<std::pair<boost::asio::any_io_executor, continuations>> groups_;
+  completion_batch* previous_;
 };
 
 using storage_writer_actor =

@@ -37,9 +37,12 @@ struct reply_once {
   void complete(result<write_reply> r) {
     called = true;
     auto ex = boost::asio::get_associated_executor(handler);
-    boost::asio::post(ex, [h = std::move(handler), r = std::move(r)]() mutable {
-      h(std::move(r));
-    });
+    auto resume = [h = std::move(handler), r = std::move(r)]() mutable { h(std::move(r)); };
+    if (auto* batch = completion_batch::current()) {
+      batch->add(ex, std::move(resume));  // the writer posts it with the commit's other answers
+    } else {
+      boost::asio::post(ex, std::move(resume));
+    }
   }
 
   Handler handler;
