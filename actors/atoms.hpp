@@ -10,6 +10,7 @@ using wake_atom = caf::atom_constant<caf::atom("wake")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
+using answered_atom = caf::atom_constant<caf::atom("answered")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 
 }  // namespace sy::actors

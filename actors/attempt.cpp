@@ -82,7 +82,8 @@ attempt_verdict judge(const runtime::gateway_outcome& o, bool releasing) {
 }
 
 asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
-                                  std::shared_ptr<runtime::js_message> msg) {
+                                  std::shared_ptr<runtime::js_message> msg,
+                                  std::function<void()> on_answered) {
   ++ctx.running;
   struct running_guard {
     engine_context& ctx;
@@ -156,6 +157,7 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
     if (deadline) deadline->cancel();
     ctx.inflight.remove(reg);
   }
+  if (on_answered) on_answered();
   runtime::failpoint("attempt_response_received");
   auto verdict = judge(outcome, ctx.releasing.load());
   storage::finish_attempt_op finish;

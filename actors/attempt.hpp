@@ -6,6 +6,7 @@
 
 #include <utility>
 
+#include <functional>
 #include <memory>
 
 #include <boost/asio/awaitable.hpp>
@@ -16,8 +17,12 @@
 
 namespace sy::actors {
 
+/// `on_answered`, when given, is called once the gateway exchange is over (answered, failed or
+/// aborted) and before the outcome is committed — so the request's slot can serve another while
+/// the commit waits for its group — and never when the attempt ends before sending.
 boost::asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
-                                         std::shared_ptr<runtime::js_message> msg);
+                                         std::shared_ptr<runtime::js_message> msg,
+                                         std::function<void()> on_answered = {});
 
 /// How a gateway outcome ends an attempt (pure; unit-tested).
 struct attempt_verdict {

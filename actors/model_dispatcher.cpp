@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <algorithm>
+#include <atomic>
 #include <optional>
 
 #include <boost/asio/co_spawn.hpp>
@@ -30,6 +32,10 @@ struct dispatcher_state {
   bool fetch_scheduled = false;
   bool last_fetch_empty = true;  ///< an idle model asks for one message at a time
   bool error_logged = false;
+  /// Attempts whose gateway exchange is over and whose slots are back, waiting for their outcome
+  /// to commit. Bounded by the per-model limit (no fetch while it is reached), so at most twice
+  /// the limit of this model's attempts are alive at once.
+  int finishing = 0;
   static inline const char* name = "model_dispatcher";
 };
 
@@ -41,12 +47,21 @@ void schedule_fetch(dispatcher_ptr self) {
   self->send(self, fetch_atom::value);
 }
 
+/// Runs one attempt on the execution context holding one slot of each budget. The slots go back
+/// when the gateway has answered (`answered`), or when the attempt ends if it never sent
+/// (`done`, false); an answered attempt ends with `done`, true.
 void launch(dispatcher_ptr self, runtime::js_message m) {
   auto& ctx = *self->state.ctx;
   auto msg = std::make_shared<runtime::js_message>(std::move(m));
   model_dispatcher_actor me = self;
-  boost::asio::co_spawn(ctx.exec, run_attempt(ctx, self->state.model, std::move(msg)),
-                        [me](std::exception_ptr e) {
+  // Set and read on the execution context only: by the attempt, then by its completion.
+  auto answered = std::make_shared<std::atomic<bool>>(false);
+  auto on_answered = [me, answered] {
+    answered->store(true);
+    caf::anon_send(me, answered_atom::value);
+  };
+  boost::asio::co_spawn(ctx.exec, run_attempt(ctx, self->state.model, std::move(msg), on_answered),
+                        [me, answered](std::exception_ptr e) {
                           if (e) {
                             try {
                               std::rethrow_exception(e);
@@ -54,7 +69,7 @@ void launch(dispatcher_ptr self, runtime::js_message m) {
                               log::error("dispatcher", "attempt crashed", {{"what", ex.what()}});
                             }
                           }
-                          caf::anon_send(me, done_atom::value);
+                          caf::anon_send(me, done_atom::value, answered->load());
                         });
 }
 
@@ -94,6 +109,8 @@ void fetch(dispatcher_ptr self) {
     st.pending.reset();
     return;
   }
+  // Enough answered attempts still committing: woken by their `done`.
+  if (st.finishing >= std::max(1, st.ctx->cfg.per_model_concurrency)) return;
   if (st.pending) {
     if (take_slots(self, 1) == 0) return;  // woken when a slot frees up
     auto m = std::move(*st.pending);
@@ -157,8 +174,17 @@ model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, engine_con
   schedule_fetch(self);
   return {
       [=](fetch_atom) { fetch(self); },
-      [=](done_atom) {
+      [=](answered_atom) {
         release_slots(self, 1);
+        ++self->state.finishing;
+        schedule_fetch(self);
+      },
+      [=](done_atom, bool answered) {
+        if (answered) {
+          --self->state.finishing;
+        } else {
+          release_slots(self, 1);
+        }
         schedule_fetch(self);
       },
   };

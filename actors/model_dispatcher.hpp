@@ -18,7 +18,8 @@
 namespace sy::actors {
 
 using model_dispatcher_actor =
-    caf::typed_actor<caf::reacts_to<fetch_atom>, caf::reacts_to<done_atom>>;
+    caf::typed_actor<caf::reacts_to<fetch_atom>, caf::reacts_to<answered_atom>,
+                     caf::reacts_to<done_atom, bool>>;
 
 /// Spawns the dispatcher for `model` over its pull subscription.
 model_dispatcher_actor spawn_model_dispatcher(engine_context& ctx, std::string model,
