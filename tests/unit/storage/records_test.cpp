@@ -75,7 +75,9 @@ TEST(Records, JobRoundTripKeepsEveryField) {
 
 TEST(Records, BinaryJobRoundTripKeepsEveryByte) {
   job_record in = full_job();
-  in.body = std::string("{\"a\":\"nul \0 and \xff\"}", 22);  // kept verbatim, not escaped
+  static constexpr char raw_body[] = "{\"a\":\"nul \0 and \xff\"}";  // kept verbatim, not escaped
+  in.body = std::string(raw_body, sizeof raw_body - 1);
+  ASSERT_EQ(in.body.size(), 19u);
   in.result->status_code = -1;
   in.started_at_ms = -5;
   const std::string value = encode_job(in);
