@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "storage/detail/codec.hpp"
+
 // Two codecs (docs/storage.md): binary values for jobs, tasks, leases and events (schema 3), and
 // compact JSON with short keys for the rest and for values of older stores. JSON encoding omits
 // empty optional fields; JSON decoding never throws: a missing field or a field of the wrong type
@@ -308,14 +310,6 @@ class bin_reader {
 
 bool is_binary(std::string_view value) { return !value.empty() && value.front() == binary_format; }
 
-/// A legacy (compact JSON) value through its reader; nullopt when it is not a JSON object.
-template <class Record>
-std::optional<Record> from_legacy_json(std::string_view value, Record (*from)(const json&)) {
-  json j = json::parse(value.begin(), value.end(), nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return std::nullopt;
-  return from(j);
-}
-
 void write_error(bin_writer& w, const std::optional<job_error>& e) {
   w.u(e ? 1 : 0);
   if (e) w.s(e->code).s(e->message);
@@ -348,7 +342,7 @@ std::string encode_job(const job_record& r) {
 }
 
 std::optional<job_record> decode_job(std::string_view value) {
-  if (!is_binary(value)) return from_legacy_json(value, &job_from_json);
+  if (!is_binary(value)) return detail::decode(value, &job_from_json);
   job_record r;
   bin_reader in(value);
   std::string metadata;
@@ -383,7 +377,7 @@ std::string encode_task(const task_record& r) {
 }
 
 std::optional<task_record> decode_task(std::string_view value) {
-  if (!is_binary(value)) return from_legacy_json(value, &task_from_json);
+  if (!is_binary(value)) return detail::decode(value, &task_from_json);
   task_record r;
   bin_reader in(value);
   in.s(r.id).s(r.job_id).s(r.tenant).s(r.model);
@@ -400,7 +394,7 @@ std::string encode_lease(const lease_record& r) {
 }
 
 std::optional<lease_record> decode_lease(std::string_view value) {
-  if (!is_binary(value)) return from_legacy_json(value, &lease_from_json);
+  if (!is_binary(value)) return detail::decode(value, &lease_from_json);
   lease_record r;
   bin_reader in(value);
   in.s(r.task_id).i(r.attempt).s(r.token).i(r.expires_at_ms).s(r.holder);
@@ -418,7 +412,7 @@ std::string encode_event(const event_record& r) {
 }
 
 std::optional<event_record> decode_event(std::string_view value) {
-  if (!is_binary(value)) return from_legacy_json(value, &event_from_json);
+  if (!is_binary(value)) return detail::decode(value, &event_from_json);
   event_record r;
   bin_reader in(value);
   in.s(r.job_id).u(r.seq).e(r.state, job_status_names.size());

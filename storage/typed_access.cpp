@@ -186,7 +186,7 @@ std::vector<webhook_record> read_due_webhooks(const txn_view& t, int64_t now_ms,
   if (earliest) earliest->reset();
   if (limit == 0 && !earliest) return out;
   t.scan(db::webhooks, {}, [&](std::string_view key, std::string_view value) {
-    if (auto r = decode(std::optional<std::string>(value), &webhook_from_json)) {
+    if (auto r = decode(value, &webhook_from_json)) {
       if (earliest) *earliest = std::min(earliest->value_or(r->next_at_ms), r->next_at_ms);
       r->seq = seq_of_key(key);
       if (r->next_at_ms <= now_ms && out.size() < limit) out.push_back(std::move(*r));
