@@ -1,6 +1,6 @@
 #include "api/job_json.hpp"
 
-#include "storage/json_text.hpp"
+#include "storage/events.hpp"
 
 namespace sy::api {
 namespace {
@@ -38,18 +38,11 @@ std::string job_json(const storage::job_record& job) {
   }
   out.key("result");
   if (job.result) {
-    out.begin_object().field("status_code", job.result->status_code).key("body");
-    out.json_or_string(job.result->body).end_object();
+    storage::write_result(out, *job.result);
   } else {
     out.null();
   }
-  out.key("error");
-  if (job.error) {
-    out.begin_object().field("code", job.error->code).field("message", job.error->message);
-    out.end_object();
-  } else {
-    out.null();
-  }
+  storage::write_error(out.key("error"), job.error);
   out.key("webhook_url");
   if (job.webhook_url.empty()) {
     out.null();

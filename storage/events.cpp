@@ -1,7 +1,5 @@
 #include "storage/events.hpp"
 
-#include "storage/json_text.hpp"
-
 namespace sy::storage {
 
 std::string event_payload(const job_record& job, const event_record& ev,
@@ -18,22 +16,29 @@ std::string event_payload(const job_record& job, const event_record& ev,
     out.null();
   }
   out.field("timestamp", ev.at_ms / 1000).field("timestamp_ms", ev.at_ms).field("attempt", ev.attempt);
-  out.key("error");
-  if (ev.error) {
-    out.begin_object().field("code", ev.error->code).field("message", ev.error->message).end_object();
-  } else {
-    out.null();
-  }
+  write_error(out.key("error"), ev.error);
   out.key("result");
   const gateway_result* r = is_terminal(ev.state) && job.result ? &*job.result : nullptr;
   if (r && static_cast<int64_t>(r->body.size()) <= inline_result_bytes) {
-    out.begin_object().field("status_code", r->status_code).key("body").json_or_string(r->body);
-    out.end_object();
+    write_result(out, *r);
   } else {
     out.null();
     if (r) out.field("result_url", "/v1/jobs/" + job.id);
   }
   return out.end_object().take();
+}
+
+void write_error(json_text& out, const std::optional<job_error>& e) {
+  if (e) {
+    out.begin_object().field("code", e->code).field("message", e->message).end_object();
+  } else {
+    out.null();
+  }
+}
+
+void write_result(json_text& out, const gateway_result& r) {
+  out.begin_object().field("status_code", r.status_code).key("body").json_or_string(r.body);
+  out.end_object();
 }
 
 std::string event_subject(std::string_view subject_prefix, const event_record& ev) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "storage/json_text.hpp"
 #include "storage/records.hpp"
 
 namespace sy::storage {
@@ -17,6 +18,14 @@ namespace sy::storage {
 /// "/v1/jobs/<id>"` where the client reads it.
 std::string event_payload(const job_record& job, const event_record& ev,
                           int64_t inline_result_bytes);
+
+/// `{"code", "message"}`, or null without an error — as a job's API document and its events
+/// show it.
+void write_error(json_text& out, const std::optional<job_error>& e);
+
+/// `{"status_code", "body"}`, the body as JSON when it is JSON, else as a string — as a job's API
+/// document and its terminal event show the gateway's answer.
+void write_result(json_text& out, const gateway_result& r);
 
 /// The NATS subject of a state change: `<subject_prefix>.jobs.<job_id>.<state>`.
 std::string event_subject(std::string_view subject_prefix, const event_record& ev);
