@@ -9,7 +9,7 @@
 #
 #   bench/batch.sh [BUILD_DIR]        (default BUILD_DIR: build-bench next to this folder)
 #
-# Environment: LINES (50000), LINE_BYTES (4000), RUN_N (50000), PER_MODEL (10), GLOBAL (100),
+# Environment: LINES (50000), LINE_BYTES (4000), RUN_N (50000), ROUNDS (3), PER_MODEL (10), GLOBAL (100),
 # SWITCHYARD (the binary to measure; default BUILD_DIR/switchyard).
 set -euo pipefail
 
@@ -20,6 +20,7 @@ build=$(cd "${1:-$here/../build-bench}" && pwd)
 LINES=${LINES:-50000}
 LINE_BYTES=${LINE_BYTES:-4000}
 RUN_N=${RUN_N:-50000}
+ROUNDS=${ROUNDS:-3}
 PER_MODEL=${PER_MODEL:-10}
 GLOBAL=${GLOBAL:-100}
 
@@ -146,68 +147,106 @@ ingest_both=$(python3 -c "print(f'{$bytes/1e6/max(($t1-$t0+${ingest_ms:-0})/1000
 rss_growth=$(python3 -c "print(f'{($peak_rss-$idle_rss)/1024:.1f}')")
 
 # --- 2. execution -----------------------------------------------------------------------------
+# ROUNDS rounds, each a batch of the same input file through the engine and then the direct load
+# generator with the very same request bodies against the same fake; the ratio is taken per
+# round (the two runs of a round are seconds apart) and the median round is the result.
 gen "$work/run.jsonl" "$RUN_N" 300
 file_id=$(curl -sf -F purpose=batch -F "file=@$work/run.jsonl;filename=run.jsonl" "$base/v1/files" | field "['id']")
-batch=$(curl -sf -H 'Content-Type: application/json' "$base/v1/batches" \
-  -d "{\"input_file_id\":\"$file_id\",\"endpoint\":\"/v1/chat/completions\",\"completion_window\":\"24h\"}" | field "['id']")
-while [[ $(status_of "$batch") == validating ]]; do sleep 0.005; done
-e0=$(cpu_ticks "$engine_pid")
-f0=$(cpu_ticks "$fake_pid")
-m0=$(machine_ticks)
-# Waits for the engine's "batch finished" log line: a grep every 0.2 s is the cheapest poll
-# (a curl per poll cost 15-20 % of a core here, taken from the engine and the fake).
-until grep -q "\"batch_id\":\"$batch\".*\"msg\":\"batch finished\"" "$out/engine.log"; do
-  kill -0 "$engine_pid" 2>/dev/null || { echo "the engine exited" >&2; exit 1; }
-  sleep 0.2
-done
-e1=$(cpu_ticks "$engine_pid")
-f1=$(cpu_ticks "$fake_pid")
-m1=$(machine_ticks)
-# The engine's own clock: from its "dispatching" log line to "batch finished" (output files
-# written and committed); the polling above only tells when to stop looking.
-log_ms() {  # log_ms MSG: the ts of the batch's log line MSG, in ms since the epoch
-  grep "\"msg\":\"$1\"" "$out/engine.log" | grep "$batch" | head -1 |
-    sed 's/.*"ts":"\([^"]*\)".*/\1/' | python3 -c "import sys,datetime; print(int(datetime.datetime.fromisoformat(sys.stdin.read().strip().replace('Z','+00:00')).timestamp()*1000))"
-}
-r0=$(log_ms dispatching)
-r1=$(log_ms "batch finished")
-finalize_ms=$(grep '"msg":"batch finished"' "$out/engine.log" | grep "$batch" | sed -n 's/.*"finalize_ms":\([0-9]*\).*/\1/p')
 hz=$(getconf CLK_TCK)
-engine_cpu=$(python3 -c "print(f'{100*($e1-$e0)/$hz/max(($r1-$r0)/1000,1e-3):.0f}% of a core, {1e6*($e1-$e0)/$hz/$RUN_N:.0f} us CPU per request')")
-fake_cpu=$(python3 -c "print(f'{100*($f1-$f0)/$hz/max(($r1-$r0)/1000,1e-3):.0f}% of a core, {1e6*($f1-$f0)/$hz/$RUN_N:.0f} us CPU per request')")
-machine_cpu=$(busy_share "$m0" "$m1")
-final=$(curl -sf "$base/v1/batches/$batch")
-counts=$(echo "$final" | field "['request_counts']")
-engine_rate=$(python3 -c "print(f'{$RUN_N/max(($r1-$r0)/1000,1e-3):.0f}')")
-
 conc=$((PER_MODEL * 3))
 [[ $conc -gt $GLOBAL ]] && conc=$GLOBAL
-d0=$(now_ms)
-f2=$(cpu_ticks "$fake_pid")
-m2=$(machine_ticks)
-"$loadgen" --raw --port "$fake_port" --connections "$conc" --requests "$RUN_N" --target /v1/chat/completions \
-  --model model-a >"$out/direct.txt" 2>&1 || true
-d1=$(now_ms)
-f3=$(cpu_ticks "$fake_pid")
-m3=$(machine_ticks)
-direct_machine_cpu=$(busy_share "$m2" "$m3")
-direct_fake_cpu=$(python3 -c "print(f'{100*($f3-$f2)/$hz/max(($d1-$d0)/1000,1e-3):.0f}% of a core, {1e6*($f3-$f2)/$hz/$RUN_N:.0f} us CPU per request')")
-direct_rate=$(sed -n 's/^RESULT //p' "$out/direct.txt" | tr ' ' '\n' | sed -n 's/^rate=//p')
-ratio=$(python3 -c "print(f'{100*$engine_rate/max(float(\"${direct_rate:-0}\" or 0),1):.0f}')")
+# share TICKS MS: "N% of a core, M us CPU per request" for TICKS of CPU over MS of wall time.
+share() {
+  python3 -c "print(f'{100*$1/$hz/max($2/1000,1e-3):.0f}% of a core, {1e6*$1/$hz/$RUN_N:.0f} us CPU per request')"
+}
+# log_ms BATCH MSG: the ts of the batch's log line MSG, in ms since the epoch.
+log_ms() {
+  grep "\"msg\":\"$2\"" "$out/engine.log" | grep "$1" | head -1 |
+    sed 's/.*"ts":"\([^"]*\)".*/\1/' | python3 -c "import sys,datetime; print(int(datetime.datetime.fromisoformat(sys.stdin.read().strip().replace('Z','+00:00')).timestamp()*1000))"
+}
 
+# engine_round N: one batch of run.jsonl; sets engine_rate and prints the round's details.
+engine_round() {
+  local batch e0 e1 f0 f1 m0 m1 r0 r1 counts finalize_ms
+  batch=$(curl -sf -H 'Content-Type: application/json' "$base/v1/batches" \
+    -d "{\"input_file_id\":\"$file_id\",\"endpoint\":\"/v1/chat/completions\",\"completion_window\":\"24h\"}" | field "['id']")
+  while [[ $(status_of "$batch") == validating ]]; do sleep 0.005; done
+  e0=$(cpu_ticks "$engine_pid")
+  f0=$(cpu_ticks "$fake_pid")
+  thread_snapshot "$engine_pid" "$fake_pid" >"$work/threads-before"
+  m0=$(machine_ticks)
+  # Waits for the engine's "batch finished" log line: a grep every 0.2 s is the cheapest poll
+  # (a curl per poll cost 15-20 % of a core here, taken from the engine and the fake).
+  until grep -q "\"batch_id\":\"$batch\".*\"msg\":\"batch finished\"" "$out/engine.log"; do
+    kill -0 "$engine_pid" 2>/dev/null || { echo "the engine exited" >&2; exit 1; }
+    sleep 0.2
+  done
+  e1=$(cpu_ticks "$engine_pid")
+  f1=$(cpu_ticks "$fake_pid")
+  thread_snapshot "$engine_pid" "$fake_pid" >"$work/threads-after"
+  m1=$(machine_ticks)
+  # The engine's own clock: from its "dispatching" log line to "batch finished" (output files
+  # written and committed); the polling above only tells when to stop looking.
+  r0=$(log_ms "$batch" dispatching)
+  r1=$(log_ms "$batch" "batch finished")
+  finalize_ms=$(grep '"msg":"batch finished"' "$out/engine.log" | grep "$batch" | sed -n 's/.*"finalize_ms":\([0-9]*\).*/\1/p')
+  counts=$(curl -sf "$base/v1/batches/$batch" | field "['request_counts']")
+  engine_rate=$(python3 -c "print(f'{$RUN_N/max(($r1-$r0)/1000,1e-3):.0f}')")
+  echo "  engine (dispatching -> finished)       $engine_rate req/s   counts $counts  (finalize ${finalize_ms:-?} ms)"
+  echo "    engine CPU                           $(share $((e1 - e0)) $((r1 - r0)))"
+  echo "    fake gateway CPU                     $(share $((f1 - f0)) $((r1 - r0)))"
+  echo "    whole machine                        $(busy_share "$m0" "$m1")"
+  thread_report "$work/threads-before" "$work/threads-after" "$RUN_N"
+}
+
+# direct_round LOG [ARGS...]: the load generator alone against the fake, the same number of
+# requests over the same number of connections; sets direct_rate and prints the details.
+direct_round() {
+  local log=$1 d0 d1 f0 f1 m0 m1
+  shift
+  d0=$(now_ms)
+  f0=$(cpu_ticks "$fake_pid")
+  m0=$(machine_ticks)
+  "$loadgen" --raw --port "$fake_port" --connections "$conc" --requests "$RUN_N" \
+    --target /v1/chat/completions "$@" >"$log" 2>&1 || true
+  d1=$(now_ms)
+  f1=$(cpu_ticks "$fake_pid")
+  m1=$(machine_ticks)
+  direct_rate=$(sed -n 's/^RESULT //p' "$log" | tr ' ' '\n' | sed -n 's/^rate=//p')
+  echo "    fake gateway CPU                     $(share $((f1 - f0)) $((d1 - d0)))"
+  echo "    whole machine                        $(busy_share "$m0" "$m1")"
+}
+
+rounds_out=$work/rounds.txt
+ratios=()
+for round in $(seq "$ROUNDS"); do
+  {
+    echo "round $round"
+    engine_round
+    # The basis of the ratio: the very request bodies of the batch (the fake's cost per
+    # request grows with the body it parses and answers).
+    direct_round "$out/direct-$round.txt" --bodies "$work/run.jsonl" >"$work/details"
+    echo "  direct load generator, $conc conns, the batch's bodies   ${direct_rate:-?} req/s"
+    cat "$work/details"
+    ratio=$(python3 -c "print(f'{100*$engine_rate/max(float(\"${direct_rate:-0}\" or 0),1):.0f}')")
+    echo "  engine / direct                        $ratio %"
+    echo "$ratio $engine_rate ${direct_rate:-0}" >>"$work/ratios"
+  } | tee -a "$rounds_out"
+done
+median=$(sort -n "$work/ratios" | awk '{r[NR] = $0} END {print r[int((NR + 1) / 2)]}')
+read -r median_ratio median_engine median_direct <<<"$median"
+# For comparison with results before 2026-11-24: the direct rate with a minimal chat body.
+direct_round "$out/direct-small.txt" --model model-a >"$work/small-details"
+small_rate=$direct_rate
 {
   echo "## batch ingestion: $LINES lines, $mb MB"
   echo "  upload (multipart, streamed to disk)   $upload_rate MB/s"
   echo "  validation + plans                     $ingest_rate MB/s  (${ingest_ms} ms; status after: $ingest_status)"
   echo "  upload + validation                    $ingest_both MB/s"
   echo "  engine peak RSS above idle             $rss_growth MiB  (idle $((idle_rss / 1024)) MiB)"
-  echo "## batch execution: $RUN_N lines, 3 models, per-model $PER_MODEL, global $GLOBAL"
-  echo "  engine (dispatching -> finished)       $engine_rate req/s   counts $counts  (finalize ${finalize_ms:-?} ms)"
-  echo "    engine CPU                           $engine_cpu"
-  echo "    fake gateway CPU                     $fake_cpu"
-  echo "    whole machine                        $machine_cpu"
-  echo "  direct load generator, $conc conns     ${direct_rate:-?} req/s"
-  echo "    fake gateway CPU                     $direct_fake_cpu"
-  echo "    whole machine                        $direct_machine_cpu"
-  echo "  engine / direct                        $ratio %"
+  echo "## batch execution: $RUN_N lines, 3 models, per-model $PER_MODEL, global $GLOBAL, $ROUNDS rounds"
+  cat "$rounds_out"
+  echo "  median round: engine $median_engine req/s, direct $median_direct req/s: engine / direct $median_ratio %"
+  echo "  direct load generator, $conc conns, a minimal body (not the batch's)   ${small_rate:-?} req/s"
+  cat "$work/small-details"
 } | tee "$out/summary.txt"

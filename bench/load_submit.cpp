@@ -6,6 +6,8 @@
 //   default      POST /v1/jobs with a job envelope; 202 is the expected answer.
 //   --raw        POST the plain OpenAI chat body to --target (e.g. a gateway's
 //                /v1/chat/completions); 200 is the expected answer.
+//   --bodies F   with --raw: send the `body` of each line of the batch input file F (JSONL), in
+//                turn, as it is written there — the very requests a batch of F sends.
 //   --e2e-fake P after submitting, wait until the fake gateway on port P has received every job
 //                and the engine reports the last submitted jobs terminal; report end-to-end jobs/s.
 //   --ids-out F  write the submitted job ids to F, one a line.
@@ -60,13 +62,15 @@ struct options {
   int tail_check = 256;        ///< how many of the last submitted jobs must be terminal
   std::string ids_out;         ///< where to write the submitted ids
   std::string verify;          ///< verify mode: the ids file to check
+  std::string bodies_file;     ///< --bodies: a batch input file whose bodies --raw sends
+  std::vector<std::string> bodies;  ///< loaded from bodies_file
 };
 
 void usage() {
   std::fprintf(stderr,
                "usage: sy_bench_submit --port N [--host H] [--connections C] [--requests N]\n"
                "         [--threads T] [--target PATH] [--raw] [--model M] [--e2e-fake PORT]\n"
-               "         [--ids-out FILE] | --port N --verify FILE [--connections C]\n");
+               "         [--ids-out FILE] [--bodies BATCH.jsonl] | --port N --verify FILE [--connections C]\n");
 }
 
 bool parse_args(int argc, char** argv, options& o) {
@@ -88,6 +92,8 @@ bool parse_args(int argc, char** argv, options& o) {
       o.ids_out = value;
     } else if (arg == "--verify") {
       o.verify = value;
+    } else if (arg == "--bodies") {
+      o.bodies_file = value;
     } else {
       char* end = nullptr;
       const long long n = std::strtoll(value.c_str(), &end, 10);
@@ -128,12 +134,54 @@ struct phase_state {
 };
 
 std::string chat_body(const options& o, int64_t i) {
+  if (!o.bodies.empty()) return o.bodies[static_cast<size_t>(i) % o.bodies.size()];
   return R"({"model":")" + o.model + R"(","messages":[{"role":"user","content":"hi )" +
          std::to_string(i) + R"("}]})";
 }
 
 std::string job_body(const options& o, int64_t i) {
   return R"({"endpoint":"/v1/chat/completions","body":)" + chat_body(o, i) + "}";
+}
+
+/// The raw text of the object after the first `"body":` in a JSONL line (strings skipped while
+/// matching braces); empty when there is none.
+std::string body_text(std::string_view line) {
+  size_t at = line.find("\"body\"");
+  if (at == std::string_view::npos) return {};
+  at = line.find('{', at);
+  if (at == std::string_view::npos) return {};
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = at; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      return std::string(line.substr(at, i - at + 1));
+    }
+  }
+  return {};
+}
+
+/// Loads the bodies of a batch input file; false (with a message) when it has none.
+bool load_bodies(options& o) {
+  std::ifstream in(o.bodies_file);
+  std::string line;
+  while (std::getline(in, line))
+    if (auto b = body_text(line); !b.empty()) o.bodies.push_back(std::move(b));
+  if (o.bodies.empty()) {
+    std::fprintf(stderr, "no request bodies in %s\n", o.bodies_file.c_str());
+    return false;
+  }
+  return true;
 }
 
 /// The value of the first `"key":"..."` in a compact JSON text (enough for our own answers).
@@ -364,6 +412,10 @@ int main(int argc, char** argv) {
   }
   if (!o.verify.empty()) return verify_jobs(o);
   if (o.raw && o.target == "/v1/jobs") o.target = "/v1/chat/completions";
+  if (!o.bodies_file.empty() && (!o.raw || !load_bodies(o))) {
+    if (!o.raw) std::fprintf(stderr, "--bodies needs --raw\n");
+    return 2;
+  }
   phase_state s(o, tcp::endpoint(asio::ip::make_address(o.host), o.port));
   if (!o.raw) s.ids.resize(static_cast<size_t>(o.requests));
 

@@ -48,16 +48,7 @@ nats=$(pgrep -P "$engine" nats-server | head -1 || true)
 loadgen=("$build/bench/sy_bench_submit" --port "$port" --connections "$CONNS")
 "${loadgen[@]}" --requests 2000 >/dev/null  # warm up (model dispatcher, connections, pages)
 
-snapshot() {  # "pid-tid name context_switches cpu_ticks" per thread
-  local p t
-  for p in "$engine" $nats; do
-    for t in /proc/"$p"/task/*; do
-      echo "$p-${t##*/} $(tr ' ' _ <"$t/comm") \
-$(awk '/ctxt_switches/ {s += $2} END {print s}' "$t/status") $(awk '{print $14 + $15}' "$t/stat")"
-    done 2>/dev/null
-  done | sort
-}
-snapshot >"$work/before"
+thread_snapshot "$engine" $nats >"$work/before"
 args=(--requests "$N")
 [[ $MODE == e2e ]] && args+=(--e2e-fake "$fake_port")
 m0=$(awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat)
@@ -65,9 +56,5 @@ m0=$(awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat)
 m1=$(awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat)
 read -r b0 i0 <<<"$m0"; read -r b1 i1 <<<"$m1"
 echo "  machine busy: $(( 200 * (b1 - b0) / (b1 - b0 + i1 - i0 + 1) ))% of 200%"
-snapshot >"$work/after"
-# Threads started during the run count from zero.
-join -a 2 -e 0 -o 2.1,2.2,1.3,2.3,1.4,2.4 "$work/before" "$work/after" |
-  awk -v n="$N" '{ cs = $4 - $3; ticks = $6 - $5; total += cs
-    if (cs > n / 100 || ticks > 5) printf "  %-14s %-16s %5.2f switches/request %5d ticks\n", $1, $2, cs / n, ticks }
-    END { printf "  all threads: %.2f context switches/request\n", total / n }'
+thread_snapshot "$engine" $nats >"$work/after"
+thread_report "$work/before" "$work/after" "$N"

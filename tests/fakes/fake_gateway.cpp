@@ -238,15 +238,16 @@ plan fake_gateway::state::decide(const http_request& req) {
     return p;
   }
   const body_directives d = parse_directives(req.body());
-  received_request seen = to_received(req);
+  received_request seen;
   std::function<void(const received_request&)> cb;
   {
     std::lock_guard lock(mu);
     p.seq = ++seq;
     ++requests;
     peak_in_flight = std::max(peak_in_flight, ++in_flight);
-    received.push_back(seen);
     cb = callback;
+    if (options.record_requests || cb) seen = to_received(req);  // only for someone who reads it
+    if (options.record_requests) received.push_back(seen);
     p.latency_ms = latency_ms + d.latency_ms;
     const int64_t key_count = d.key.empty() ? 0 : ++by_key[d.key];
     if (drop_next_n > 0) {

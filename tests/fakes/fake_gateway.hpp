@@ -22,6 +22,10 @@ struct fake_gateway_options {
   uint16_t port = 0;       ///< 0 picks a free port; read it back with port()
   int threads = 1;         ///< io threads serving connections
   int64_t latency_ms = 0;  ///< added before every answer
+  /// Keep every request for received() / received_bodies(). The standalone binary turns it off:
+  /// nothing outside the process can read them, and a list that only grows would make a long
+  /// benchmark's fake slower (and bigger) as it runs.
+  bool record_requests = true;
 };
 
 /// One request as the fake received it (control requests excluded).

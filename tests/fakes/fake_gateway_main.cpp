@@ -37,6 +37,7 @@ bool parse_args(int argc, char** argv, sy::fakes::fake_gateway_options& options)
 
 int main(int argc, char** argv) {
   sy::fakes::fake_gateway_options options;
+  options.record_requests = false;  // nothing outside the process could read them
   if (!parse_args(argc, argv, options)) {
     std::cerr << "usage: fake_gateway [--port N] [--threads N] [--latency-ms N]\n";
     return 2;
