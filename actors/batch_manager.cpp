@@ -188,7 +188,9 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
   std::string endpoint;
   std::string stop_code;   ///< set when dispatch must stop (cancel, expiry, failure)
   bool shutting_down = false;
-  int fd = -1;
+  /// The input file, mapped while lines are dispatched or drained (read from any executor; set
+  /// and reset on the strand only, before the lanes start and after they end).
+  std::optional<plan::input_file> input;
   int lanes = 0;  ///< lanes still dispatching
   /// Set by stop(): lanes run on their gateway clients' strands and read this instead of
   /// stop_code / shutting_down, which belong to `strand`.
@@ -401,7 +403,7 @@ asio::awaitable<bool> batch_manager::runner::ingest(const storage::batch_record&
 asio::awaitable<void> batch_manager::runner::request(std::string model, runtime::gateway_client* gw,
                                                      plan::plan_entry e, uint64_t slot) {
   auto self = shared_from_this();
-  auto text = plan::read_at(fd, e.offset, e.length);
+  auto text = input->line(e.offset, e.length);
   if (!text) {
     {
       std::string why = "cannot read the input file: " + text.error().message;
@@ -582,8 +584,8 @@ asio::awaitable<bool> batch_manager::runner::drain(const plan::ingest_result& p)
           const uint64_t slot = storage::batch_slot(model_index, position++);
           if (storage::has_batch_line(txn, id, slot)) continue;
           std::string custom_id;
-          if (fd >= 0)
-            if (auto text = plan::read_at(fd, e.offset, e.length))
+          if (input)
+            if (auto text = input->line(e.offset, e.length))
               if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
           lines.push_back(storage::batch_line{
               slot, false, error_line(request_id_for(id_seed, e.offset), custom_id, code, message),
@@ -758,14 +760,15 @@ asio::awaitable<void> batch_manager::runner::run() {
     }
   }
   if (p) {
-    auto input = mgr.file_path(b->input_file_id);
-    fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-      std::string why = sys_error("cannot open the input file", input);
+    auto opened = plan::input_file::open(mgr.file_path(b->input_file_id));
+    if (opened) {
+      input.emplace(std::move(*opened));
+    } else {
+      std::string why = "cannot open the input file: " + opened.error().message;
       co_await fail(std::move(why));
     }
   }
-  if (p && fd >= 0 && !stopped()) {
+  if (p && input && !stopped()) {
     {
       auto now = mgr.get_batch_any(id);
       fresh = now && now->completed == 0 && now->failed == 0;
@@ -791,13 +794,13 @@ asio::awaitable<void> batch_manager::runner::run() {
     co_await recorded();
   }
   if (shutting_down) {
-    if (fd >= 0) ::close(fd);
+    input.reset();
     co_return;  // resumed at the next start
   }
   // Dispatch ended: every line has a result, or a stop code says why some never ran.
   b = mgr.get_batch_any(id);
   if (!b || storage::is_terminal(b->status)) {
-    if (fd >= 0) ::close(fd);
+    input.reset();
     co_return;
   }
   if (b->stop_code.empty()) {
@@ -810,14 +813,12 @@ asio::awaitable<void> batch_manager::runner::run() {
       // no custom_id, but every one of them is accounted for.
       bool drained = co_await drain(*p);
       if (!drained) {
-        if (fd >= 0) ::close(fd);
-        fd = -1;
+        input.reset();
         co_return;  // retried at the next start
       }
     }
   }
-  if (fd >= 0) ::close(fd);
-  fd = -1;
+  input.reset();
   deadline.cancel();
   co_await finalize();
 }
@@ -923,8 +924,6 @@ void batch_manager::launch(const std::string& batch_id) {
       }
     }
     r->deadline.cancel();
-    if (r->fd >= 0) ::close(r->fd);
-    r->fd = -1;
     finished(r->id);
   });
 }
