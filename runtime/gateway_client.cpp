@@ -1,6 +1,7 @@
 #include "runtime/gateway_client.hpp"
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -13,6 +14,7 @@
 #include <boost/beast/http.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <chrono>
@@ -31,7 +33,12 @@ using tcp = asio::ip::tcp;
 using strand_t = asio::strand<asio::any_io_executor>;
 using error_code = boost::system::error_code;
 using abort_ptr = std::shared_ptr<abort_handle>;
-using http_request = http::request<http::string_body>;
+
+/// A request as it goes on the wire: its header block, rendered once per send, and its body.
+struct wire_request {
+  std::string head;
+  std::string body;
+};
 
 // ---------------------------------------------------------------------------------------------
 // abort_handle
@@ -156,6 +163,16 @@ struct exchange {
   int64_t retry_after_s = -1;  ///< Retry-After in seconds, -1 when absent or not a number
 };
 
+/// Host, Content-Type, Accept, User-Agent and (with an API key) Authorization lines.
+std::string render_fixed_headers(const gateway_url& url,
+                                 const sy::config::gateway_settings& settings) {
+  std::string h = "Host: " + url.authority + "\r\n";
+  h += "Content-Type: application/json\r\nAccept: application/json\r\n";
+  h += "User-Agent: switchyard/0.1\r\n";
+  if (!settings.api_key.empty()) h += "Authorization: Bearer " + settings.api_key + "\r\n";
+  return h;
+}
+
 int64_t parse_retry_after(std::string_view value) {
   int64_t seconds = -1;
   auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), seconds);
@@ -172,6 +189,7 @@ struct gateway_client::impl {
       : strand(asio::make_strand(std::move(ex))),
         settings(std::move(s)),
         url(parse_url(settings.url)),
+        fixed_headers(render_fixed_headers(url, settings)),
         rng(std::random_device{}()) {}
 
   asio::awaitable<gateway_outcome> run(gateway_request request, abort_ptr abort);
@@ -179,15 +197,17 @@ struct gateway_client::impl {
   strand_t strand;
   const sy::config::gateway_settings settings;
   const gateway_url url;
+  /// Every header but Content-Length, each ending in CRLF (see build).
+  const std::string fixed_headers;
   std::atomic<int> open_count{0};
 
  private:
-  http_request build(gateway_request request) const;
-  asio::awaitable<exchange> try_once(const http_request& req, wait_state& ws,
+  wire_request build(gateway_request request) const;
+  asio::awaitable<exchange> try_once(const wire_request& req, wait_state& ws,
                                      const abort_ptr& abort);
   asio::awaitable<conn_ptr> acquire(bool fresh, bool& reused, wait_state& ws,
                                     const abort_ptr& abort);
-  asio::awaitable<exchange> exchange_on(connection& c, const http_request& req,
+  asio::awaitable<exchange> exchange_on(connection& c, const wire_request& req,
                                         const abort_ptr& abort);
   asio::awaitable<bool> sleep(int64_t ms, wait_state& ws, const abort_ptr& abort);
   void release(conn_ptr c, bool reusable);
@@ -204,20 +224,19 @@ struct gateway_client::impl {
   std::mt19937_64 rng;
 };
 
-http_request gateway_client::impl::build(gateway_request request) const {
-  std::string target = url.prefix;
-  if (request.path.empty() || request.path[0] != '/') target += '/';
-  target += request.path;
-  http_request req{http::verb::post, target, 11};
-  req.set(http::field::host, url.authority);
-  req.set(http::field::content_type, "application/json");
-  req.set(http::field::accept, "application/json");
-  req.set(http::field::user_agent, "switchyard/0.1");
-  if (!settings.api_key.empty()) req.set(http::field::authorization, "Bearer " + settings.api_key);
-  req.keep_alive(true);
-  req.body() = std::move(request.body);
-  req.prepare_payload();
-  return req;
+// The header block is written as text: the same for every request of a client but for the
+// target and Content-Length, so one string per send instead of a Beast field list (a node per
+// field) and its serializer. HTTP/1.1 keeps the connection alive without a Connection header.
+wire_request gateway_client::impl::build(gateway_request request) const {
+  wire_request w;
+  const std::string length = std::to_string(request.body.size());
+  w.head.reserve(fixed_headers.size() + url.prefix.size() + request.path.size() + length.size() + 40);
+  w.head.append("POST ").append(url.prefix);
+  if (request.path.empty() || request.path[0] != '/') w.head.push_back('/');
+  w.head.append(request.path).append(" HTTP/1.1\r\n").append(fixed_headers);
+  w.head.append("Content-Length: ").append(length).append("\r\n\r\n");
+  w.body = std::move(request.body);
+  return w;
 }
 
 asio::awaitable<gateway_outcome> gateway_client::impl::run(gateway_request request,
@@ -237,7 +256,7 @@ asio::awaitable<gateway_outcome> gateway_client::impl::run(gateway_request reque
     out.error = "aborted";
     co_return out;
   }
-  const http_request req = build(std::move(request));
+  const wire_request req = build(std::move(request));
   bool aborted = false;
   for (int retry = 0;; ++retry) {
     exchange ex = co_await try_once(req, *ws, abort);
@@ -295,7 +314,7 @@ int64_t gateway_client::impl::retry_delay_ms(int retry, const exchange& ex) {
   return backoff_delay_ms(retry, settings.initial_backoff_ms, settings.max_backoff_ms, jitter(rng));
 }
 
-asio::awaitable<exchange> gateway_client::impl::try_once(const http_request& req, wait_state& ws,
+asio::awaitable<exchange> gateway_client::impl::try_once(const wire_request& req, wait_state& ws,
                                                          const abort_ptr& abort) {
   bool fresh = false;
   for (;;) {
@@ -382,7 +401,7 @@ std::string gateway_client::impl::describe(const error_code& ec) const {
   return ec.message();
 }
 
-asio::awaitable<exchange> gateway_client::impl::exchange_on(connection& c, const http_request& req,
+asio::awaitable<exchange> gateway_client::impl::exchange_on(connection& c, const wire_request& req,
                                                             const abort_ptr& abort) {
   exchange ex;
   ex.attempted = true;
@@ -407,7 +426,8 @@ asio::awaitable<exchange> gateway_client::impl::exchange_on(connection& c, const
     ec = {};
     c.connected = true;
   }
-  co_await http::async_write(c.stream, req, use_ec(ec));
+  const std::array<asio::const_buffer, 2> wire{asio::buffer(req.head), asio::buffer(req.body)};
+  co_await asio::async_write(c.stream, wire, use_ec(ec));
   const bool cut = ec && ec != beast::error::timeout && ec != asio::error::operation_aborted;
   if (ec) {
     ex.stale = cut;

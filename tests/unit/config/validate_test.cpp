@@ -128,6 +128,11 @@ TEST(Validate, GatewayApiKeyFileIsReadAndTrimmed) {
   expect_invalid(s, "gateway.api_key_file", "missing.key");
   s.gateway->api_key_file = dir.write("empty.key", " \n");
   expect_invalid(s, "gateway.api_key_file", "is empty");
+  // The key is sent as a header line: an inner line break would inject headers.
+  s.gateway->api_key_file = dir.write("two.key", "sk-one\nX-Injected: 1\n");
+  expect_invalid(s, "gateway.api_key_file", "line break or another control character");
+  s.gateway->api_key_file = dir.write("tab.key", "sk-a\tb");
+  expect_invalid(s, "gateway.api_key_file", "control character");
 }
 
 TEST(Validate, ListenAddress) {
