@@ -31,6 +31,7 @@
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
 #include "runtime/thread_name.hpp"
+#include "storage/json_text.hpp"
 
 namespace sy::actors {
 namespace {
@@ -147,11 +148,11 @@ storage::batch_line response_line(uint64_t slot, const std::string& id,
   t += R"({"id":")";
   t += id;
   t += R"(","custom_id":)";
-  t += json(custom_id).dump(-1, ' ', false, json::error_handler_t::replace);
+  storage::append_json_string(t, custom_id);
   t += R"(,"response":{"status_code":)";
   t += std::to_string(out.status_code);
   t += R"(,"request_id":)";
-  t += json(request_id).dump(-1, ' ', false, json::error_handler_t::replace);
+  storage::append_json_string(t, request_id);
   t += R"(,"body":)";
   if (is_json) {
     // One line per result: a body that spans lines is minified.
@@ -160,7 +161,7 @@ storage::batch_line response_line(uint64_t slot, const std::string& id,
     else
       t += simdjson::minify(doc);
   } else {
-    t += json(out.body).dump(-1, ' ', false, json::error_handler_t::replace);
+    storage::append_json_string(t, out.body);
   }
   t += R"(},"error":null})";
   return line;
