@@ -189,9 +189,7 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
   std::string endpoint;
   std::string stop_code;   ///< set when dispatch must stop (cancel, expiry, failure)
   bool shutting_down = false;
-  /// The input file, mapped while lines are dispatched or drained (read from any executor; set
-  /// and reset on the strand only, before the lanes start and after they end).
-  std::optional<plan::input_file> input;
+  int fd = -1;
   int lanes = 0;  ///< lanes still dispatching
   /// Set by stop(): lanes run on their gateway clients' strands and read this instead of
   /// stop_code / shutting_down, which belong to `strand`.
@@ -404,7 +402,7 @@ asio::awaitable<bool> batch_manager::runner::ingest(const storage::batch_record&
 asio::awaitable<void> batch_manager::runner::request(std::string model, runtime::gateway_client* gw,
                                                      plan::plan_entry e, uint64_t slot) {
   auto self = shared_from_this();
-  auto text = input->line(e.offset, e.length);
+  auto text = plan::read_at(fd, e.offset, e.length);
   if (!text) {
     {
       std::string why = "cannot read the input file: " + text.error().message;
@@ -585,8 +583,8 @@ asio::awaitable<bool> batch_manager::runner::drain(const plan::ingest_result& p)
           const uint64_t slot = storage::batch_slot(model_index, position++);
           if (storage::has_batch_line(txn, id, slot)) continue;
           std::string custom_id;
-          if (input)
-            if (auto text = input->line(e.offset, e.length))
+          if (fd >= 0)
+            if (auto text = plan::read_at(fd, e.offset, e.length))
               if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
           lines.push_back(storage::batch_line{
               slot, false, error_line(request_id_for(id_seed, e.offset), custom_id, code, message),
@@ -761,15 +759,14 @@ asio::awaitable<void> batch_manager::runner::run() {
     }
   }
   if (p) {
-    auto opened = plan::input_file::open(mgr.file_path(b->input_file_id));
-    if (opened) {
-      input.emplace(std::move(*opened));
-    } else {
-      std::string why = "cannot open the input file: " + opened.error().message;
+    auto input = mgr.file_path(b->input_file_id);
+    fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      std::string why = sys_error("cannot open the input file", input);
       co_await fail(std::move(why));
     }
   }
-  if (p && input && !stopped()) {
+  if (p && fd >= 0 && !stopped()) {
     {
       auto now = mgr.get_batch_any(id);
       fresh = now && now->completed == 0 && now->failed == 0;
@@ -795,13 +792,13 @@ asio::awaitable<void> batch_manager::runner::run() {
     co_await recorded();
   }
   if (shutting_down) {
-    input.reset();
+    if (fd >= 0) ::close(fd);
     co_return;  // resumed at the next start
   }
   // Dispatch ended: every line has a result, or a stop code says why some never ran.
   b = mgr.get_batch_any(id);
   if (!b || storage::is_terminal(b->status)) {
-    input.reset();
+    if (fd >= 0) ::close(fd);
     co_return;
   }
   if (b->stop_code.empty()) {
@@ -814,12 +811,14 @@ asio::awaitable<void> batch_manager::runner::run() {
       // no custom_id, but every one of them is accounted for.
       bool drained = co_await drain(*p);
       if (!drained) {
-        input.reset();
+        if (fd >= 0) ::close(fd);
+        fd = -1;
         co_return;  // retried at the next start
       }
     }
   }
-  input.reset();
+  if (fd >= 0) ::close(fd);
+  fd = -1;
   deadline.cancel();
   co_await finalize();
 }
@@ -925,6 +924,8 @@ void batch_manager::launch(const std::string& batch_id) {
       }
     }
     r->deadline.cancel();
+    if (r->fd >= 0) ::close(r->fd);
+    r->fd = -1;
     finished(r->id);
   });
 }

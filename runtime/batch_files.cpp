@@ -1,16 +1,13 @@
 // The files of a batch's work directory: plan files, model_map.json, and reading them back.
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <utility>
 
 #include "runtime/detail/batch_files.hpp"
 
@@ -268,67 +265,22 @@ bool plan_reader::next(plan_entry& e) {
   return true;
 }
 
-sy::result<input_file> input_file::open(const std::string& path, uint64_t drop_every) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return detail::io_error("cannot open", path, errno);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return detail::io_error("cannot stat", path, err);
-  }
-  const auto size = static_cast<uint64_t>(st.st_size);
-  void* data = nullptr;
-  if (size > 0) {
-    data = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (data == MAP_FAILED) {
-      const int err = errno;
-      ::close(fd);
-      return detail::io_error("cannot map", path, err);
+sy::result<std::string> read_at(int fd, uint64_t offset, uint32_t length) {
+  std::string out(length, '\0');
+  size_t done = 0;
+  while (done < length) {
+    const ssize_t n =
+        ::pread(fd, out.data() + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return detail::io_error("cannot read", "fd " + std::to_string(fd), errno);
+    if (n == 0) {
+      return sy::make_error("batch_io_error", "Batch input fd " + std::to_string(fd) +
+                                                  " ends before offset " +
+                                                  std::to_string(offset + length) + ".");
     }
+    done += static_cast<size_t>(n);
   }
-  ::close(fd);  // the mapping keeps the file
-  return input_file(static_cast<const char*>(data), size, path, std::max<uint64_t>(drop_every, 1));
-}
-
-input_file::input_file(input_file&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)),
-      size_(std::exchange(other.size_, 0)),
-      path_(std::move(other.path_)),
-      drop_every_(other.drop_every_),
-      since_drop_(other.since_drop_.load()),
-      drops_(other.drops_.load()) {}
-
-input_file& input_file::operator=(input_file&& other) noexcept {
-  if (this != &other) {
-    if (data_) ::munmap(const_cast<char*>(data_), size_);
-    data_ = std::exchange(other.data_, nullptr);
-    size_ = std::exchange(other.size_, 0);
-    path_ = std::move(other.path_);
-    drop_every_ = other.drop_every_;
-    since_drop_ = other.since_drop_.load();
-    drops_ = other.drops_.load();
-  }
-  return *this;
-}
-
-input_file::~input_file() {
-  if (data_) ::munmap(const_cast<char*>(data_), size_);
-}
-
-sy::result<std::string_view> input_file::line(uint64_t offset, uint32_t length) const {
-  if (offset > size_ || length > size_ - offset) {
-    return sy::make_error("batch_io_error", "Batch input " + path_ + " (" +
-                                                std::to_string(size_) + " bytes) ends before byte " +
-                                                std::to_string(offset + length) + ".");
-  }
-  // Past the threshold, one caller drops the pages (the exchange picks it); the others go on
-  // reading, faulting pages back in as they need them.
-  if (since_drop_.fetch_add(length) + length >= drop_every_ && since_drop_.exchange(0) >= drop_every_) {
-    ::madvise(const_cast<char*>(data_), size_, MADV_DONTNEED);
-    ++drops_;
-  }
-  return std::string_view(data_ + offset, length);
+  return out;
 }
 
 }  // namespace sy::runtime::batch

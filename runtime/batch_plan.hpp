@@ -2,8 +2,7 @@
 /// Batch ingestion: one streaming pass over an uploaded OpenAI Batch API input file (JSONL) that
 /// validates every line and writes, per model, a plan file of (offset, length, prefix_hash)
 /// entries sorted by system-prompt hash, so dispatch can read requests with `pread` in an order
-/// that keeps requests sharing a system prompt together (gateway prefix caches); dispatch reads
-/// them from the mapped input file (`input_file`).
+/// that keeps requests sharing a system prompt together (gateway prefix caches).
 ///
 /// Memory: the file and the request bodies are never held. The scan keeps a fixed read buffer,
 /// 16 bytes per request line in the per-model plan vectors (up to twice that while a vector
@@ -15,10 +14,9 @@
 /// little-endian `plan_entry` records; `<work_dir>/model_map.json` is written last and marks a
 /// complete ingest.
 ///
-/// Threading: `ingest`, `load_plan` and `plan_reader` are for one thread at a time;
-/// `input_file::line`, `parse_request_line` and `fnv1a32` may be called from any thread.
+/// Threading: `ingest`, `load_plan` and `plan_reader` are for one thread at a time; `read_at`,
+/// `parse_request_line` and `fnv1a32` may be called from any thread.
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -138,50 +136,9 @@ struct request_line {
   std::string body;  ///< the raw JSON text of "body", as it appears in the line
 };
 
-/// A batch's input file, mapped read-only while its requests are dispatched: a request line is
-/// parsed where it lies, without a system call or a copy per line.
-///
-/// Memory: mapped pages count in the process's resident set until they are dropped, so after
-/// every `drop_every` bytes read the mapping's pages are released (MADV_DONTNEED — the file's
-/// pages stay in the page cache; a later read faults them back in). Resident memory for the
-/// file stays near `drop_every` whatever its size.
-///
-/// The file must not shrink while it is mapped (a read past its new end raises SIGBUS, as it
-/// would for LMDB's map): batch input files are written once and only ever unlinked, which
-/// leaves a mapping intact.
-///
-/// Threading: line() may be called from any thread.
-class input_file {
- public:
-  static constexpr uint64_t default_drop_every = uint64_t{32} << 20;
-
-  /// Maps `path`. Error "batch_io_error" (naming the path) when it cannot be opened or mapped.
-  static sy::result<input_file> open(const std::string& path,
-                                     uint64_t drop_every = default_drop_every);
-  input_file(input_file&& other) noexcept;
-  input_file& operator=(input_file&& other) noexcept;
-  input_file(const input_file&) = delete;
-  input_file& operator=(const input_file&) = delete;
-  ~input_file();
-
-  /// The `length` bytes at `offset`, valid while this object lives. Error "batch_io_error" when
-  /// the file ends before `offset + length`.
-  sy::result<std::string_view> line(uint64_t offset, uint32_t length) const;
-  uint64_t size() const { return size_; }
-  /// How many times the mapping's pages were dropped (for tests).
-  uint64_t drops() const { return drops_.load(); }
-
- private:
-  input_file(const char* data, uint64_t size, std::string path, uint64_t drop_every)
-      : data_(data), size_(size), path_(std::move(path)), drop_every_(drop_every) {}
-
-  const char* data_ = nullptr;  ///< nullptr for an empty file (nothing to map)
-  uint64_t size_ = 0;
-  std::string path_;
-  uint64_t drop_every_ = default_drop_every;
-  mutable std::atomic<uint64_t> since_drop_{0};
-  mutable std::atomic<uint64_t> drops_{0};
-};
+/// Reads `length` bytes at `offset` from an open fd with pread (thread-safe). Error
+/// "batch_io_error" on a read error or when the file ends early.
+sy::result<std::string> read_at(int fd, uint64_t offset, uint32_t length);
 
 /// Parses one input line (already validated at ingest) into custom_id, model and raw body text.
 /// Error "invalid_json_line" when the line does not have them.

@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -81,12 +80,10 @@ class BatchPlan : public ::testing::Test {
   /// Reads every plan entry's line back and parses it: custom_id → model.
   std::map<std::string, std::string> read_back(const ingest_result& r, const std::string& input) {
     std::map<std::string, std::string> out;
-    auto file = input_file::open(input);
-    EXPECT_TRUE(file.ok());
-    if (!file.ok()) return out;
+    const int fd = ::open(input.c_str(), O_RDONLY);
     for (const model_plan& m : r.models) {
       for (const plan_entry& e : entries(m)) {
-        auto text = file->line(e.offset, e.length);
+        auto text = read_at(fd, e.offset, e.length);
         EXPECT_TRUE(text.ok());
         if (!text.ok()) continue;
         auto line = parse_request_line(*text);
@@ -96,6 +93,7 @@ class BatchPlan : public ::testing::Test {
         out[line->custom_id] = line->model;
       }
     }
+    ::close(fd);
     return out;
   }
 
@@ -389,78 +387,15 @@ TEST_F(BatchPlan, IoErrorsNameThePath) {
   EXPECT_NE(r.error().message.find(o.input_path), std::string::npos);
   EXPECT_NE(r.error().message.find("No such file"), std::string::npos);
 
-  auto file = input_file::open(write_input("short"));
-  ASSERT_TRUE(file.ok());
-  auto past = file->line(2, 10);
-  ASSERT_FALSE(past.ok());
-  EXPECT_EQ(past.error().code, "batch_io_error");
-  EXPECT_NE(past.error().message.find("ends before byte 12"), std::string::npos);
-  EXPECT_FALSE(file->line(6, 0).ok());
-  EXPECT_EQ(*file->line(1, 3), "hor");
-  EXPECT_EQ(*file->line(5, 0), "");
-  auto missing = input_file::open(dir_.sub("missing.jsonl"));
-  ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.error().message.find("missing.jsonl"), std::string::npos);
-  std::ofstream(dir_.sub("empty.jsonl"), std::ios::binary).flush();
-  auto empty = input_file::open(dir_.sub("empty.jsonl"));
-  ASSERT_TRUE(empty.ok());
-  EXPECT_FALSE(empty->line(0, 1).ok());
+  const int fd = ::open(write_input("short").c_str(), O_RDONLY);
+  EXPECT_FALSE(read_at(fd, 2, 10).ok());
+  EXPECT_EQ(*read_at(fd, 1, 3), "hor");
+  ::close(fd);
 
   std::ofstream(dir_.sub("odd.plan")) << "0123456789";
   auto reader = plan_reader::open(dir_.sub("odd.plan"));
   ASSERT_FALSE(reader.ok());
   EXPECT_EQ(reader.error().code, "batch_plan_corrupt");
-}
-
-/// The process's resident file-backed memory (RssFile), in KiB.
-long rss_file_kib() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  long value = 0;
-  while (in >> key) {
-    if (key == "RssFile:" && in >> value) return value;
-    std::getline(in, key);
-  }
-  return -1;
-}
-
-/// Reads every byte of `file` through line() in 64 KiB pieces; returns their sum (so that the
-/// pages are really touched).
-uint64_t touch_all(const input_file& file) {
-  uint64_t sum = 0;
-  for (uint64_t at = 0; at < file.size(); at += 65536) {
-    auto piece = file.line(at, static_cast<uint32_t>(std::min<uint64_t>(65536, file.size() - at)));
-    EXPECT_TRUE(piece.ok());
-    if (!piece.ok()) break;
-    for (char c : *piece) sum += static_cast<unsigned char>(c);
-  }
-  return sum;
-}
-
-TEST_F(BatchPlan, MappedInputDropsItsPagesSoResidentMemoryStaysBounded) {
-  // 16 MiB read through two mappings of the same file: one that never drops its pages (they
-  // all become resident), one that drops them after every 2 MiB read.
-  const std::string path = dir_.sub("big.jsonl");
-  {
-    std::ofstream out(path, std::ios::binary);
-    const std::string chunk(1 << 20, 'x');
-    for (int i = 0; i < 16; ++i) out << chunk;
-  }
-  const uint64_t expected = uint64_t{'x'} * (uint64_t{16} << 20);
-  {
-    auto keep = input_file::open(path, uint64_t{1} << 40);
-    ASSERT_TRUE(keep.ok());
-    const long before = rss_file_kib();
-    EXPECT_EQ(touch_all(*keep), expected);
-    EXPECT_GE(rss_file_kib() - before, 15 * 1024) << "every page read stays resident";
-    EXPECT_EQ(keep->drops(), 0u);
-  }
-  auto bounded = input_file::open(path, uint64_t{2} << 20);
-  ASSERT_TRUE(bounded.ok());
-  const long before = rss_file_kib();
-  EXPECT_EQ(touch_all(*bounded), expected);
-  EXPECT_LE(rss_file_kib() - before, 3 * 1024) << "at most ~2 MiB of the file resident";
-  EXPECT_EQ(bounded->drops(), 8u);
 }
 
 TEST(BatchPlanNames, SafeNamesAndHash) {
