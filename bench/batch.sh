@@ -21,6 +21,13 @@ LINES=${LINES:-50000}
 LINE_BYTES=${LINE_BYTES:-4000}
 RUN_N=${RUN_N:-50000}
 ROUNDS=${ROUNDS:-3}
+# PIN=1: the fake gateway runs on CPU 1 and everything else (the engine with its nats-server,
+# the load generator) on CPU 0, as if the gateway had a machine of its own. Off by default: it
+# did not make consecutive rounds steadier here, and it confines all of the engine's threads
+# to one CPU.
+PIN=${PIN:-0}
+cpu0=() cpu1=()  # command prefixes (taskset execs the command: $! stays its pid)
+[[ $PIN == 1 ]] && cpu0=(taskset -c 0) cpu1=(taskset -c 1)
 PER_MODEL=${PER_MODEL:-10}
 GLOBAL=${GLOBAL:-100}
 
@@ -51,7 +58,7 @@ busy_share() {
   python3 -c "import sys; b0,i0,b1,i1=map(int,sys.argv[1:]); print(f'{200*(b1-b0)/max(b1-b0+i1-i0,1):.0f}% of 200%')" $1 $2
 }
 
-"$fake" --port 0 --threads 1 >"$out/fake.out" 2>&1 &
+"${cpu1[@]}" "$fake" --port 0 --threads 1 >"$out/fake.out" 2>&1 &
 fake_pid=$!
 pids+=("$fake_pid")
 for _ in $(seq 100); do
@@ -75,7 +82,7 @@ for m in model-a model-b model-c; do
 EOF
 done
 
-"$switchyard" serve --config "$work/switchyard.yaml" --listen 127.0.0.1:0 --data-dir "$work/data" \
+"${cpu0[@]}" "$switchyard" serve --config "$work/switchyard.yaml" --listen 127.0.0.1:0 --data-dir "$work/data" \
   --log-level info --per-model-concurrency "$PER_MODEL" --global-concurrency "$GLOBAL" \
   >"$out/engine.log" 2>&1 &
 engine_pid=$!
@@ -207,7 +214,7 @@ direct_round() {
   d0=$(now_ms)
   f0=$(cpu_ticks "$fake_pid")
   m0=$(machine_ticks)
-  "$loadgen" --raw --port "$fake_port" --connections "$conc" --requests "$RUN_N" \
+  "${cpu0[@]}" "$loadgen" --raw --port "$fake_port" --connections "$conc" --requests "$RUN_N" \
     --target /v1/chat/completions "$@" >"$log" 2>&1 || true
   d1=$(now_ms)
   f1=$(cpu_ticks "$fake_pid")
@@ -244,7 +251,7 @@ small_rate=$direct_rate
   echo "  validation + plans                     $ingest_rate MB/s  (${ingest_ms} ms; status after: $ingest_status)"
   echo "  upload + validation                    $ingest_both MB/s"
   echo "  engine peak RSS above idle             $rss_growth MiB  (idle $((idle_rss / 1024)) MiB)"
-  echo "## batch execution: $RUN_N lines, 3 models, per-model $PER_MODEL, global $GLOBAL, $ROUNDS rounds"
+  echo "## batch execution: $RUN_N lines, 3 models, per-model $PER_MODEL, global $GLOBAL, $ROUNDS rounds, PIN=$PIN"
   cat "$rounds_out"
   echo "  median round: engine $median_engine req/s, direct $median_direct req/s: engine / direct $median_ratio %"
   echo "  direct load generator, $conc conns, a minimal body (not the batch's)   ${small_rate:-?} req/s"
