@@ -118,7 +118,9 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
     co_return;
   }
   if (rep.what != kind::done) {
-    log::debug("attempt", "stale delivery dropped", {{"task_id", task_id}, {"attempt", attempt}});
+    log::debug("attempt", "stale delivery dropped", [&] {
+      return nlohmann::json{{"task_id", task_id}, {"attempt", attempt}};
+    });
     (void)msg->ack();
     co_return;
   }
@@ -150,7 +152,8 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
         if (!ec) abort->abort();
       });
     }
-    log::debug("attempt", "sending", {{"job_id", job.id}, {"attempt", attempt}});
+    log::debug("attempt", "sending",
+               [&] { return nlohmann::json{{"job_id", job.id}, {"attempt", attempt}}; });
     runtime::gateway_request request{job.endpoint, job.body};
     outcome = co_await gw->send(std::move(request), abort);
     timer->cancel();
@@ -182,12 +185,14 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
     (void)msg->nak_with_delay(ctx.cfg.lease_ttl_ms);
     co_return;
   }
-  log::debug("attempt", "finished",
-            {{"job_id", job.id}, {"attempt", attempt}, {"end", verdict.error_code.empty()
-                                                                    ? "succeeded"
-                                                                    : verdict.error_code},
-             {"status", done->reply->job ? storage::to_string(done->reply->job->status) : ""},
-             {"fenced", done->reply->what == kind::stale}});
+  log::debug("attempt", "finished", [&] {
+    return nlohmann::json{
+        {"job_id", job.id},
+        {"attempt", attempt},
+        {"end", verdict.error_code.empty() ? "succeeded" : verdict.error_code},
+        {"status", done->reply->job ? storage::to_string(done->reply->job->status) : ""},
+        {"fenced", done->reply->what == kind::stale}};
+  });
   runtime::failpoint("attempt_result_committed");
   if (verdict.end == storage::attempt_end::released) {
     (void)msg->nak_with_delay(0);

@@ -138,7 +138,6 @@ t1=$(now_ms)
 batch=$(curl -sf -H 'Content-Type: application/json' "$base/v1/batches" \
   -d "{\"input_file_id\":\"$file_id\",\"endpoint\":\"/v1/chat/completions\",\"completion_window\":\"24h\"}" | field "['id']")
 while [[ $(status_of "$batch") == validating ]]; do sleep 0.01; done
-t2=$(now_ms)
 ingest_status=$(status_of "$batch")
 peak_rss=$(rss_kb "$engine_pid" VmHWM)
 curl -s -X POST "$base/v1/batches/$batch/cancel" >/dev/null  # 409 when it already finished
@@ -225,7 +224,6 @@ direct_round() {
 }
 
 rounds_out=$work/rounds.txt
-ratios=()
 for round in $(seq "$ROUNDS"); do
   {
     echo "round $round"

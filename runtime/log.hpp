@@ -3,7 +3,9 @@
 /// {"ts":"2026-11-22T10:00:00.123Z","level":"info","component":"storage","msg":"...",...fields}.
 /// Thread-safe; a line is written with one write() call so lines never interleave.
 
+#include <concepts>
 #include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +21,12 @@ void write(level l, std::string_view component, std::string_view msg,
 
 inline void debug(std::string_view c, std::string_view m, const nlohmann::json& f = {}) {
   if (enabled(level::debug)) write(level::debug, c, m, f);
+}
+/// For hot paths: `make()` builds the fields only when debug lines are written (a JSON object's
+/// nodes and strings cost allocations even when the line is then dropped).
+template <std::invocable F>
+void debug(std::string_view c, std::string_view m, F&& make) {
+  if (enabled(level::debug)) write(level::debug, c, m, std::forward<F>(make)());
 }
 inline void info(std::string_view c, std::string_view m, const nlohmann::json& f = {}) {
   write(level::info, c, m, f);
