@@ -49,7 +49,8 @@ result<std::string> parse_endpoint(const json& j) {
   return it->get<std::string>();
 }
 
-result<json> parse_body(const json& j) {
+/// The request's body, checked; it is moved out of the document afterwards (no copy).
+result<json*> parse_body(json& j) {
   auto it = j.find("body");
   if (it == j.end() || !it->is_object())
     return make_error("invalid_body",
@@ -66,16 +67,17 @@ result<json> parse_body(const json& j) {
                       "Streaming is not supported for jobs; remove 'body.stream' or set it to "
                       "false.",
                       "body.stream");
-  return *it;
+  return &*it;
 }
 
 sy::error metadata_error(std::string message, std::string param = "metadata") {
   return make_error("invalid_metadata", std::move(message), std::move(param));
 }
 
-result<json> parse_metadata(const json& j) {
+/// The metadata, checked (nullptr when absent or null); moved out of the document afterwards.
+result<json*> parse_metadata(json& j) {
   auto it = j.find("metadata");
-  if (it == j.end() || it->is_null()) return json::object();
+  if (it == j.end() || it->is_null()) return static_cast<json*>(nullptr);
   if (!it->is_object()) return metadata_error("'metadata' must be a JSON object of strings.");
   if (it->size() > max_metadata_keys) return metadata_error("'metadata' may hold at most 16 keys.");
   for (const auto& [key, value] : it->items()) {
@@ -85,7 +87,7 @@ result<json> parse_metadata(const json& j) {
       return metadata_error("Metadata values must be strings of at most 512 characters.",
                             "metadata." + key);
   }
-  return *it;
+  return &*it;
 }
 
 result<int> parse_max_attempts(const json& j, int cap) {
@@ -141,7 +143,7 @@ result<int64_t> parse_timeout(const json& j) {
 
 }  // namespace
 
-result<submission> parse_submission(const json& j, std::string tenant, std::string idempotency_key,
+result<submission> parse_submission(json j, std::string tenant, std::string idempotency_key,
                                     int max_attempts_cap) {
   if (!j.is_object())
     return make_error("invalid_request", "The request body must be a JSON object.");
@@ -161,8 +163,8 @@ result<submission> parse_submission(const json& j, std::string tenant, std::stri
   submission s;
   s.tenant = std::move(tenant);
   s.endpoint = std::move(*endpoint);
-  s.body = std::move(*body);
-  s.metadata = std::move(*metadata);
+  s.body = std::move(**body);
+  s.metadata = *metadata ? std::move(**metadata) : json::object();
   s.max_attempts = *attempts;
   s.idempotency_key = std::move(idempotency_key);
   s.webhook_url = std::move(*webhook);

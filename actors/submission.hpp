@@ -21,7 +21,9 @@ inline constexpr int default_max_attempts_cap = 100;
 /// streaming_unsupported (body.stream), invalid_metadata (metadata[.<key>]),
 /// invalid_max_attempts (max_attempts), invalid_webhook_url (webhook_url: http(s) URL syntax),
 /// invalid_timeout (timeout: seconds, 0 < t <= 7 days). Nothing is stored when it fails.
-result<submission> parse_submission(const nlohmann::json& j, std::string tenant,
+/// Takes the document by value: a caller done with it moves it in, and the body and metadata
+/// are moved out of it instead of copied.
+result<submission> parse_submission(nlohmann::json j, std::string tenant,
                                     std::string idempotency_key,
                                     int max_attempts_cap = default_max_attempts_cap);
 

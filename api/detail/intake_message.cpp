@@ -40,7 +40,7 @@ result<actors::submission> to_submission(const intake_input& in, std::string_vie
   if (!doc) return doc.error();
   auto key = idempotency_key(in.msg_id);
   if (!key) return key.error();
-  return actors::parse_submission(*doc, std::move(*tenant), std::move(*key));
+  return actors::parse_submission(std::move(*doc), std::move(*tenant), std::move(*key));
 }
 
 bool is_transient(const sy::error& e) {
