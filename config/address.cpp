@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
 
 #include "config/detail/text.hpp"
@@ -91,6 +92,16 @@ result<gateway_url> parse_gateway_url(std::string_view url) {
   if (url.substr(0, 8) == "https://") return bad("https gateways are not supported yet");
   if (url.substr(0, scheme.size()) != scheme) {
     return bad("expected a URL http://host:port[/prefix], got " + detail::quoted(url));
+  }
+  // The prefix goes into the request line as it is. (Not echoed: it would break the message.)
+  auto control = std::find_if(url.begin(), url.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  if (control != url.end()) {
+    char code[8];
+    std::snprintf(code, sizeof code, "0x%02x", static_cast<unsigned char>(*control));
+    return bad("a gateway URL may not hold control characters; character " +
+               std::to_string(control - url.begin() + 1) + " is " + code);
   }
   auto rest = url.substr(scheme.size());
   if (rest.find_first_of("?#@ ") != std::string_view::npos) {

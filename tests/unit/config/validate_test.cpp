@@ -51,6 +51,10 @@ TEST(Validate, GatewayUrls) {
   expect_invalid(s, "gateway.url", "http://host:port");
   s.gateway->url = "";
   expect_invalid(s, "gateway.url", "is required");
+  s.gateway->url = "http://gw:8000/v1\r\nX-Injected:1";
+  expect_invalid(s, "gateway.url", "control characters; character 18 is 0x0d");
+  s.gateway->url = "http://gw:8000/v1\tx";
+  expect_invalid(s, "gateway.url", "control characters");
   settings m;
   m.model_gateways["gpt-4o"].url = "localhost:8000";
   expect_invalid(m, "model_gateways.gpt-4o.url");
