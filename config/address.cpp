@@ -94,14 +94,11 @@ result<gateway_url> parse_gateway_url(std::string_view url) {
     return bad("expected a URL http://host:port[/prefix], got " + detail::quoted(url));
   }
   // The prefix goes into the request line as it is. (Not echoed: it would break the message.)
-  auto control = std::find_if(url.begin(), url.end(), [](char c) {
-    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-  });
-  if (control != url.end()) {
+  if (const size_t at = detail::find_control(url); at != std::string_view::npos) {
     char code[8];
-    std::snprintf(code, sizeof code, "0x%02x", static_cast<unsigned char>(*control));
+    std::snprintf(code, sizeof code, "0x%02x", static_cast<unsigned char>(url[at]));
     return bad("a gateway URL may not hold control characters; character " +
-               std::to_string(control - url.begin() + 1) + " is " + code);
+               std::to_string(at + 1) + " is " + code);
   }
   auto rest = url.substr(scheme.size());
   if (rest.find_first_of("?#@ ") != std::string_view::npos) {

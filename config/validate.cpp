@@ -118,10 +118,7 @@ status check_gateway(gateway_settings& g, const std::string& path) {
                      "file " + detail::quoted(g.api_key_file) + " is empty");
     }
     // It goes into an Authorization header as it is: a line break would end the header.
-    const bool visible = std::all_of(g.api_key.begin(), g.api_key.end(), [](char c) {
-      return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
-    });
-    if (!visible) {
+    if (detail::find_control(g.api_key) != std::string::npos) {
       return invalid(path + ".api_key_file",
                      "file " + detail::quoted(g.api_key_file) +
                          " holds a line break or another control character; an API key is one "

@@ -54,6 +54,13 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+size_t find_control(std::string_view text) {
+  auto it = std::find_if(text.begin(), text.end(), [](char c) {
+    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+  });
+  return it == text.end() ? std::string_view::npos : static_cast<size_t>(it - text.begin());
+}
+
 std::string quoted(std::string_view text) {
   // Built with reserve/append: GCC 12 at -O3 reports a false -Wrestrict on "'" + string.
   std::string out;

@@ -21,6 +21,10 @@ bool parse_int64(std::string_view text, int64_t& out);
 /// Levenshtein distance, used to suggest the key a typo meant.
 size_t edit_distance(std::string_view a, std::string_view b);
 
+/// The place of the first ASCII control character (below 0x20, or DEL) in `text`; npos when
+/// there is none. For values that go into HTTP header or request lines as they are.
+size_t find_control(std::string_view text);
+
 /// "'<text>'" for messages.
 std::string quoted(std::string_view text);
 
