@@ -12,6 +12,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=bench/lib.sh
+source "$here/lib.sh"
 build=$(cd "${1:-$here/../build-bench}" && pwd)
 SUBMIT_CONNS=${SUBMIT_CONNS:-64}
 SUBMIT_N=${SUBMIT_N:-50000}
@@ -79,13 +81,7 @@ start_engine() {  # start_engine NAME GATEWAY_PORT: sets engine_pid and engine_p
     >"$out/$name.log" 2>&1 &
   engine_pid=$!
   pids+=("$engine_pid")
-  for _ in $(seq 300); do
-    if [[ -s $dir/listen.addr ]]; then
-      engine_port=$(sed 's/.*://' "$dir/listen.addr")
-      if curl -sf "http://127.0.0.1:$engine_port/readyz" >/dev/null; then return 0; fi
-    fi
-    sleep 0.1
-  done
+  engine_port=$(wait_ready "$dir") && return 0
   echo "engine $name did not become ready; see $out/$name.log" >&2
   exit 1
 }
@@ -96,20 +92,10 @@ stop_engine() {
 }
 
 # Per-thread CPU time (user+system clock ticks) of the given processes, one "pid tid ticks name"
-# line per thread (CAF names its threads caf.actor, caf.multiplexer, caf.clock; ours are
-# unnamed). Comparing two snapshots gives each thread's CPU over a phase.
+# line per thread (lib.sh's thread_snapshot, reordered for cpu_report). Comparing two snapshots
+# gives each thread's CPU over a phase.
 cpu_snapshot() {
-  local pid task
-  for pid in "$@"; do
-    for task in /proc/"$pid"/task/*; do
-      [[ -r $task/stat ]] || continue
-      # Fields after the ")" that ends the thread name: utime is the 12th, stime the 13th.
-      awk -v pid="$pid" -v tid="${task##*/}" '{
-        name = $0; sub(/^[^(]*\(/, "", name); sub(/\).*$/, "", name); gsub(/ /, "_", name)
-        sub(/^.*\) /, ""); print pid, tid, $12 + $13, name
-      }' "$task/stat" 2>/dev/null || true
-    done
-  done
+  thread_snapshot "$@" | awk '{ split($1, id, "-"); print id[1], id[2], $4, $2 }'
 }
 
 cpu_report() {  # cpu_report BEFORE AFTER SECONDS REQUESTS LABELS...: per process, busiest threads
