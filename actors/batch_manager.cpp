@@ -522,8 +522,9 @@ asio::awaitable<void> batch_manager::runner::worker(lane_state& lane) {
   }
 }
 
-/// Takes one slot of `budget`, waiting (without blocking a thread) until one is free or the
-/// runner stops; false when it stopped first.
+/// Takes one slot of `budget`, waiting (without blocking a thread) until one is handed to this
+/// worker or the runner stops; false when it stopped first. A worker that stops while waiting
+/// cancels its place, so a slot reserved for it goes to the next waiter (actors/budget.hpp).
 asio::awaitable<bool> batch_manager::runner::take(global_budget& budget) {
   static std::atomic<uint64_t> next_waiter{uint64_t{1} << 62};
   if (halted) co_return false;
@@ -532,11 +533,17 @@ asio::awaitable<bool> batch_manager::runner::take(global_budget& budget) {
   const auto ex = co_await asio::this_coro::executor;
   for (;;) {
     auto timer = std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
+    bool stopped = false;
     {
       std::lock_guard lock{mu};
-      if (halted) co_return false;  // stop() sets halted before it cancels what is in `waiting`
-      waiting.insert(timer);
+      stopped = halted;  // stop() sets halted before it cancels what is in `waiting`
+      if (!stopped) waiting.insert(timer);
     }
+    if (stopped) {
+      budget.cancel(waiter);
+      co_return false;
+    }
+    // The wake-up is posted to this strand, so it runs after the wait below has begun.
     int got = budget.acquire(1, waiter, [timer] {
       asio::post(timer->get_executor(), [timer] { timer->cancel(); });
     });
@@ -553,7 +560,10 @@ asio::awaitable<bool> batch_manager::runner::take(global_budget& budget) {
       budget.release(1);
       co_return false;
     }
-    if (halted) co_return false;
+    if (halted) {
+      budget.cancel(waiter);
+      co_return false;
+    }
   }
 }
 

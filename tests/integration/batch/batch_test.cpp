@@ -335,31 +335,62 @@ TEST(batch, jobs_and_batches_of_one_model_share_its_limit) {
   EXPECT_LE(env.gateway().peak_in_flight(), 2);
 }
 
-TEST(batch, the_global_limit_holds_and_a_hot_model_does_not_starve_another) {
-  batch_env env;
+/// Runs `lines` with the given limits and returns the model of each request in arrival order.
+std::vector<std::string> arrival_order(batch_env& env, int per_model, int global,
+                                       const std::vector<json>& lines, int64_t expect_peak) {
   per_model_gateways(env);
-  env.settings().per_model_concurrency = 2;
-  env.settings().global_concurrency = 3;
+  env.settings().per_model_concurrency = per_model;
+  env.settings().global_concurrency = global;
   env.start();
   std::mutex mu;
-  std::vector<std::string> arrivals;  // model of each request, in arrival order
+  std::vector<std::string> arrivals;
   env.gateway().on_request([&](const fakes::received_request& r) {
     auto model = json::parse(r.body)["model"].get<std::string>();
     std::lock_guard lock{mu};
     arrivals.push_back(model);
   });
+  auto done = env.wait_terminal(env.create(env.upload(lines)).id);
+  EXPECT_EQ(done.status, batch_status::completed);
+  EXPECT_LE(env.gateway().peak_in_flight(), expect_peak);
+  std::lock_guard lock{mu};
+  EXPECT_EQ(arrivals.size(), lines.size());
+  return arrivals;
+}
+
+/// The position of the last request for `model` in `arrivals`.
+size_t last_of(const std::vector<std::string>& arrivals, const std::string& model) {
+  size_t last = 0;
+  for (size_t i = 0; i < arrivals.size(); ++i)
+    if (arrivals[i] == model) last = i;
+  return last;
+}
+
+TEST(batch, the_global_limit_holds_and_a_hot_model_does_not_starve_another) {
+  batch_env env;
   auto lines = lines_of(40, "hot", "model-a", {{"latency_ms", 20}}) +
                lines_of(3, "cold", "model-b", {{"latency_ms", 20}});
-  auto done = env.wait_terminal(env.create(env.upload(lines)).id);
-  ASSERT_EQ(done.status, batch_status::completed);
-  EXPECT_LE(env.gateway().peak_in_flight(), 3);
-  std::lock_guard lock{mu};
-  ASSERT_EQ(arrivals.size(), 43u);
-  size_t last_cold = 0;
-  for (size_t i = 0; i < arrivals.size(); ++i)
-    if (arrivals[i] == "model-b") last_cold = i;
+  auto arrivals = arrival_order(env, 2, 3, lines, 3);
   // model-a may hold 2 slots at most, so model-b always has one: its 3 requests go out early.
-  EXPECT_LT(last_cold, 15u) << "model-b waited behind model-a";
+  EXPECT_LT(last_of(arrivals, "model-b"), 15u) << "model-b waited behind model-a";
+}
+
+// The hot model could take the whole global budget here: the cold model gets slots only because
+// a released slot is handed to the model waiting for it, not to the hot model asking again.
+TEST(batch, a_hot_model_that_can_fill_the_global_budget_does_not_starve_another) {
+  batch_env env;
+  auto lines = lines_of(60, "hot", "model-a", {{"latency_ms", 10}}) +
+               lines_of(3, "cold", "model-b", {{"latency_ms", 10}});
+  auto arrivals = arrival_order(env, 2, 2, lines, 2);
+  EXPECT_LT(last_of(arrivals, "model-b"), 12u) << "model-b waited behind model-a";
+}
+
+TEST(batch, two_hot_models_do_not_starve_a_third) {
+  batch_env env;
+  auto lines = lines_of(50, "a", "model-a", {{"latency_ms", 10}}) +
+               lines_of(50, "b", "model-b", {{"latency_ms", 10}}) +
+               lines_of(3, "cold", "model-c", {{"latency_ms", 10}});
+  auto arrivals = arrival_order(env, 2, 4, lines, 4);
+  EXPECT_LT(last_of(arrivals, "model-c"), 20u) << "model-c waited behind model-a and model-b";
 }
 
 TEST(batch, requests_sharing_a_system_prompt_go_out_together) {
