@@ -3,8 +3,9 @@
 #
 #   bench/run.sh [BUILD_DIR]          (default BUILD_DIR: build-bench next to this folder)
 #
-# Needs BUILD_DIR/switchyard, BUILD_DIR/tests/fakes/fake_gateway and
-# BUILD_DIR/bench/sy_bench_submit.
+# Needs BUILD_DIR/switchyard, BUILD_DIR/tests/fakes/fake_gateway, BUILD_DIR/bench/sy_bench_submit
+# and BUILD_DIR/bench/sy_bench_baseline (the machine's own figures, printed first by
+# bench/baseline.sh).
 # Sizes come from the environment: SUBMIT_CONNS (64), SUBMIT_N (50000), E2E_N (20000),
 # RAW_N (50000), PER_MODEL (100), GLOBAL (100). Each engine gets a fresh data dir on the build
 # dir's filesystem (not tmpfs, so fsync is real); logs and per-thread CPU stay in
@@ -173,6 +174,8 @@ measure() {
 
 echo "== machine: $(nproc) cores, $(uname -r); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== results and logs: $out"
+echo "== (0) the machine: LMDB commits, JetStream publish and pull (bench/baseline.sh)"
+"$here/baseline.sh" "$build" | grep -v '^RESULT' | tee "$out/baseline.txt"
 
 start_fake fake_fast
 fast_pid=$fake_pid fast_port=$fake_port
