@@ -173,6 +173,7 @@ void engine::watch_models() {
       if (!dispatchers_.count(m)) missing.push_back(m);
     for (const auto& model : missing) {
       lock.unlock();
+      const uint64_t generation = deps_.js.layout_generation();  // read before binding
       auto sub = deps_.js.subscribe_tasks(model);
       lock.lock();
       if (!sub) {
@@ -181,7 +182,8 @@ void engine::watch_models() {
         continue;
       }
       if (stop_watcher_) break;
-      dispatchers_[model] = spawn_model_dispatcher(*ctx_, model, std::move(sub.value()));
+      dispatchers_[model] =
+          spawn_model_dispatcher(*ctx_, model, std::move(sub.value()), generation);
       log::info("engine", "dispatching model", {{"model", model}});
     }
     bool retry = false;
@@ -347,7 +349,9 @@ void engine::wake_webhooks() {
   if (auto* w = webhooks_live_.load()) w->wake();
 }
 
-bool engine::ready() const { return !ctx_->stopping && deps_.js.connected(); }
+// Ready means work flows: NATS is connected and its streams are in place on this connection
+// (js_layout_keeper makes them after a late connect or a reconnect).
+bool engine::ready() const { return !ctx_->stopping && deps_.js.layout_ready(); }
 
 void engine::shutdown() {
   if (shut_down_.exchange(true)) return;

@@ -32,6 +32,7 @@ struct dispatcher_state {
   bool fetch_scheduled = false;
   bool last_fetch_empty = true;  ///< an idle model asks for one message at a time
   bool error_logged = false;
+  uint64_t generation = 0;  ///< the JetStream layout generation `sub` was bound under
   /// Attempts whose gateway exchange is over and whose slots are back, waiting for their outcome
   /// to commit. Bounded by the per-model limit (no fetch while it is reached), so at most twice
   /// the limit of this model's attempts are alive at once.
@@ -101,6 +102,20 @@ void fetch_failed(dispatcher_ptr self, const sy::error& e) {
   self->delayed_send(self, error_pause, fetch_atom::value);
 }
 
+/// Binds the model's consumer again when the streams were made again since it was bound (see
+/// spawn_model_dispatcher); a failure is retried before the next fetch.
+void rebind_if_layout_remade(dispatcher_ptr self) {
+  auto& st = self->state;
+  const uint64_t generation = st.ctx->js.layout_generation();
+  if (generation == st.generation) return;
+  auto sub = st.ctx->js.subscribe_tasks(st.model);
+  if (!sub) return;
+  st.sub = std::move(sub.value());
+  st.generation = generation;
+  log::info("dispatcher", "bound the model's consumer again (the streams were made again)",
+            {{"model", st.model}, {"generation", generation}});
+}
+
 void fetch(dispatcher_ptr self) {
   auto& st = self->state;
   st.fetch_scheduled = false;
@@ -109,6 +124,7 @@ void fetch(dispatcher_ptr self) {
     st.pending.reset();
     return;
   }
+  rebind_if_layout_remade(self);
   // Enough answered attempts still committing: woken by their `done`.
   if (st.finishing >= std::max(1, st.ctx->cfg.per_model_concurrency)) return;
   if (st.pending) {
@@ -164,12 +180,14 @@ void fetch(dispatcher_ptr self) {
 
 model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, engine_context* ctx,
                                                  std::string model,
-                                                 std::unique_ptr<runtime::pull_subscription>* sub) {
+                                                 std::unique_ptr<runtime::pull_subscription>* sub,
+                                                 uint64_t generation) {
   runtime::name_this_thread("sy-dispatch");  // detached: this actor has its own thread
   self->state.ctx = ctx;
   self->state.model = std::move(model);
   self->state.sub = std::move(*sub);
   delete sub;
+  self->state.generation = generation;
   self->state.model_budget = &ctx->model_budget(self->state.model);
   schedule_fetch(self);
   return {
@@ -193,10 +211,11 @@ model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, engine_con
 }  // namespace
 
 model_dispatcher_actor spawn_model_dispatcher(engine_context& ctx, std::string model,
-                                              std::unique_ptr<runtime::pull_subscription> sub) {
+                                              std::unique_ptr<runtime::pull_subscription> sub,
+                                              uint64_t generation) {
   // CAF copies spawn arguments; a unique_ptr travels as a raw owning pointer.
   auto* owned = new std::unique_ptr<runtime::pull_subscription>(std::move(sub));
-  return ctx.sys.spawn<caf::detached>(dispatcher, &ctx, std::move(model), owned);
+  return ctx.sys.spawn<caf::detached>(dispatcher, &ctx, std::move(model), owned, generation);
 }
 
 }  // namespace sy::actors

@@ -21,8 +21,13 @@ using model_dispatcher_actor =
     caf::typed_actor<caf::reacts_to<fetch_atom>, caf::reacts_to<answered_atom>,
                      caf::reacts_to<done_atom, bool>>;
 
-/// Spawns the dispatcher for `model` over its pull subscription.
+/// Spawns the dispatcher for `model` over its pull subscription, bound while the JetStream
+/// layout was at `generation` (js_client::layout_generation()). When the layout is made again
+/// (after a reconnect) the dispatcher binds its consumer again before its next fetch: a server
+/// that came back without its store has lost the consumer, and a fetch from it would never
+/// return a message.
 model_dispatcher_actor spawn_model_dispatcher(engine_context& ctx, std::string model,
-                                              std::unique_ptr<runtime::pull_subscription> sub);
+                                              std::unique_ptr<runtime::pull_subscription> sub,
+                                              uint64_t generation);
 
 }  // namespace sy::actors

@@ -38,10 +38,18 @@ result<std::unique_ptr<nats_intake>> nats_intake::start(const config::settings& 
                                                         actors::job_service& service,
                                                         runtime::js_client& js,
                                                         nats_intake_options options) {
-  auto sub = js.subscribe_intake();
-  if (!sub) return sub.error();
+  // Without NATS (down at start) or its streams (not made yet) there is nothing to consume: the
+  // fetch loop subscribes once it can. Any other failure to bind is a configuration error.
+  std::unique_ptr<runtime::pull_subscription> bound;
+  const uint64_t generation = js.layout_generation();  // read before binding
+  if (js.layout_ready()) {
+    auto sub = js.subscribe_intake();
+    if (!sub) return sub.error();
+    bound = std::move(sub.value());
+  }
   std::unique_ptr<nats_intake> intake(
-      new nats_intake(settings, service, js, options, std::move(sub.value())));
+      new nats_intake(settings, service, js, options, std::move(bound)));
+  if (intake->sub_) intake->bound_generation_ = generation;
   auto* self = intake.get();
   intake->io_thread_ = std::thread([self] {
     runtime::name_this_thread("sy-intake-io");
@@ -53,6 +61,7 @@ result<std::unique_ptr<nats_intake>> nats_intake::start(const config::settings& 
   });
   log::info(component, "started",
             {{"subject", intake->job_subject_},
+             {"bound", intake->sub_ != nullptr},
              {"stream", js.stream_name("INTAKE")},
              {"consumer", "intake"}});
   return intake;
@@ -95,7 +104,12 @@ nats_intake_counters nats_intake::counters() const {
 void nats_intake::fetch_loop() {
   bool failing = false;
   while (!stopping_) {
-    auto got = sub_->fetch(options_.batch, options_.fetch_timeout_ms);
+    // The streams were made again since the consumer was bound (a server back without its
+    // store has lost the consumer): bind it again.
+    if (js_.layout_generation() != bound_generation_) resubscribe();
+    auto got = sub_ ? sub_->fetch(options_.batch, options_.fetch_timeout_ms)
+                    : result<std::vector<runtime::js_message>>(
+                          make_error("nats_unavailable", "the intake consumer is not bound yet"));
     if (!got) {
       if (!failing)
         log::warn(component, "fetch failed; retrying", {{"error", got.error().message}});
@@ -117,8 +131,11 @@ void nats_intake::resubscribe() {
   // The consumer may have been deleted (e.g. the server lost its store): re-create and re-bind.
   // When NATS is simply unreachable this fails too, and the old subscription is kept.
   if (!js_.connected()) return;
+  const uint64_t generation = js_.layout_generation();  // read before binding
   auto sub = js_.subscribe_intake();
-  if (sub) sub_ = std::move(sub.value());
+  if (!sub) return;
+  sub_ = std::move(sub.value());
+  bound_generation_ = generation;
 }
 
 void nats_intake::process(std::vector<runtime::js_message>& batch) {

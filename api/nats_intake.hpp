@@ -54,7 +54,8 @@ struct nats_intake_counters {
 class nats_intake {
  public:
   /// Binds the durable consumer (creating it when missing) and starts both threads.
-  /// `service` and `js` must outlive the intake. Errors: the consumer cannot be bound.
+  /// `service` and `js` must outlive the intake. Errors: the consumer cannot be bound although
+  /// NATS is up with its streams. Until then the intake starts unbound and binds once it can.
   static result<std::unique_ptr<nats_intake>> start(const config::settings& settings,
                                                     actors::job_service& service,
                                                     runtime::js_client& js,
@@ -87,6 +88,7 @@ class nats_intake {
   nats_intake_options options_;
   std::string job_subject_;
   std::unique_ptr<runtime::pull_subscription> sub_;  // fetch thread only (after start)
+  uint64_t bound_generation_ = 0;  ///< js layout generation sub_ was bound under (fetch thread)
 
   boost::asio::io_context io_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;

@@ -244,8 +244,8 @@ std::vector<std::string> warnings(const settings& s) {
   std::vector<std::string> out;
   if (!s.gateway && s.model_gateways.empty()) {
     out.push_back(
-        "no gateway is configured (set --gateway URL or model_gateways); every job "
-        "will fail with model_not_found");
+        "no gateway is configured (set --gateway URL or model_gateways); every submission "
+        "is refused with 404 model_not_found and nothing is stored");
   }
   return out;
 }

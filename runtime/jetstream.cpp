@@ -111,6 +111,9 @@ result<natsConnection*> connect_once(natsOptions* opts) {
   return nc;
 }
 
+/// nats.c connects in the background (js_client::open) only when it has a callback for that.
+void on_late_connect(natsConnection*, void*) {}
+
 result<natsOptions*> make_options(const std::string& url, const std::string& name,
                                   int64_t connect_timeout_ms) {
   natsOptions* o = nullptr;
@@ -305,9 +308,29 @@ result<std::unique_ptr<js_client>> js_client::connect(std::string url, std::stri
   }
   natsOptions_Destroy(*opts);
   if (!nc) return nc.error();
+  return with_context(*nc, std::move(layout));
+}
 
+result<std::unique_ptr<js_client>> js_client::open(std::string url, std::string name,
+                                                   js_layout layout, int64_t first_wait_ms) {
+  auto opts = make_options(url, name, first_wait_ms);
+  if (!opts) return opts.error();
+  natsStatus s = natsOptions_SetRetryOnFailedConnect(*opts, true, on_late_connect, nullptr);
+  natsConnection* nc = nullptr;
+  if (s == NATS_OK) s = natsConnection_Connect(&nc, *opts);
+  natsOptions_Destroy(*opts);
+  if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) return nats_error("Connecting to NATS", s);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(first_wait_ms);
+  while (natsConnection_Status(nc) != NATS_CONN_STATUS_CONNECTED &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return with_context(nc, std::move(layout));
+}
+
+result<std::unique_ptr<js_client>> js_client::with_context(natsConnection* nc, js_layout layout) {
   auto conn = std::make_shared<detail::js_conn>();
-  conn->nc = *nc;
+  conn->nc = nc;
   jsOptions jo;
   jsOptions_Init(&jo);
   jo.PublishAsync.AckHandler = on_pub_ack;
@@ -320,6 +343,20 @@ result<std::unique_ptr<js_client>> js_client::connect(std::string url, std::stri
 
 bool js_client::connected() const {
   return natsConnection_Status(conn_->nc) == NATS_CONN_STATUS_CONNECTED;
+}
+
+uint64_t js_client::reconnects() const {
+  natsStatistics* stats = nullptr;
+  uint64_t in_msgs = 0, in_bytes = 0, out_msgs = 0, out_bytes = 0, reconnects = 0;
+  if (natsStatistics_Create(&stats) == NATS_OK &&
+      natsConnection_GetStats(conn_->nc, stats) == NATS_OK)
+    natsStatistics_GetCounts(stats, &in_msgs, &in_bytes, &out_msgs, &out_bytes, &reconnects);
+  natsStatistics_Destroy(stats);
+  return reconnects;
+}
+
+bool js_client::layout_ready() const {
+  return connected() && layout_epoch_.load() == reconnects() + 1;
 }
 
 std::string js_client::stream_name(std::string_view kind) const {
@@ -355,6 +392,9 @@ status js_client::ensure_stream(const std::string& name, const std::string& subj
 }
 
 status js_client::ensure_layout() {
+  // Taken first: if the connection drops and comes back meanwhile, the layout is not counted
+  // as made on the new connection, and the keeper makes it again.
+  const uint64_t epoch = reconnects() + 1;
   const std::string& sp = layout_.subject_prefix;
   const int64_t dup = layout_.duplicate_window_ms;
   auto st = ensure_stream(stream_name("TASKS"), sp + ".tasks.>", true, 0, dup);
@@ -363,6 +403,10 @@ status js_client::ensure_layout() {
   if (st) {
     st = ensure_stream(stream_name("INTAKE"), sp + ".submit.>", true, 0,
                        layout_.intake_duplicate_window_ms);
+  }
+  if (st) {
+    layout_epoch_ = epoch;
+    ++layout_generation_;
   }
   return st;
 }

@@ -11,6 +11,7 @@
 
 #include <nats/nats.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -124,12 +125,28 @@ class js_client {
   static result<std::unique_ptr<js_client>> connect(std::string url, std::string name,
                                                     js_layout layout,
                                                     int64_t connect_timeout_ms);
+  /// Like connect(), but an unreachable server is not a failure: after waiting up to
+  /// `first_wait_ms` for the first connect it returns a client that keeps connecting in the
+  /// background (connected() is false until then; publishes fail and fetches error, and their
+  /// callers retry). Fails only on options nats.c refuses (e.g. a malformed URL). This is how
+  /// `switchyard serve --nats URL` starts while that server is down: submissions are committed
+  /// to LMDB and published once it is up.
+  static result<std::unique_ptr<js_client>> open(std::string url, std::string name,
+                                                 js_layout layout, int64_t first_wait_ms);
   js_client(const js_client&) = delete;
   js_client& operator=(const js_client&) = delete;
   ~js_client();
 
   /// True while the connection is established (false while reconnecting).
   bool connected() const;
+  /// How many times the connection was re-established since it was opened.
+  uint64_t reconnects() const;
+  /// True when ensure_layout() succeeded on the connection as it is now (not before the last
+  /// reconnect: a server restarted with an empty store has lost the streams).
+  bool layout_ready() const;
+  /// How many times ensure_layout() has succeeded. A consumer bound before the latest success
+  /// may be gone (the server came back without its store): bind it again (subscribe_*).
+  uint64_t layout_generation() const { return layout_generation_.load(); }
   /// The layout this client was made with.
   const js_layout& layout() const { return layout_; }
 
@@ -192,8 +209,13 @@ class js_client {
                                                             int64_t max_deliver);
   result<uint64_t> consumer_backlog(const std::string& stream, const std::string& consumer);
 
+  static result<std::unique_ptr<js_client>> with_context(natsConnection* nc, js_layout layout);
+
   std::shared_ptr<detail::js_conn> conn_;
   js_layout layout_;
+  /// reconnects() + 1 at the start of the last ensure_layout() that succeeded; 0: none did.
+  std::atomic<uint64_t> layout_epoch_{0};
+  std::atomic<uint64_t> layout_generation_{0};
 };
 
 }  // namespace sy::runtime

@@ -15,6 +15,7 @@
 #include "config/sha256.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/jetstream.hpp"
+#include "runtime/js_layout_keeper.hpp"
 #include "runtime/log.hpp"
 #include "runtime/nats_server.hpp"
 #include "storage/lmdb_env.hpp"
@@ -84,9 +85,19 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   layout.stream_prefix = s.stream_prefix;
   layout.subject_prefix = s.subject_prefix;
   layout.ack_wait_ms = s.ack_wait_ms;
-  auto js = runtime::js_client::connect(nats_url, "switchyard", layout, 10'000);
+  // An external server that is down does not stop the engine: submissions are committed to
+  // LMDB and published once it is up (the keeper makes the streams then). A server that is up
+  // but refuses the streams is a configuration error, reported now.
+  auto js = runtime::js_client::open(nats_url, "switchyard", layout, 2'000);
   if (!js) return fail("cannot connect to NATS", js.error());
-  if (auto st = (*js)->ensure_layout(); !st) return fail("cannot create the JetStream streams", st.error());
+  if ((*js)->connected()) {
+    if (auto st = (*js)->ensure_layout(); !st)
+      return fail("cannot create the JetStream streams", st.error());
+  } else {
+    log::warn("main", "NATS is not reachable; accepting submissions, connecting in the background",
+              {{"url", nats_url}});
+  }
+  auto layout_keeper = std::make_unique<runtime::js_layout_keeper>(**js);
 
   runtime::system_clock_source clock;
   auto eng = actors::engine::start({s, **env, **js, clock});
@@ -120,6 +131,7 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   engine->shutdown();
   (*http)->stop();
   eng->reset();
+  layout_keeper.reset();
   js->reset();
   if (private_nats) (void)private_nats->stop();
   log::info("main", "stopped");

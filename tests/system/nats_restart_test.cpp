@@ -1,7 +1,9 @@
-// The NATS server restarts while jobs are in flight: nothing is lost, and because LMDB fences
-// every delivery, no job reaches the gateway twice.
+// The NATS server restarts while jobs are in flight, or is down when the engine starts: nothing
+// is lost, and because LMDB fences every delivery, no job reaches the gateway twice.
 
 #include <gtest/gtest.h>
+
+#include <filesystem>
 
 #include "runtime/nats_server.hpp"
 #include "tests/support/wait.hpp"
@@ -33,6 +35,64 @@ TEST(system, nats_restart_mid_flight) {
   auto counts = env.gateway_counts();
   EXPECT_EQ(counts.size(), ids.size());
   for (const auto& [k, n] : counts) EXPECT_EQ(n, 1) << k;
+}
+
+// An external NATS that is down when the engine starts does not stop it: it serves, accepts
+// jobs (committed to LMDB), reports itself not ready, and once NATS is up it makes the streams,
+// publishes what it accepted and runs every job once.
+TEST(system, an_engine_started_while_its_nats_is_down_runs_the_jobs_once_nats_is_up) {
+  system_env env;
+  runtime::nats_server_options o;
+  o.store_dir = env.dir().sub("external-nats");
+  auto nats = runtime::nats_server::start(o);
+  ASSERT_TRUE(nats.ok()) << nats.error().message;
+  ASSERT_TRUE((*nats)->stop().ok());  // its port and (empty) store are reused by restart()
+  env.start_gateway(/*latency_ms=*/0);
+  env.start_engine({"--nats", (*nats)->url()});
+  http_client c(env.port());
+  EXPECT_EQ(c.get("/readyz").status, 503);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 10; ++i) {
+    auto id = env.submit(c, "down-" + std::to_string(i));
+    ASSERT_FALSE(id.empty()) << "submissions must be accepted while NATS is down";
+    ids.push_back(id);
+  }
+  EXPECT_TRUE(env.gateway_counts().empty());
+  ASSERT_TRUE((*nats)->restart().ok());
+  for (const auto& id : ids) EXPECT_EQ(env.wait_terminal(c, id), "completed") << id;
+  EXPECT_TRUE(wait_for([&] { return c.get("/readyz").status == 200; }));
+  auto counts = env.gateway_counts();
+  EXPECT_EQ(counts.size(), ids.size());
+  for (const auto& [k, n] : counts) EXPECT_EQ(n, 1) << k;
+}
+
+// The external NATS comes back without its store (a disaster for JetStream, not for LMDB): the
+// engine makes the streams again, binds its consumer again, and the reconcile sweeper publishes
+// again the task whose message was lost with the store. Each job runs once.
+TEST(system, nats_back_without_its_store_loses_no_job) {
+  system_env env;
+  runtime::nats_server_options o;
+  o.store_dir = env.dir().sub("external-nats");
+  auto nats = runtime::nats_server::start(o);
+  ASSERT_TRUE(nats.ok()) << nats.error().message;
+  env.start_gateway(/*latency_ms=*/1500);
+  // One slot: the second job's message waits in the stream while the first runs.
+  env.start_engine({"--nats", (*nats)->url(), "--per-model-concurrency", "1",
+                    "--global-concurrency", "1", "--reconcile-after-ms", "1000"});
+  http_client c(env.port());
+  auto running = env.submit(c, "wipe-running");
+  ASSERT_TRUE(wait_for([&] { return env.gateway_counts().count("wipe-running") == 1; }));
+  auto waiting = env.submit(c, "wipe-waiting");
+  ASSERT_FALSE(running.empty());
+  ASSERT_FALSE(waiting.empty());
+  (*nats)->kill9();
+  std::filesystem::remove_all(o.store_dir);  // the waiting job's message is gone with it
+  ASSERT_TRUE((*nats)->restart().ok());
+  EXPECT_EQ(env.wait_terminal(c, running), "completed");
+  EXPECT_EQ(env.wait_terminal(c, waiting), "completed");
+  auto counts = env.gateway_counts();
+  EXPECT_EQ(counts["wipe-running"], 1);
+  EXPECT_EQ(counts["wipe-waiting"], 1);
 }
 
 }  // namespace
