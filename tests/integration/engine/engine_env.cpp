@@ -32,13 +32,15 @@ engine_env::engine_env() {
   settings_.reaper_interval_ms = 200;
   settings_.shutdown_timeout_ms = 2'000;
   settings_.ack_wait_ms = 5'000;
+  // Small enough for a temp dir, large enough that no test but the map-growth one fills it.
+  settings_.lmdb_initial_map_bytes = int64_t{64} << 20;
 }
 
 engine_env::~engine_env() { stop(); }
 
 storage::environment& engine_env::open_store() {
   if (!env_) {
-    auto e = storage::environment::open(settings_.data_dir, 64 << 20);
+    auto e = storage::environment::open(settings_.data_dir, settings_.lmdb_initial_map_bytes);
     if (!e) throw std::runtime_error("lmdb: " + e.error().message);
     env_ = std::move(e.value());
   }
@@ -97,6 +99,14 @@ nlohmann::json engine_env::wait_terminal(http_client& c, const std::string& id,
       },
       deadline);
   return last;
+}
+
+size_t engine_env::count(storage::db d) {
+  auto txn = open_store().begin_read();
+  if (!txn.ok()) throw std::runtime_error("lmdb: cannot begin a read transaction");
+  size_t n = 0;
+  txn.scan(d, "", [&](std::string_view, std::string_view) { return ++n, true; });
+  return n;
 }
 
 }  // namespace sy::test

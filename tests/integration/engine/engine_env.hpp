@@ -46,6 +46,8 @@ class engine_env {
   /// Polls GET /v1/jobs/{id} until the job is terminal (or the deadline); returns the last job.
   nlohmann::json wait_terminal(http_client& c, const std::string& id,
                                std::chrono::milliseconds deadline = std::chrono::seconds(30));
+  /// How many records database `d` of the store holds now (one read snapshot).
+  size_t count(storage::db d);
 
  private:
   temp_dir dir_;
