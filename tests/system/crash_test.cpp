@@ -1,18 +1,66 @@
 // kill -9 of the engine mid-flight, then a restart over the same data: every accepted job
 // completes, and no job that had completed before the crash is sent to the gateway again.
 // The two windows around the result's commit are hit exactly, at failpoints
-// (runtime/failpoint.hpp): the engine kills itself there.
+// (runtime/failpoint.hpp): the engine kills itself there. SIGTERM stops the private
+// nats-server and leaves an empty outbox.
 
 #include <gtest/gtest.h>
+#include <lmdb.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <csignal>
+#include <fstream>
+#include <optional>
+#include <regex>
 #include <set>
+#include <sstream>
 
 #include "tests/support/wait.hpp"
 #include "tests/system/system_env.hpp"
 
 namespace sy::test {
 namespace {
+
+/// Entries in the named LMDB database `name` of the store in `data_dir`, or nullopt when it
+/// cannot be read. Opens the store read-only with the LMDB C API, as an operator's `mdb_stat`
+/// would: this test binary runs the built engine and does not link the storage module.
+std::optional<size_t> lmdb_entries(const std::string& data_dir, const char* name) {
+  MDB_env* env = nullptr;
+  if (mdb_env_create(&env) != MDB_SUCCESS) return std::nullopt;
+  std::optional<size_t> out;
+  MDB_txn* txn = nullptr;
+  MDB_dbi dbi = 0;
+  MDB_stat st;
+  mdb_env_set_maxdbs(env, 32);
+  const auto path = data_dir + "/lmdb";
+  if (mdb_env_open(env, path.c_str(), MDB_RDONLY | MDB_NOTLS, 0644) == MDB_SUCCESS &&
+      mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) == MDB_SUCCESS) {
+    if (mdb_dbi_open(txn, name, 0, &dbi) == MDB_SUCCESS && mdb_stat(txn, dbi, &st) == MDB_SUCCESS)
+      out = st.ms_entries;
+    mdb_txn_abort(txn);
+  }
+  mdb_env_close(env);
+  return out;
+}
+
+/// The pid of the private nats-server, as the engine logged it when it started the server.
+pid_t private_nats_pid(const std::string& engine_log) {
+  static const std::regex re(R"re("msg":"private nats-server started".*?"pid":([0-9]+))re");
+  std::smatch m;
+  if (!std::regex_search(engine_log, m, re)) return -1;
+  return static_cast<pid_t>(std::stol(m[1]));
+}
+
+/// Whether a process with this pid exists (a zombie counts: it has not been reaped).
+bool process_exists(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 TEST(system, kill9_mid_flight_loses_nothing_and_duplicates_nothing) {
   system_env env;
@@ -119,6 +167,45 @@ TEST(system, sigterm_stops_cleanly_and_a_restart_finishes_the_work) {
   env.start_engine();
   http_client c(env.port());
   for (const auto& id : ids) EXPECT_EQ(env.wait_terminal(c, id), "completed") << id;
+}
+
+TEST(system, sigterm_stops_the_private_nats_server_and_flushes_the_outbox) {
+  system_env env;
+  // Requests hang at the gateway, so the attempts are still running at SIGTERM: shutdown gives
+  // them back to the queue, and each release is a state change whose event goes through the
+  // outbox at the very end, after which the relay must still publish and delete it.
+  env.start_gateway(/*latency_ms=*/120'000);
+  env.start_engine({"--shutdown-timeout-ms", "200"});
+  const pid_t nats_pid = private_nats_pid(env.engine_log());
+  ASSERT_GT(nats_pid, 0) << env.engine_log();
+  ASSERT_TRUE(process_exists(nats_pid));
+  constexpr int jobs = 5;
+  {
+    http_client c(env.port());
+    for (int i = 0; i < jobs; ++i)
+      ASSERT_FALSE(env.submit(c, "held-" + std::to_string(i)).empty()) << env.engine_log();
+  }
+  ASSERT_TRUE(wait_for([&] { return env.gateway_counts().size() == size_t{jobs}; }))
+      << env.engine_log();
+
+  env.engine().signal(SIGTERM);
+  int status = env.engine().wait(std::chrono::seconds(30));
+  ASSERT_NE(status, -1) << "switchyard did not exit after SIGTERM";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << env.engine_log();
+  // The engine stopped and reaped its nats-server before it exited. Had it left the server to
+  // PR_SET_PDEATHSIG, the server would have been killed (no "Server Exiting" line) and reaped
+  // by someone else, if at all.
+  EXPECT_FALSE(process_exists(nats_pid)) << "nats-server " << nats_pid << " outlived the engine";
+  auto nats_log = read_text(env.dir().sub("data/nats-server.log"));
+  EXPECT_NE(nats_log.find("Server Exiting"), std::string::npos)
+      << "nats-server did not stop gracefully:\n"
+      << nats_log;
+  // Three events per job: queued at creation, in_progress, and queued again by the release at
+  // shutdown. Their outbox records were all published and deleted before the exit.
+  EXPECT_EQ(lmdb_entries(env.dir().sub("data"), "events"), std::optional<size_t>(3 * jobs))
+      << env.engine_log();
+  EXPECT_EQ(lmdb_entries(env.dir().sub("data"), "outbox"), std::optional<size_t>(0))
+      << env.engine_log();
 }
 
 }  // namespace
