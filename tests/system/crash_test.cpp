@@ -1,8 +1,9 @@
 // kill -9 of the engine mid-flight, then a restart over the same data: every accepted job
 // completes, and no job that had completed before the crash is sent to the gateway again.
 // The two windows around the result's commit are hit exactly, at failpoints
-// (runtime/failpoint.hpp): the engine kills itself there. SIGTERM stops the private
-// nats-server and leaves an empty outbox.
+// (runtime/failpoint.hpp): the engine kills itself there. A job whose every attempt dies with
+// the engine still ends (failed at max_attempts), and SIGTERM stops the private nats-server and
+// leaves an empty outbox.
 
 #include <gtest/gtest.h>
 #include <lmdb.h>
@@ -16,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "runtime/jetstream.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/system/system_env.hpp"
 
@@ -50,6 +52,13 @@ pid_t private_nats_pid(const std::string& engine_log) {
   std::smatch m;
   if (!std::regex_search(engine_log, m, re)) return -1;
   return static_cast<pid_t>(std::stol(m[1]));
+}
+
+/// The private nats-server's URL, as the engine logged it.
+std::string private_nats_url(const std::string& engine_log) {
+  static const std::regex re(R"re("msg":"private nats-server started".*?"url":"([^"]+)")re");
+  std::smatch m;
+  return std::regex_search(engine_log, m, re) ? std::string(m[1]) : std::string();
 }
 
 /// Whether a process with this pid exists (a zombie counts: it has not been reaped).
@@ -206,6 +215,69 @@ TEST(system, sigterm_stops_the_private_nats_server_and_flushes_the_outbox) {
       << env.engine_log();
   EXPECT_EQ(lmdb_entries(env.dir().sub("data"), "outbox"), std::optional<size_t>(0))
       << env.engine_log();
+}
+
+TEST(system, a_job_whose_attempts_keep_dying_fails_at_max_attempts) {
+  system_env env;
+  // The gateway holds every request far longer than the test runs: each attempt is in flight
+  // when the engine is killed.
+  env.start_gateway(/*latency_ms=*/120'000);
+  env.start_engine();
+  std::string id;
+  {
+    http_client c(env.port());
+    nlohmann::json req = {{"endpoint", "/v1/chat/completions"},
+                          {"max_attempts", 2},
+                          {"body",
+                           {{"model", "sys-model"},
+                            {"messages", {{{"role", "user"}, {"content", "doomed"}}}},
+                            {"fake", {{"key", "doomed"}}}}}};
+    auto r = c.post_json("/v1/jobs", req);
+    ASSERT_EQ(r.status, 202) << r.body;
+    id = r.json()["id"];
+  }
+  // Attempt 1 reaches the gateway; the engine dies with it in flight.
+  ASSERT_TRUE(wait_for([&] { return env.gateway_counts()["doomed"] == 1; })) << env.engine_log();
+  env.kill_engine();
+
+  // The restarted engine's reaper expires the dead run's lease and queues attempt 2, which
+  // reaches the gateway in turn; the engine dies again.
+  env.start_engine();
+  ASSERT_TRUE(wait_for([&] { return env.gateway_counts()["doomed"] == 2; })) << env.engine_log();
+  {
+    http_client c(env.port());
+    auto job = c.get("/v1/jobs/" + id).json();
+    EXPECT_EQ(job["status"], "in_progress") << job.dump();
+    EXPECT_EQ(job["attempts"], 2) << job.dump();
+  }
+  env.kill_engine();
+
+  // Attempt 2 was the last: the third run fails the job instead of queueing it again.
+  env.start_engine();
+  http_client c(env.port());
+  ASSERT_EQ(env.wait_terminal(c, id), "failed") << env.engine_log();
+  auto job = c.get("/v1/jobs/" + id).json();
+  EXPECT_EQ(job["attempts"], 2) << job.dump();
+  EXPECT_EQ(job["error"]["code"], "lease_expired") << job.dump();
+  auto message = job["error"]["message"].get<std::string>();
+  EXPECT_NE(message.find("the engine stopped while the attempt was running"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("attempt 2 of 2"), std::string::npos) << message;
+  // Neither attempt's JetStream message was acked. Once JetStream has redelivered both and the
+  // engine has dropped them as stale (the consumer holds nothing), the finished job must not
+  // have been sent to the gateway a third time.
+  auto nats_url = private_nats_url(env.engine_log());
+  ASSERT_FALSE(nats_url.empty()) << env.engine_log();
+  auto js = runtime::js_client::connect(nats_url, "crash-test", runtime::js_layout{}, 5'000);
+  ASSERT_TRUE(js.ok()) << js.error().message;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        auto backlog = (*js)->task_backlog("sys-model");
+        return backlog.ok() && *backlog == 0;
+      },
+      std::chrono::seconds(30)));
+  EXPECT_EQ(env.gateway_counts()["doomed"], 2);
+  EXPECT_EQ(c.get("/v1/jobs/" + id).json()["status"], "failed");
 }
 
 }  // namespace
