@@ -7,6 +7,8 @@
 
 #include <charconv>
 #include <ctime>
+#include <optional>
+#include <string_view>
 
 #include "api/batch_json.hpp"
 #include "api/detail/json_parse.hpp"
@@ -28,6 +30,9 @@ constexpr int batches_default_limit = 20;
 constexpr int batches_max_limit = 100;
 constexpr int64_t min_output_expiry_s = 3'600;
 constexpr int64_t max_output_expiry_s = 2'592'000;
+constexpr size_t max_metadata_keys = 16;
+constexpr size_t max_metadata_key_chars = 64;
+constexpr size_t max_metadata_value_chars = 512;
 
 /// An integer query parameter in [lo, hi], or `fallback` when absent.
 result<int> int_param(const std::vector<query_param>& q, const char* name, int fallback, int lo,
@@ -52,19 +57,70 @@ json list_json(json data, const std::string& first, const std::string& last, boo
           {"has_more", has_more}};
 }
 
+/// The number of code points in `s` when it is valid UTF-8 (shortest forms, no surrogates, at
+/// most U+10FFFF), else nothing. OpenAI's metadata limits count characters, not bytes.
+std::optional<size_t> utf8_length(std::string_view s) {
+  size_t count = 0;
+  for (size_t i = 0; i < s.size(); ++count) {
+    const auto b0 = static_cast<unsigned char>(s[i]);
+    size_t n = 1;
+    unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
+    if (b0 < 0x80) {
+      n = 1;
+    } else if (b0 >= 0xC2 && b0 <= 0xDF) {
+      n = 2;
+    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+      n = 3;
+      if (b0 == 0xE0) lo = 0xA0;  // overlong
+      if (b0 == 0xED) hi = 0x9F;  // surrogates
+    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+      n = 4;
+      if (b0 == 0xF0) lo = 0x90;  // overlong
+      if (b0 == 0xF4) hi = 0x8F;  // above U+10FFFF
+    } else {
+      return std::nullopt;
+    }
+    if (i + n > s.size()) return std::nullopt;
+    for (size_t k = 1; k < n; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return std::nullopt;
+    }
+    i += n;
+  }
+  return count;
+}
+
+/// The first `chars` code points of valid UTF-8 `s` (for quoting a too-long key whole
+/// characters at a time: a cut inside one would make the error message invalid UTF-8).
+std::string utf8_prefix(std::string_view s, size_t chars) {
+  size_t i = 0;
+  for (; i < s.size() && chars > 0; --chars) {
+    ++i;
+    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
+  }
+  return std::string(s.substr(0, i));
+}
+
 /// Checks a batch's `metadata`: null or an object of at most 16 string values, keys ≤ 64 and
-/// values ≤ 512 characters.
+/// values ≤ 512 characters (Unicode code points, as OpenAI counts them, not bytes).
 status check_metadata(const json& m) {
   if (m.is_null()) return ok;
   auto bad = [](const std::string& why) {
     return make_error("invalid_metadata", "'metadata' " + why + ".", "metadata");
   };
   if (!m.is_object()) return bad("must be an object of string values");
-  if (m.size() > 16) return bad("has more than 16 keys");
+  if (m.size() > max_metadata_keys) return bad("has more than 16 keys");
   for (const auto& [k, v] : m.items()) {
-    if (k.size() > 64) return bad("key '" + k.substr(0, 64) + "...' is longer than 64 characters");
+    // The body parser rejects invalid UTF-8 already; this keeps the limits honest regardless.
+    auto key_chars = utf8_length(k);
+    if (!key_chars) return bad("has a key that is not valid UTF-8");
+    if (*key_chars > max_metadata_key_chars)
+      return bad("key '" + utf8_prefix(k, max_metadata_key_chars) +
+                 "...' is longer than 64 characters");
     if (!v.is_string()) return bad("value of '" + k + "' must be a string");
-    if (v.get_ref<const std::string&>().size() > 512)
+    auto value_chars = utf8_length(v.get_ref<const std::string&>());
+    if (!value_chars) return bad("value of '" + k + "' is not valid UTF-8");
+    if (*value_chars > max_metadata_value_chars)
       return bad("value of '" + k + "' is longer than 512 characters");
   }
   return ok;

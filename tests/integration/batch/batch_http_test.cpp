@@ -179,6 +179,52 @@ TEST(batch_http, bad_batch_requests_get_their_error_and_create_nothing) {
   EXPECT_EQ(c.request("PUT", "/v1/batches").status, 405);
 }
 
+/// `n` copies of `c` (a UTF-8 sequence: one character).
+std::string repeat(const std::string& c, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += c;
+  return out;
+}
+
+// OpenAI's metadata limits are characters: "é" is 2 bytes, "€" 3 and "😀" 4, so 512 of them
+// are 1,024 to 2,048 bytes and still within the value limit.
+TEST(batch_http, metadata_limits_count_characters_not_bytes) {
+  engine_env env;
+  env.start();
+  http_client c(env.port());
+  std::string fid = upload(c, form({{"purpose", "batch"}}, "in.jsonl", jsonl(1))).json()["id"];
+  auto create = [&](const json& metadata) {
+    return c.post_json("/v1/batches", {{"input_file_id", fid},
+                                       {"endpoint", "/v1/chat/completions"},
+                                       {"completion_window", "24h"},
+                                       {"metadata", metadata}});
+  };
+  const json longest = {{repeat("é", 64), repeat("é", 512)},
+                        {"euro", repeat("€", 512)},
+                        {repeat("😀", 64), repeat("😀", 512)}};
+  auto r = create(longest);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["metadata"], longest);
+  expect_error(create({{"k", repeat("é", 513)}}), 400, "invalid_metadata", "metadata");
+  expect_error(create({{"k", repeat("😀", 513)}}), 400, "invalid_metadata", "metadata");
+  expect_error(create({{std::string(65, 'k'), "v"}}), 400, "invalid_metadata", "metadata");
+  auto long_key = create({{repeat("é", 65), "v"}});
+  expect_error(long_key, 400, "invalid_metadata", "metadata");
+  // The key is quoted cut at whole characters, so the message stays valid UTF-8.
+  EXPECT_NE(long_key.json()["error"]["message"].get<std::string>().find(repeat("é", 64) + "..."),
+            std::string::npos);
+  // Bytes that are not UTF-8 are refused before the limits are counted.
+  auto invalid = c.request("POST", "/v1/batches",
+                           R"({"input_file_id":")" + fid +
+                               R"(","endpoint":"/v1/chat/completions","completion_window":"24h",)"
+                               "\"metadata\":{\"k\":\"\xC3(\"}}",
+                           {{"Content-Type", "application/json"}});
+  expect_error(invalid, 400, "invalid_json");
+  EXPECT_NE(invalid.json()["error"]["message"].get<std::string>().find("UTF-8"), std::string::npos)
+      << invalid.body;
+  EXPECT_EQ(c.get("/v1/batches").json()["data"].size(), 1u) << "only the valid batch exists";
+}
+
 TEST(batch_http, a_batch_runs_lists_and_its_files_download_and_delete) {
   engine_env env;
   env.start();
