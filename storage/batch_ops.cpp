@@ -105,14 +105,18 @@ result<op_reply> apply_batch(write_txn& t, const batch_ingested_op& op) {
   if (!b) return answer(op_reply::kind::not_found);
   if (b->status != batch_status::validating && b->status != batch_status::cancelling)
     return with_batch(op_reply::kind::stale, std::move(*b));
-  if (b->total == 0) b->total = op.total;
   if (!op.errors.empty()) {
+    // No request was accepted, so none is counted: OpenAI shows a batch that failed validation
+    // with request_counts {total: 0, completed: 0, failed: 0}.
     b->errors = op.errors;
     b->status = batch_status::failed;
     b->failed_at = seconds(op.now_ms);
-  } else if (b->status == batch_status::validating) {
-    b->status = batch_status::in_progress;
-    b->in_progress_at = seconds(op.now_ms);
+  } else {
+    if (b->total == 0) b->total = op.total;
+    if (b->status == batch_status::validating) {
+      b->status = batch_status::in_progress;
+      b->in_progress_at = seconds(op.now_ms);
+    }
   }
   if (auto s = save(t, *b); !s) return s.error();
   return with_batch(op_reply::kind::done, std::move(*b));

@@ -41,7 +41,8 @@ struct create_batch_op {
 };
 
 /// Ingestion ended: validating → in_progress with `total` lines, or → failed with `errors` (not
-/// empty). A batch that is already cancelling keeps that state (the total is recorded).
+/// empty) and a total of 0, as OpenAI counts a batch whose input was refused: no request was
+/// accepted. A valid batch that is already cancelling keeps that state (the total is recorded).
 struct batch_ingested_op {
   std::string id;
   int64_t total = 0;

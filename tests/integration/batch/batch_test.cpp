@@ -83,6 +83,11 @@ TEST(batch, an_invalid_input_file_fails_the_batch_with_line_errors_and_sends_not
   EXPECT_TRUE(done.output_file_id.empty());
   EXPECT_GT(done.failed_at, 0);
   EXPECT_EQ(env.gateway().requests(), 0);
+  // No request was accepted, so OpenAI's request_counts are {total: 0, completed: 0, failed: 0}.
+  http_client c(env.port());
+  auto shown = c.get("/v1/batches/" + done.id).json();
+  EXPECT_EQ(shown["request_counts"], (json{{"total", 0}, {"completed", 0}, {"failed", 0}}))
+      << shown.dump();
 }
 
 TEST(batch, an_unknown_model_fails_validation_in_per_model_mode) {

@@ -115,6 +115,10 @@ TEST_F(batch_ops_test, validation_errors_fail_the_batch) {
   auto b = stored("batch_1");
   EXPECT_EQ(b.status, batch_status::failed);
   EXPECT_EQ(b.failed_at, 7);
+  // No request was accepted: request_counts are all 0, as OpenAI shows them.
+  EXPECT_EQ(b.total, 0);
+  EXPECT_EQ(b.completed, 0);
+  EXPECT_EQ(b.failed, 0);
   ASSERT_EQ(b.errors.size(), 1u);
   EXPECT_EQ(b.errors[0].line, 2);
   auto txn = env_->begin_read();
