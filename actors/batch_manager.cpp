@@ -377,6 +377,9 @@ asio::awaitable<bool> batch_manager::runner::ingest(const storage::batch_record&
     }
     co_return false;
   }
+  // The plans and model_map.json are in place, the batch is still validating: a restart must
+  // ingest again from scratch rather than trust them.
+  if (r->errors.empty()) runtime::failpoint("batch_ingest_map_written");
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                 std::chrono::steady_clock::now() - started).count();
   storage::batch_ingested_op op;
@@ -396,7 +399,10 @@ asio::awaitable<bool> batch_manager::runner::ingest(const storage::batch_record&
     }
     co_return false;
   }
-  co_return c->batch && c->batch->status != storage::batch_status::failed;
+  const bool valid = c->batch && c->batch->status != storage::batch_status::failed;
+  // Committed in_progress, nothing dispatched yet: a restart loads the plans as they are.
+  if (valid) runtime::failpoint("batch_ingest_committed");
+  co_return valid;
 }
 
 asio::awaitable<void> batch_manager::runner::request(std::string model, runtime::gateway_client* gw,

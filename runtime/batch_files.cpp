@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "runtime/detail/batch_files.hpp"
+#include "runtime/failpoint.hpp"
 
 namespace sy::runtime::batch {
 
@@ -55,14 +56,17 @@ sy::status fsync_dir(const std::string& dir) {
 }
 
 /// Creates `path`.tmp, lets `fill` write to it, fsyncs, closes and renames it to `path`.
+/// `before_rename` names the failpoint (runtime/failpoint.hpp) between the fsync and the rename.
 template <class Fill>
-sy::status write_atomically(const std::string& path, Fill fill) {
+sy::status write_atomically(const std::string& path, Fill fill,
+                            std::string_view before_rename = {}) {
   const std::string tmp = path + ".tmp";
   detail::unique_fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (fd.get() < 0) return detail::io_error("cannot create", tmp, errno);
   if (auto s = fill(fd.get(), tmp); !s) return s;
   if (::fsync(fd.get()) != 0) return detail::io_error("cannot fsync", tmp, errno);
   if (::close(fd.release()) != 0) return detail::io_error("cannot close", tmp, errno);
+  if (!before_rename.empty()) failpoint(before_rename);
   if (::rename(tmp.c_str(), path.c_str()) != 0)
     return detail::io_error("cannot rename", tmp, errno);
   return sy::ok;
@@ -127,7 +131,7 @@ sy::status reset_outputs(const std::string& work_dir) {
 }
 
 sy::status write_plan_file(const std::string& path, const std::vector<plan_entry>& entries) {
-  return write_atomically(path, [&](int fd, const std::string& tmp) -> sy::status {
+  auto fill = [&](int fd, const std::string& tmp) -> sy::status {
     std::vector<unsigned char> buf(kIoBufferBytes);
     size_t used = 0;
     for (const plan_entry& e : entries) {
@@ -141,7 +145,8 @@ sy::status write_plan_file(const std::string& path, const std::vector<plan_entry
       used += kEntryBytes;
     }
     return write_all(fd, reinterpret_cast<char*>(buf.data()), used, tmp);
-  });
+  };
+  return write_atomically(path, fill, "batch_ingest_plan_tmp");
 }
 
 sy::status write_model_map(const std::string& work_dir, const ingest_result& r) {

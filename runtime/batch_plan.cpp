@@ -13,6 +13,7 @@
 
 #include "runtime/detail/batch_files.hpp"
 #include "runtime/detail/batch_line.hpp"
+#include "runtime/failpoint.hpp"
 
 namespace sy::runtime::batch {
 
@@ -271,6 +272,9 @@ sy::status write_plans(const ingest_options& o, scan& s, ingest_result& r) {
     auto st = detail::write_plan_file(detail::plans_dir(o.work_dir) + "/" + m.safe_name + ".plan",
                                       entries);
     if (!st) return st;
+    // A crash here leaves some plans renamed into place and no model_map.json: the restart
+    // must not take them for a complete ingest.
+    failpoint("batch_ingest_plan_renamed");
     std::vector<plan_entry>().swap(entries);
     r.models.push_back(std::move(m));
   }
