@@ -27,6 +27,8 @@
 
 #include "actors/write.hpp"
 #include "config/sha256.hpp"
+#include "runtime/backoff.hpp"
+#include "runtime/batch_output.hpp"
 #include "runtime/batch_plan.hpp"
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
@@ -49,19 +51,6 @@ auto use_ec(boost::system::error_code& ec) { return asio::redirect_error(asio::u
 
 std::string sys_error(const std::string& what, const std::string& path) {
   return what + " " + path + ": " + std::strerror(errno);
-}
-
-/// Writes `data` fully; false on error (errno set).
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
 }
 
 void fsync_dir(const std::string& dir) {
@@ -167,6 +156,30 @@ storage::batch_line response_line(uint64_t slot, const std::string& id,
   return line;
 }
 
+/// The batch_failed message of a finalization that gave up: what is missing from the files and
+/// why; "" when nothing is. `undrained`: why the drain gave up (with its tries), if it did;
+/// `tries`: the finalization's tries, after which a file that could not be written was given up.
+std::string lost_message(const storage::batch_record& b, const std::string& undrained,
+                         const std::string& output_failure, const std::string& error_failure,
+                         int tries) {
+  const std::string after = "after " + std::to_string(tries) + " tries: ";
+  std::vector<std::string> parts;
+  if (!undrained.empty())
+    parts.push_back("cannot record the " + std::to_string(b.total - b.completed - b.failed) +
+                    " requests that have no result as " + b.stop_code + " (" + undrained +
+                    "); they are in neither file");
+  if (!output_failure.empty())
+    parts.push_back("cannot write the output file of " + std::to_string(b.completed) + " lines (" +
+                    after + output_failure + "); those results are lost");
+  if (!error_failure.empty())
+    parts.push_back("cannot write the error file of " + std::to_string(b.failed) + " lines (" +
+                    after + error_failure + "); those lines are lost");
+  if (parts.empty()) return "";
+  std::string m = "The batch could not be finalized: ";
+  for (size_t i = 0; i < parts.size(); ++i) m += (i > 0 ? "; " : "") + parts[i];
+  return m + ".";
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -174,9 +187,12 @@ storage::batch_line response_line(uint64_t slot, const std::string& id,
 
 struct batch_manager::runner : std::enable_shared_from_this<runner> {
   runner(batch_manager& m, std::string id)
-      : mgr(m), id(std::move(id)), strand(asio::make_strand(m.ctx_.exec)),
+      : mgr(m),
+        id(std::move(id)),
+        strand(asio::make_strand(m.ctx_.exec)),
         wake(strand, asio::steady_timer::time_point::max()),
-        deadline(strand, asio::steady_timer::time_point::max()) {}
+        deadline(strand, asio::steady_timer::time_point::max()),
+        pause(strand) {}
 
   batch_manager& mgr;
   std::string id;
@@ -186,6 +202,7 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
   /// re-checks its condition. Cancelled when a lane, a request or a commit of results ends.
   asio::steady_timer wake;
   asio::steady_timer deadline;  ///< the completion window's end
+  asio::steady_timer pause;     ///< the wait before a drain or finalization is tried again
   std::string endpoint;
   std::string stop_code;   ///< set when dispatch must stop (cancel, expiry, failure)
   bool shutting_down = false;
@@ -211,6 +228,7 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
   void stop(const std::string& code) {
     if (code.empty()) {
       shutting_down = true;
+      pause.cancel();  // a retry waiting for its backoff ends; the next start resumes the batch
     } else if (stop_code.empty()) {
       stop_code = code;
     }
@@ -247,8 +265,37 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
   asio::awaitable<void> record_loop();
   asio::awaitable<void> recorded();
   asio::awaitable<void> fail(std::string message);
-  asio::awaitable<bool> drain(const plan::ingest_result& p);
-  asio::awaitable<void> finalize();
+
+  // --- After dispatch: drain, write the files, make the batch terminal. Each step is retried
+  // with backoff (batch_retry_policy) instead of leaving the batch stuck until a restart.
+
+  /// What one finalization try wrote: a record per file now in place, and why a file could not
+  /// be written (empty when it could).
+  struct written_files {
+    std::optional<storage::file_record> output, error;
+    std::string output_failure, error_failure;
+  };
+  /// Dispatch ended: every line has a result, or a stop code says why some never ran. Drains
+  /// those into the error file, then finalizes.
+  asio::awaitable<void> finish(const std::optional<plan::ingest_result>& p);
+  asio::awaitable<std::string> drain(const plan::ingest_result& p);
+  /// "" once drained; why the last try failed when the tries ran out; nothing when the engine
+  /// began shutting down (the batch resumes at the next start).
+  asio::awaitable<std::optional<std::string>> drain_with_retries(const plan::ingest_result& p);
+  /// Logs failed try `tries` of `what` and waits the policy's delay; false when the engine began
+  /// shutting down.
+  asio::awaitable<bool> back_off(int tries, const char* what, const std::string& failure);
+  /// One try: "" once the batch is terminal, else why it is not (what it wrote is removed). On
+  /// the `last` try a file that cannot be written is given up: the batch ends failed with the
+  /// files that could be written and a batch_failed error saying what was lost (`undrained`:
+  /// why the drain gave up, also reported there).
+  asio::awaitable<std::string> finalize(const std::string& undrained, int tries, bool last);
+  asio::awaitable<void> finalize_with_retries(std::string undrained);
+  /// Streams the recorded lines into the output and error files (on the blocking pool).
+  written_files write_files(const storage::batch_record& b, const std::string& out_id,
+                            const std::string& err_id, int64_t now_s);
+  /// Removes the files of `w` that are in place (not referenced by any record).
+  void remove(const written_files& w) const;
 
   /// Runs `fn` on the blocking pool and resumes on the strand with its result.
   template <class F>
@@ -573,9 +620,11 @@ asio::awaitable<bool> batch_manager::runner::take(global_budget& budget) {
   }
 }
 
-asio::awaitable<bool> batch_manager::runner::drain(const plan::ingest_result& p) {
-  // Every line without a result gets an error line with the stop code. Reading and matching run
-  // on the blocking pool, a chunk at a time; each chunk commits before the next is read.
+// Every line without a result gets an error line with the stop code. Reading and matching run
+// on the blocking pool, a chunk at a time; each chunk commits before the next is read, so a try
+// that fails part way keeps what it committed and the next try skips those lines. "" when every
+// line has its result, else what failed.
+asio::awaitable<std::string> batch_manager::runner::drain(const plan::ingest_result& p) {
   const std::string code = stop_code;
   const std::string message = stop_message(code);
   for (uint64_t model_index = 0; model_index < p.models.size(); ++model_index) {
@@ -585,11 +634,8 @@ asio::awaitable<bool> batch_manager::runner::drain(const plan::ingest_result& p)
       return plan::plan_reader::open(p);
     };
     auto reader = co_await blocking(std::move(open_plan));
-    if (!reader) {
-      log::error("batch", "cannot open a plan to drain it",
-                 {{"batch_id", id}, {"error", reader.error().message}});
-      co_return false;
-    }
+    if (!reader)
+      co_return "cannot open the plan of model " + model.model + ": " + reader.error().message;
     for (;;) {
       auto next_chunk = [&] {
         std::vector<storage::batch_line> lines;
@@ -612,120 +658,126 @@ asio::awaitable<bool> batch_manager::runner::drain(const plan::ingest_result& p)
       if (chunk.empty()) break;
       storage::batch_lines_op op{id, std::move(chunk)};
       auto r = co_await mgr.commit(std::move(op));
-      if (!r) {
-        log::error("batch", "cannot record drained lines", {{"batch_id", id}, {"error", r.error().message}});
-        co_return false;
-      }
+      if (!r) co_return "cannot record drained lines: " + r.error().message;
     }
+    if (reader->failed()) co_return "cannot read the plan of model " + model.model;
   }
-  co_return true;
+  co_return std::string{};
 }
 
-asio::awaitable<void> batch_manager::runner::finalize() {
+asio::awaitable<std::optional<std::string>> batch_manager::runner::drain_with_retries(
+    const plan::ingest_result& p) {
+  for (int tries = 1;; ++tries) {
+    std::string failure = co_await drain(p);
+    if (failure.empty()) co_return failure;
+    ++mgr.failed_tries_;
+    if (tries >= mgr.retry_policy().tries) {
+      log::error("batch", "cannot drain the batch; giving up",
+                 {{"batch_id", id}, {"tries", tries}, {"error", failure}});
+      co_return "after " + std::to_string(tries) + " tries: " + failure;
+    }
+    if (!co_await back_off(tries, "drain", failure)) co_return std::nullopt;
+  }
+}
+
+asio::awaitable<bool> batch_manager::runner::back_off(int tries, const char* what,
+                                                      const std::string& failure) {
+  const batch_retry_policy policy = mgr.retry_policy();
+  // Jitter (1.0: none) spreads clients that failed together; one batch's retries need none.
+  const int64_t delay =
+      runtime::backoff_delay_ms(tries - 1, policy.initial.count(), policy.max.count(), 1.0);
+  log::warn("batch", std::string("cannot ") + what + " the batch; retrying",
+            {{"batch_id", id}, {"try", tries}, {"retry_in_ms", delay}, {"error", failure}});
+  if (shutting_down) co_return false;
+  pause.expires_after(std::chrono::milliseconds(delay));
+  boost::system::error_code ec;
+  co_await pause.async_wait(use_ec(ec));
+  co_return !shutting_down;
+}
+
+batch_manager::runner::written_files batch_manager::runner::write_files(
+    const storage::batch_record& b, const std::string& out_id, const std::string& err_id,
+    int64_t now_s) {
+  runtime::batch::result_file out(mgr.file_path(out_id)), err(mgr.file_path(err_id));
+  {
+    auto txn = mgr.env_.begin_read();
+    storage::scan_batch_lines(txn, id, [&](uint64_t, bool ok, std::string_view text) {
+      (ok ? out : err).append(text);
+      return !(out.failed() && err.failed());  // nothing more can be written
+    });
+  }
+  // Each file on its own: when one cannot be written the other may still be kept.
+  out.commit();
+  err.commit();
+  fsync_dir(mgr.files_dir_);
+  auto record = [&](const runtime::batch::result_file& f, const std::string& fid,
+                    const char* kind) {
+    storage::file_record r;
+    r.id = fid;
+    r.tenant = b.tenant;
+    r.filename = id + "_" + kind + ".jsonl";
+    r.purpose = "batch_output";
+    r.bytes = f.bytes();
+    r.created_at = now_s;
+    r.expires_at = b.output_expires_after > 0 ? now_s + b.output_expires_after : 0;
+    return r;
+  };
+  written_files w;
+  if (out.created()) w.output = record(out, out_id, "output");
+  if (err.created()) w.error = record(err, err_id, "error");
+  w.output_failure = out.failure();
+  w.error_failure = err.failure();
+  return w;
+}
+
+void batch_manager::runner::remove(const written_files& w) const {
+  if (w.output) ::unlink(mgr.file_path(w.output->id).c_str());
+  if (w.error) ::unlink(mgr.file_path(w.error->id).c_str());
+}
+
+asio::awaitable<std::string> batch_manager::runner::finalize(const std::string& undrained,
+                                                             int tries, bool last) {
   // Both files are written from the recorded lines in slot order (model by model, each in its
   // plan's order; OpenAI does not keep input order either), so each line appears exactly once
   // whatever happened before; a crash here redoes finalization from the same lines.
-  struct written {
-    std::optional<storage::file_record> output, error;
-    std::string failure;
-  };
   runtime::failpoint("batch_finalize_start");
   const auto started = std::chrono::steady_clock::now();
   auto b0 = mgr.get_batch_any(id);
-  if (!b0) co_return;
+  if (!b0) co_return std::string{};
   const int64_t now_ms = mgr.ctx_.clock.now_ms();
-  const int64_t now_s = now_ms / 1000;
   auto out_id = "file-" + mgr.ids_.next(now_ms);
   auto err_id = "file-" + mgr.ids_.next(now_ms);
-  auto write_files = [&]() -> written {
-    written res;
-    struct sink {
-      std::string path;
-      int fd = -1;
-      int64_t bytes = 0;
-      int64_t lines = 0;
-    } out{mgr.file_path(out_id) + ".tmp"}, err{mgr.file_path(err_id) + ".tmp"};
-    std::string buffer_out, buffer_err;
-    auto flush = [&](sink& s, std::string& buf) -> bool {
-      if (buf.empty()) return true;
-      if (s.fd < 0) {
-        s.fd = ::open(s.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (s.fd < 0) {
-          res.failure = sys_error("cannot create", s.path);
-          return false;
-        }
-      }
-      if (!write_all(s.fd, buf)) {
-        res.failure = sys_error("cannot write", s.path);
-        return false;
-      }
-      buf.clear();
-      return true;
-    };
-    {
-      auto txn = mgr.env_.begin_read();
-      storage::scan_batch_lines(txn, id, [&](uint64_t, bool ok, std::string_view text) {
-        auto& buf = ok ? buffer_out : buffer_err;
-        auto& s = ok ? out : err;
-        buf.append(text);
-        buf.push_back('\n');
-        s.bytes += static_cast<int64_t>(text.size()) + 1;
-        ++s.lines;
-        if (buf.size() >= (1 << 20)) return flush(s, buf);
-        return true;
-      });
+  auto write = [&] { return write_files(*b0, out_id, err_id, now_ms / 1000); };
+  auto w = co_await blocking(std::move(write));
+  const bool incomplete = !w.output_failure.empty() || !w.error_failure.empty();
+  if (incomplete) {
+    ++mgr.failed_tries_;
+    const auto& failure = w.output_failure.empty() ? w.error_failure : w.output_failure;
+    if (!last) {
+      remove(w);  // all or nothing until the last try
+      co_return failure;
     }
-    if (res.failure.empty()) flush(out, buffer_out);
-    if (res.failure.empty()) flush(err, buffer_err);
-    for (auto* s : {&out, &err}) {
-      if (s->fd < 0) continue;
-      if (res.failure.empty() && ::fsync(s->fd) != 0) res.failure = sys_error("cannot fsync", s->path);
-      ::close(s->fd);
-    }
-    if (!res.failure.empty()) {
-      for (auto* s : {&out, &err}) ::unlink(s->path.c_str());
-      return res;
-    }
-    auto make = [&](sink& s, const std::string& fid, const char* kind) {
-      std::string final_path = s.path.substr(0, s.path.size() - 4);
-      if (std::rename(s.path.c_str(), final_path.c_str()) != 0) {
-        res.failure = sys_error("cannot rename", s.path);
-        return std::optional<storage::file_record>{};
-      }
-      storage::file_record f;
-      f.id = fid;
-      f.tenant = b0->tenant;
-      f.filename = id + "_" + kind + ".jsonl";
-      f.purpose = "batch_output";
-      f.bytes = s.bytes;
-      f.created_at = now_s;
-      f.expires_at = b0->output_expires_after > 0 ? now_s + b0->output_expires_after : 0;
-      return std::optional<storage::file_record>{f};
-    };
-    if (out.fd >= 0) res.output = make(out, out_id, "output");
-    if (err.fd >= 0 && res.failure.empty()) res.error = make(err, err_id, "error");
-    fsync_dir(mgr.files_dir_);
-    return res;
-  };
-  auto w = co_await blocking(std::move(write_files));
-  if (!w.failure.empty()) {
-    log::error("batch", "cannot write the result files", {{"batch_id", id}, {"error", w.failure}});
-    co_return;  // retried when the batch resumes (next start)
+    log::error("batch", "cannot write the result files; giving up, the batch fails",
+               {{"batch_id", id}, {"tries", tries}, {"error", failure}});
   }
   runtime::failpoint("batch_files_written");
-  storage::batch_finish_op op{id, w.output, w.error, mgr.ctx_.clock.now_ms()};
+  storage::batch_finish_op op{id, w.output, w.error, mgr.ctx_.clock.now_ms(), std::nullopt};
+  if (auto lost = lost_message(*b0, undrained, w.output_failure, w.error_failure, tries);
+      !lost.empty())
+    op.failure = storage::batch_error{"batch_failed", std::move(lost), "", 0};
   auto r = co_await mgr.commit(std::move(op));
-  if (!r || !r->batch) {
-    log::error("batch", "cannot record finalization",
-               {{"batch_id", id}, {"error", r ? std::string("unknown batch") : r.error().message}});
-    co_return;
+  if (!r) {
+    if (!incomplete) ++mgr.failed_tries_;
+    remove(w);  // without a record they would only be removed at the next start
+    co_return "cannot record finalization: " + r.error().message;
+  }
+  if (!r->batch) {  // the batch is gone: nothing to finalize
+    remove(w);
+    co_return std::string{};
   }
   const auto& b = *r->batch;
-  if (r->what != storage::op_reply::kind::done) {
-    // Already terminal (finalized before): the files just written are not referenced.
-    if (w.output) ::unlink(mgr.file_path(w.output->id).c_str());
-    if (w.error) ::unlink(mgr.file_path(w.error->id).c_str());
-  }
+  // Already terminal (finalized before): the files just written are not referenced.
+  if (r->what != storage::op_reply::kind::done) remove(w);
   std::error_code ec;
   fs::remove_all(plans_dir(), ec);
   log::info("batch", "batch finished",
@@ -734,6 +786,47 @@ asio::awaitable<void> batch_manager::runner::finalize() {
              {"output_file_id", b.output_file_id}, {"error_file_id", b.error_file_id},
              {"finalize_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
                                  std::chrono::steady_clock::now() - started).count()}});
+  co_return std::string{};
+}
+
+asio::awaitable<void> batch_manager::runner::finalize_with_retries(std::string undrained) {
+  for (int tries = 1;; ++tries) {
+    const bool last = tries >= mgr.retry_policy().tries;
+    std::string failure = co_await finalize(undrained, tries, last);
+    if (failure.empty()) co_return;
+    if (last) {
+      // Files that cannot be written are given up on the last try, so only a storage that
+      // cannot commit ends here: nothing more can be done now; the batch resumes at the next
+      // start.
+      log::error("batch", "cannot finalize the batch; giving up until the next start",
+                 {{"batch_id", id}, {"tries", tries}, {"error", failure}});
+      co_return;
+    }
+    if (!co_await back_off(tries, "finalize", failure)) co_return;
+  }
+}
+
+asio::awaitable<void> batch_manager::runner::finish(const std::optional<plan::ingest_result>& p) {
+  auto b = mgr.get_batch_any(id);
+  if (!b || storage::is_terminal(b->status)) co_return;
+  std::string undrained;  // why lines without a result could not be drained, if they could not
+  if (b->stop_code.empty()) {
+    storage::batch_finalizing_op op{id, mgr.ctx_.clock.now_ms()};
+    (void)co_await mgr.commit(std::move(op));
+  } else {
+    stop_code = b->stop_code;
+    if (p) {
+      // Also without the input file (a system failure may be just that): the lines then carry
+      // no custom_id, but every one of them is accounted for.
+      auto drained = co_await drain_with_retries(*p);
+      if (!drained) co_return;  // shutting down: resumed at the next start
+      undrained = std::move(*drained);
+    }
+  }
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+  deadline.cancel();
+  co_await finalize_with_retries(std::move(undrained));
 }
 
 asio::awaitable<void> batch_manager::runner::run() {
@@ -811,32 +904,7 @@ asio::awaitable<void> batch_manager::runner::run() {
     if (fd >= 0) ::close(fd);
     co_return;  // resumed at the next start
   }
-  // Dispatch ended: every line has a result, or a stop code says why some never ran.
-  b = mgr.get_batch_any(id);
-  if (!b || storage::is_terminal(b->status)) {
-    if (fd >= 0) ::close(fd);
-    co_return;
-  }
-  if (b->stop_code.empty()) {
-    storage::batch_finalizing_op op{id, mgr.ctx_.clock.now_ms()};
-    (void)co_await mgr.commit(std::move(op));
-  } else {
-    stop_code = b->stop_code;
-    if (p) {
-      // Also without the input file (a system failure may be just that): the lines then carry
-      // no custom_id, but every one of them is accounted for.
-      bool drained = co_await drain(*p);
-      if (!drained) {
-        if (fd >= 0) ::close(fd);
-        fd = -1;
-        co_return;  // retried at the next start
-      }
-    }
-  }
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-  deadline.cancel();
-  co_await finalize();
+  co_await finish(p);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -863,6 +931,16 @@ std::string batch_manager::batch_dir(const std::string& id) const { return batch
 size_t batch_manager::running() const {
   std::lock_guard lock{mu_};
   return runners_.size();
+}
+
+void batch_manager::set_retry_policy(batch_retry_policy p) {
+  std::lock_guard lock{mu_};
+  retry_ = p;
+}
+
+batch_retry_policy batch_manager::retry_policy() const {
+  std::lock_guard lock{mu_};
+  return retry_;
 }
 
 std::optional<storage::batch_record> batch_manager::get_batch_any(const std::string& id) const {

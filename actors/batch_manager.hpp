@@ -30,6 +30,16 @@
 
 namespace sy::actors {
 
+/// How a batch's draining and finalization are retried when they fail (a full disk, an I/O
+/// error, a storage that cannot commit): `tries` in all, waiting `initial` before the second
+/// and twice as long before each next one, at most `max`. The default gives up after about four
+/// minutes; then the batch ends `failed` with what could be kept (docs/batches.md).
+struct batch_retry_policy {
+  int tries = 10;
+  std::chrono::milliseconds initial{1'000};
+  std::chrono::milliseconds max{60'000};
+};
+
 class batch_manager final : public batch_service {
  public:
   batch_manager(engine_context& ctx, storage::environment& env);
@@ -65,6 +75,12 @@ class batch_manager final : public batch_service {
 
   /// Batches being run right now (tests, metrics).
   size_t running() const;
+  /// Replaces the retry policy of draining and finalization (tests shorten it); takes effect
+  /// for the next try.
+  void set_retry_policy(batch_retry_policy p);
+  batch_retry_policy retry_policy() const;
+  /// Tries to drain or finalize a batch that failed so far (tests, metrics).
+  uint64_t failed_tries() const { return failed_tries_; }
 
   struct runner;
 
@@ -89,6 +105,8 @@ class batch_manager final : public batch_service {
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<runner>> runners_;
   std::atomic<bool> stopping_{false};
+  batch_retry_policy retry_;  ///< guarded by mu_
+  std::atomic<uint64_t> failed_tries_{0};
   std::shared_ptr<boost::asio::steady_timer> sweep_timer_;
 };
 

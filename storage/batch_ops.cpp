@@ -212,6 +212,10 @@ result<op_reply> apply_batch(write_txn& t, const batch_finish_op& op) {
     if (auto s = put_file(t, *op.error); !s) return s.error();
     b->error_file_id = op.error->id;
   }
+  if (op.failure) {
+    b->stop_code = "batch_failed";
+    b->errors.push_back(*op.failure);
+  }
   if (b->stop_code == "batch_cancelled") {
     b->status = batch_status::cancelled;
     b->cancelled_at = now;

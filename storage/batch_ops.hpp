@@ -93,12 +93,16 @@ struct batch_finalizing_op {
 
 /// Finalization: the output and error files (written to disk and fsynced by the caller, absent
 /// when they would be empty) get their records, and the batch becomes terminal — completed when
-/// it ran to the end, else cancelled, expired or failed after its stop code.
+/// it ran to the end, else cancelled, expired or failed after its stop code. With a `failure`
+/// (finalization gave up: a file could not be written, lines could not be drained) the batch
+/// becomes failed whatever its stop code, with the failure added to `errors`; the files given
+/// are the partial output kept.
 struct batch_finish_op {
   std::string id;
   std::optional<file_record> output;
   std::optional<file_record> error;
   int64_t now_ms = 0;
+  std::optional<batch_error> failure;
 };
 
 // --- Typed reads

@@ -138,7 +138,7 @@ TEST_F(batch_ops_test, cancel_moves_to_cancelling_and_finish_makes_it_cancelled)
   auto out_file = file("file-out");
   out_file.purpose = "batch_output";
   run(batch_lines_op{"batch_1", {out(0), err(5)}});
-  auto f = run(batch_finish_op{"batch_1", out_file, std::nullopt, 3000});
+  auto f = run(batch_finish_op{"batch_1", out_file, std::nullopt, 3000, std::nullopt});
   EXPECT_EQ(f.batch->status, batch_status::cancelled);
   EXPECT_EQ(f.batch->cancelled_at, 3);
   EXPECT_EQ(f.batch->output_file_id, "file-out");
@@ -149,8 +149,36 @@ TEST_F(batch_ops_test, cancel_moves_to_cancelling_and_finish_makes_it_cancelled)
   EXPECT_TRUE(get_file(txn, "file-out").has_value());
   EXPECT_EQ(run(batch_lines_op{"batch_1", {out(9)}}).what, op_reply::kind::stale);
   EXPECT_EQ(run(cancel_batch_op{"t1", "batch_1", 4000}).what, op_reply::kind::done);
-  EXPECT_EQ(run(batch_finish_op{"batch_1", std::nullopt, std::nullopt, 5000}).what,
+  EXPECT_EQ(run(batch_finish_op{"batch_1", std::nullopt, std::nullopt, 5000, std::nullopt}).what,
             op_reply::kind::stale);
+}
+
+// Finalization that gave up (a result file could not be written) fails the batch whatever its
+// stop code, says why in errors.data and keeps the files it could write.
+TEST_F(batch_ops_test, a_finish_with_a_failure_fails_the_batch_keeping_the_files_given) {
+  run(create_file_op{file("file-1")});
+  run(create_batch_op{make_batch("batch_1", "file-1")});
+  run(batch_ingested_op{"batch_1", 2, {}, 1000});
+  run(batch_lines_op{"batch_1", {out(0), err(5)}});
+  run(cancel_batch_op{"t1", "batch_1", 2000});
+  auto out_file = file("file-out");
+  out_file.purpose = "batch_output";
+  batch_error why{"batch_failed", "cannot write the error file", "", 0};
+  auto f = run(batch_finish_op{"batch_1", out_file, std::nullopt, 3000, why});
+  EXPECT_EQ(f.batch->status, batch_status::failed);
+  EXPECT_EQ(f.batch->failed_at, 3);
+  EXPECT_EQ(f.batch->stop_code, "batch_failed");
+  ASSERT_EQ(f.batch->errors.size(), 1u);
+  EXPECT_EQ(f.batch->errors[0].code, "batch_failed");
+  EXPECT_EQ(f.batch->errors[0].message, "cannot write the error file");
+  EXPECT_EQ(f.batch->output_file_id, "file-out");
+  EXPECT_TRUE(f.batch->error_file_id.empty());
+  EXPECT_EQ(f.batch->completed, 1);
+  EXPECT_EQ(f.batch->failed, 1);
+  auto txn = env_->begin_read();
+  EXPECT_TRUE(get_file(txn, "file-out").has_value());
+  EXPECT_FALSE(has_batch_line(txn, "batch_1", 0));
+  EXPECT_TRUE(active_batches(txn).empty());
 }
 
 TEST_F(batch_ops_test, finished_batches_are_not_cancellable) {
@@ -161,7 +189,7 @@ TEST_F(batch_ops_test, finished_batches_are_not_cancellable) {
     run(batch_ingested_op{id, 1, {}, 1000});
     if (!code.empty()) run(stop_batch_op{id, code, code == "batch_failed" ? "disk gone" : "", 1500});
     if (code.empty()) run(batch_finalizing_op{id, 1800});
-    auto f = run(batch_finish_op{id, std::nullopt, std::nullopt, 2000});
+    auto f = run(batch_finish_op{id, std::nullopt, std::nullopt, 2000, std::nullopt});
     auto want = code.empty() ? batch_status::completed
                 : code == "batch_expired" ? batch_status::expired : batch_status::failed;
     EXPECT_EQ(f.batch->status, want) << id;

@@ -1,0 +1,92 @@
+#include "runtime/batch_output.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+namespace sy::runtime::batch {
+namespace {
+
+constexpr size_t flush_bytes = size_t{1} << 20;
+
+/// Writes `data` fully; false on error (errno set).
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+}  // namespace
+
+result_file::result_file(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {}
+
+result_file::~result_file() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && lines_ > 0) ::unlink(tmp_.c_str());
+}
+
+void result_file::fail(const char* step, const std::string& path, int err) {
+  if (failure_.empty())
+    failure_ = std::string("cannot ") + step + " " + path + ": " + std::strerror(err);
+}
+
+void result_file::append(std::string_view line) {
+  ++lines_;
+  bytes_ += static_cast<int64_t>(line.size()) + 1;
+  if (failed()) return;
+  buffer_.append(line);
+  buffer_.push_back('\n');
+  if (buffer_.size() >= flush_bytes) flush();
+}
+
+bool result_file::flush() {
+  if (failed()) return false;
+  if (fd_ < 0) {
+    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      fail("create", tmp_, errno);
+      return false;
+    }
+  }
+  if (!write_all(fd_, buffer_)) {
+    fail("write", tmp_, errno);
+    return false;
+  }
+  buffer_.clear();
+  return true;
+}
+
+bool result_file::commit() {
+  if (lines_ == 0) {
+    committed_ = true;
+    return true;
+  }
+  if (!flush()) return false;
+  if (::fsync(fd_) != 0) {
+    fail("fsync", tmp_, errno);
+    return false;
+  }
+  const int fd = std::exchange(fd_, -1);
+  if (::close(fd) != 0) {
+    fail("close", tmp_, errno);
+    return false;
+  }
+  if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    fail("rename", tmp_, errno);
+    return false;
+  }
+  committed_ = true;
+  return true;
+}
+
+}  // namespace sy::runtime::batch
