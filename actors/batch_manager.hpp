@@ -5,7 +5,8 @@
 /// runtime/batch_plan.hpp), dispatches each model's plan in prefix-hash order under the per-model
 /// and global budgets, records each result line exactly once (storage/batch_ops.hpp), stops on
 /// cancel, expiry or failure (draining undispatched lines with the stop code), and finalizes the
-/// output and error files. Lifecycle, layout and recovery: docs/batches.md.
+/// output and error files — retrying a drain or finalization that fails (batch_retry_policy)
+/// before it fails the batch. Lifecycle, layout and recovery: docs/batches.md.
 ///
 /// Files on disk, under the data dir: `files/<file id>` (uploaded and produced files),
 /// `files/uploads/` (uploads in progress), `batches/<batch id>/` (plans while a batch runs).
