@@ -201,10 +201,12 @@ TEST(system, sigterm_stops_the_private_nats_server_and_flushes_the_outbox) {
   int status = env.engine().wait(std::chrono::seconds(30));
   ASSERT_NE(status, -1) << "switchyard did not exit after SIGTERM";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << env.engine_log();
-  // The engine stopped and reaped its nats-server before it exited. Had it left the server to
-  // PR_SET_PDEATHSIG, the server would have been killed (no "Server Exiting" line) and reaped
-  // by someone else, if at all.
+  // The engine stopped and reaped its nats-server before it exited, so the pid is gone the
+  // moment the engine's exit is seen. Had the engine left the server to PR_SET_PDEATHSIG (a
+  // SIGTERM sent when the engine dies), the server would only begin its shutdown then, and
+  // would still exist here (running, or a zombie waiting for init).
   EXPECT_FALSE(process_exists(nats_pid)) << "nats-server " << nats_pid << " outlived the engine";
+  // And it shut down cleanly (no SIGKILL after the stop timeout), its JetStream store closed.
   auto nats_log = read_text(env.dir().sub("data/nats-server.log"));
   EXPECT_NE(nats_log.find("Server Exiting"), std::string::npos)
       << "nats-server did not stop gracefully:\n"
