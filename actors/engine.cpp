@@ -376,6 +376,13 @@ void engine::shutdown() {
                    if (!empty) log::warn("engine", "outbox not empty at shutdown; kept for next start");
                  },
                  [](caf::error&) { log::warn("engine", "outbox flush timed out"); });
+    // The relay asked the writer to delete what JetStream acked without waiting for it. A write
+    // sent now queues behind those deletions, so its answer means they are committed; without
+    // it the writer's exit below could overtake them, and the records would be published again
+    // at the next start (duplicate events for core NATS subscribers).
+    self->request(ctx.writer, std::chrono::seconds(5), write_request{storage::outbox_ack_op{}})
+        .receive([](const write_reply&) {},
+                 [](caf::error&) { log::warn("engine", "last outbox deletions timed out"); });
   }
   webhooks_live_ = nullptr;
   if (webhooks_) webhooks_->stop(std::chrono::milliseconds(deps_.cfg.webhook_timeout_ms + 1'000));

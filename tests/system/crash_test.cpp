@@ -222,14 +222,12 @@ TEST(system, sigterm_stops_the_private_nats_server_before_the_engine_exits) {
       << nats_log;
 }
 
-// DISABLED: fails in a few runs in a hundred (more often under load) because of an engine bug.
 // At shutdown the relay's drain answers "empty" once it has *asked* the writer to delete the
-// acked records (outbox_ack_op, not awaited), and the writer, told to exit right after, drops a
-// request it has taken but not yet committed: its flush message lands behind the exit message.
-// The release events stay in the outbox and are published again at the next start. A 50 ms
-// delay in the writer's handling of outbox_ack_op makes it fail every time. Enable this test
-// with the fix; until then run it with --gtest_also_run_disabled_tests --gtest_repeat=100.
-TEST(system, DISABLED_sigterm_leaves_the_outbox_empty) {
+// acked records; the engine then waits for a write queued behind those deletions before the
+// writer exits. Without that wait a few runs in a hundred left the release events in the outbox
+// (published again at the next start); a 50 ms delay in the writer's handling of the deletions
+// made every run fail.
+TEST(system, sigterm_leaves_the_outbox_empty) {
   system_env env;
   pid_t nats_pid = -1;
   ASSERT_NO_FATAL_FAILURE(sigterm_with_attempts_in_flight(env, nats_pid));
