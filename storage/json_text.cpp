@@ -45,6 +45,21 @@ size_t utf8_sequence(std::string_view s, size_t i, size_t* bad) {
 
 }  // namespace
 
+std::optional<size_t> utf8_length(std::string_view s) {
+  size_t count = 0;
+  for (size_t i = 0; i < s.size(); ++count) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t bad = 0;
+    const size_t n = utf8_sequence(s, i, &bad);
+    if (n == 0) return std::nullopt;
+    i += n;
+  }
+  return count;
+}
+
 void append_json_string(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789abcdef";
   out.reserve(out.size() + s.size() + 2);

@@ -7,6 +7,7 @@
 /// checks byte for byte.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -57,5 +58,9 @@ class json_text {
 
 /// `s` as a JSON string (quoted, escaped), appended to `out`.
 void append_json_string(std::string& out, std::string_view s);
+
+/// The number of code points in `s` when it is valid UTF-8 (shortest forms, no surrogates, at
+/// most U+10FFFF: the sequences append_json_string keeps), else nothing.
+std::optional<size_t> utf8_length(std::string_view s);
 
 }  // namespace sy::storage

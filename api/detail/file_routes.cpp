@@ -17,6 +17,7 @@
 #include "api/detail/responses.hpp"
 #include "api/errors.hpp"
 #include "config/validate.hpp"
+#include "storage/json_text.hpp"
 
 namespace sy::api::detail {
 namespace {
@@ -57,39 +58,6 @@ json list_json(json data, const std::string& first, const std::string& last, boo
           {"has_more", has_more}};
 }
 
-/// The number of code points in `s` when it is valid UTF-8 (shortest forms, no surrogates, at
-/// most U+10FFFF), else nothing. OpenAI's metadata limits count characters, not bytes.
-std::optional<size_t> utf8_length(std::string_view s) {
-  size_t count = 0;
-  for (size_t i = 0; i < s.size(); ++count) {
-    const auto b0 = static_cast<unsigned char>(s[i]);
-    size_t n = 1;
-    unsigned char lo = 0x80, hi = 0xBF;  // the range of the second byte
-    if (b0 < 0x80) {
-      n = 1;
-    } else if (b0 >= 0xC2 && b0 <= 0xDF) {
-      n = 2;
-    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-      n = 3;
-      if (b0 == 0xE0) lo = 0xA0;  // overlong
-      if (b0 == 0xED) hi = 0x9F;  // surrogates
-    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-      n = 4;
-      if (b0 == 0xF0) lo = 0x90;  // overlong
-      if (b0 == 0xF4) hi = 0x8F;  // above U+10FFFF
-    } else {
-      return std::nullopt;
-    }
-    if (i + n > s.size()) return std::nullopt;
-    for (size_t k = 1; k < n; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) return std::nullopt;
-    }
-    i += n;
-  }
-  return count;
-}
-
 /// The first `chars` code points of valid UTF-8 `s` (for quoting a too-long key whole
 /// characters at a time: a cut inside one would make the error message invalid UTF-8).
 std::string utf8_prefix(std::string_view s, size_t chars) {
@@ -112,13 +80,13 @@ status check_metadata(const json& m) {
   if (m.size() > max_metadata_keys) return bad("has more than 16 keys");
   for (const auto& [k, v] : m.items()) {
     // The body parser rejects invalid UTF-8 already; this keeps the limits honest regardless.
-    auto key_chars = utf8_length(k);
+    auto key_chars = storage::utf8_length(k);
     if (!key_chars) return bad("has a key that is not valid UTF-8");
     if (*key_chars > max_metadata_key_chars)
       return bad("key '" + utf8_prefix(k, max_metadata_key_chars) +
                  "...' is longer than 64 characters");
     if (!v.is_string()) return bad("value of '" + k + "' must be a string");
-    auto value_chars = utf8_length(v.get_ref<const std::string&>());
+    auto value_chars = storage::utf8_length(v.get_ref<const std::string&>());
     if (!value_chars) return bad("value of '" + k + "' is not valid UTF-8");
     if (*value_chars > max_metadata_value_chars)
       return bad("value of '" + k + "' is longer than 512 characters");

@@ -127,5 +127,16 @@ TEST(event_payload, a_terminal_change_inlines_a_small_result_and_links_a_large_o
   EXPECT_EQ(large["result_url"], "/v1/jobs/job_01J");
 }
 
+TEST(json_text, utf8_length_counts_code_points_of_valid_utf8_only) {
+  EXPECT_EQ(utf8_length(""), 0u);
+  EXPECT_EQ(utf8_length("abc"), 3u);
+  EXPECT_EQ(utf8_length("\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80"), 3u);  // é € 😀
+  EXPECT_FALSE(utf8_length("\xC3"));                                   // cut short
+  EXPECT_FALSE(utf8_length("\xC0\xAF"));                               // overlong
+  EXPECT_FALSE(utf8_length("\xED\xA0\x80"));                           // a surrogate
+  EXPECT_FALSE(utf8_length("\xF4\x90\x80\x80"));                       // above U+10FFFF
+  EXPECT_FALSE(utf8_length("a\x80"));  // a lone continuation byte
+}
+
 }  // namespace
 }  // namespace sy::storage
