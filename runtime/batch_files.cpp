@@ -38,13 +38,8 @@ sy::error corrupt(const std::string& path, std::string_view why) {
 }
 
 sy::status write_all(int fd, const char* data, size_t size, const std::string& path) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return detail::io_error("cannot write", path, errno);
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
+  if (!detail::write_fully(fd, std::string_view(data, size)))
+    return detail::io_error("cannot write", path, errno);
   return sy::ok;
 }
 
@@ -101,6 +96,16 @@ unique_fd& unique_fd::operator=(unique_fd&& o) noexcept {
 
 unique_fd::~unique_fd() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+bool write_fully(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
 }
 
 sy::error io_error(std::string_view what, const std::string& path, int err) {

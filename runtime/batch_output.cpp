@@ -8,23 +8,12 @@
 #include <cstring>
 #include <utility>
 
+#include "runtime/detail/batch_files.hpp"
+
 namespace sy::runtime::batch {
 namespace {
 
 constexpr size_t flush_bytes = size_t{1} << 20;
-
-/// Writes `data` fully; false on error (errno set).
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -58,7 +47,7 @@ bool result_file::flush() {
       return false;
     }
   }
-  if (!write_all(fd_, buffer_)) {
+  if (!detail::write_fully(fd_, buffer_)) {
     fail("write", tmp_, errno);
     return false;
   }

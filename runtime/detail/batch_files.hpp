@@ -1,6 +1,6 @@
 #pragma once
 /// Private to runtime/batch_*.cpp: the files of a batch's work directory (plans, model_map.json)
-/// and the small POSIX helpers they share.
+/// and the small POSIX helpers they share (also with the result files, runtime/batch_output).
 
 #include <string>
 #include <string_view>
@@ -29,6 +29,9 @@ class unique_fd {
  private:
   int fd_;
 };
+
+/// Writes all of `data` to `fd` (retrying short writes and EINTR); false on error, errno set.
+bool write_fully(int fd, std::string_view data);
 
 /// Error "batch_io_error": "<what> <path>: <strerror(err)>".
 sy::error io_error(std::string_view what, const std::string& path, int err);
