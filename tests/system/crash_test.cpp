@@ -6,7 +6,6 @@
 // leaves an empty outbox.
 
 #include <gtest/gtest.h>
-#include <lmdb.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,32 +17,24 @@
 #include <sstream>
 
 #include "runtime/jetstream.hpp"
+#include "storage/lmdb_env.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/system/system_env.hpp"
 
 namespace sy::test {
 namespace {
 
-/// Entries in the named LMDB database `name` of the store in `data_dir`, or nullopt when it
-/// cannot be read. Opens the store read-only with the LMDB C API, as an operator's `mdb_stat`
-/// would: this test binary runs the built engine and does not link the storage module.
-std::optional<size_t> lmdb_entries(const std::string& data_dir, const char* name) {
-  MDB_env* env = nullptr;
-  if (mdb_env_create(&env) != MDB_SUCCESS) return std::nullopt;
-  std::optional<size_t> out;
-  MDB_txn* txn = nullptr;
-  MDB_dbi dbi = 0;
-  MDB_stat st;
-  mdb_env_set_maxdbs(env, 32);
-  const auto path = data_dir + "/lmdb";
-  if (mdb_env_open(env, path.c_str(), MDB_RDONLY | MDB_NOTLS, 0644) == MDB_SUCCESS &&
-      mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn) == MDB_SUCCESS) {
-    if (mdb_dbi_open(txn, name, 0, &dbi) == MDB_SUCCESS && mdb_stat(txn, dbi, &st) == MDB_SUCCESS)
-      out = st.ms_entries;
-    mdb_txn_abort(txn);
-  }
-  mdb_env_close(env);
-  return out;
+/// Entries in database `d` of the store in `data_dir`, or nullopt when it cannot be opened.
+/// Only after the engine has exited: the storage module then opens the store as the next start
+/// would.
+std::optional<size_t> lmdb_entries(const std::string& data_dir, storage::db d) {
+  auto env = storage::environment::open(data_dir, int64_t{64} << 20);
+  if (!env) return std::nullopt;
+  auto txn = (*env)->begin_read();
+  if (!txn.ok()) return std::nullopt;
+  size_t n = 0;
+  txn.scan(d, "", [&](std::string_view, std::string_view) { return ++n, true; });
+  return n;
 }
 
 /// The pid of the private nats-server, as the engine logged it when it started the server.
@@ -202,7 +193,7 @@ void sigterm_with_attempts_in_flight(system_env& env, pid_t& nats_pid) {
   ASSERT_NE(status, -1) << "switchyard did not exit after SIGTERM";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << env.engine_log();
   // Three events per job: queued at creation, in_progress, and queued again by the release.
-  EXPECT_EQ(lmdb_entries(env.dir().sub("data"), "events"), std::optional<size_t>(3 * held_jobs))
+  EXPECT_EQ(lmdb_entries(env.dir().sub("data"), storage::db::events), std::optional<size_t>(3 * held_jobs))
       << env.engine_log();
 }
 
@@ -233,7 +224,7 @@ TEST(system, sigterm_leaves_the_outbox_empty) {
   ASSERT_NO_FATAL_FAILURE(sigterm_with_attempts_in_flight(env, nats_pid));
   // The release events were appended after the last attempt ended; the shutdown must still have
   // published them and deleted their records.
-  EXPECT_EQ(lmdb_entries(env.dir().sub("data"), "outbox"), std::optional<size_t>(0))
+  EXPECT_EQ(lmdb_entries(env.dir().sub("data"), storage::db::outbox), std::optional<size_t>(0))
       << env.engine_log();
 }
 
