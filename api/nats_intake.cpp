@@ -38,18 +38,11 @@ result<std::unique_ptr<nats_intake>> nats_intake::start(const config::settings& 
                                                         actors::job_service& service,
                                                         runtime::js_client& js,
                                                         nats_intake_options options) {
+  std::unique_ptr<nats_intake> intake(new nats_intake(settings, service, js, options));
   // Without NATS (down at start) or its streams (not made yet) there is nothing to consume: the
-  // fetch loop subscribes once it can. Any other failure to bind is a configuration error.
-  std::unique_ptr<runtime::pull_subscription> bound;
-  const uint64_t generation = js.layout_generation();  // read before binding
-  if (js.layout_ready()) {
-    auto sub = js.subscribe_intake();
-    if (!sub) return sub.error();
-    bound = std::move(sub.value());
-  }
-  std::unique_ptr<nats_intake> intake(
-      new nats_intake(settings, service, js, options, std::move(bound)));
-  if (intake->sub_) intake->bound_generation_ = generation;
+  // fetch loop binds once it can. Any other failure to bind is a configuration error.
+  if (js.layout_ready())
+    if (auto st = intake->bind(); !st) return st.error();
   auto* self = intake.get();
   intake->io_thread_ = std::thread([self] {
     runtime::name_this_thread("sy-intake-io");
@@ -68,14 +61,12 @@ result<std::unique_ptr<nats_intake>> nats_intake::start(const config::settings& 
 }
 
 nats_intake::nats_intake(const config::settings& settings, actors::job_service& service,
-                         runtime::js_client& js, nats_intake_options options,
-                         std::unique_ptr<runtime::pull_subscription> sub)
+                         runtime::js_client& js, nats_intake_options options)
     : auth_(settings.api_keys),
       service_(service),
       js_(js),
       options_(options),
       job_subject_(js.intake_subject("job")),
-      sub_(std::move(sub)),
       work_(boost::asio::make_work_guard(io_)) {}
 
 nats_intake::~nats_intake() { stop(); }
@@ -127,15 +118,19 @@ void nats_intake::fetch_loop() {
   }
 }
 
+sy::status nats_intake::bind() {
+  const uint64_t generation = js_.layout_generation();  // read before binding
+  auto sub = js_.subscribe_intake();
+  if (!sub) return sub.error();
+  sub_ = std::move(sub.value());
+  bound_generation_ = generation;
+  return sy::ok;
+}
+
 void nats_intake::resubscribe() {
   // The consumer may have been deleted (e.g. the server lost its store): re-create and re-bind.
   // When NATS is simply unreachable this fails too, and the old subscription is kept.
-  if (!js_.connected()) return;
-  const uint64_t generation = js_.layout_generation();  // read before binding
-  auto sub = js_.subscribe_intake();
-  if (!sub) return;
-  sub_ = std::move(sub.value());
-  bound_generation_ = generation;
+  if (js_.connected()) (void)bind();
 }
 
 void nats_intake::process(std::vector<runtime::js_message>& batch) {

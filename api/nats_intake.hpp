@@ -74,12 +74,14 @@ class nats_intake {
  private:
   struct pending;  // one fetched message and what became of it
   nats_intake(const config::settings& settings, actors::job_service& service,
-              runtime::js_client& js, nats_intake_options options,
-              std::unique_ptr<runtime::pull_subscription> sub);
+              runtime::js_client& js, nats_intake_options options);
   void fetch_loop();
   void process(std::vector<runtime::js_message>& batch);
   void finish(pending& p);
   void answer(const pending& p, unsigned status, const std::string& body);
+  /// Binds the durable consumer (creating it when missing) under the current layout generation.
+  sy::status bind();
+  /// bind() when connected; on failure the old subscription is kept.
   void resubscribe();
 
   authenticator auth_;
