@@ -4,7 +4,9 @@
 #include <string_view>
 #include <utility>
 
+#include "config/limits.hpp"
 #include "config/sha256.hpp"
+#include "storage/json_text.hpp"
 
 namespace sy::actors {
 namespace {
@@ -15,11 +17,7 @@ constexpr std::array<std::string_view, 3> known_endpoints = {"/v1/chat/completio
                                                              "/v1/embeddings", "/v1/completions"};
 constexpr std::array<std::string_view, 6> known_fields = {
     "endpoint", "body", "metadata", "max_attempts", "webhook_url", "timeout"};
-constexpr size_t max_webhook_url_chars = 2048;
 constexpr double max_timeout_s = 7 * 24 * 3600;
-constexpr size_t max_metadata_keys = 16;
-constexpr size_t max_metadata_key_chars = 64;
-constexpr size_t max_metadata_value_chars = 512;
 
 bool contains(const auto& list, std::string_view value) {
   for (auto item : list)
@@ -57,10 +55,7 @@ result<json*> parse_body(json& j) {
                       "'body' is required and must be a JSON object holding "
                       "the OpenAI request.",
                       "body");
-  auto model = it->find("model");
-  if (model == it->end() || !model->is_string() || model->get_ref<const std::string&>().empty())
-    return make_error("missing_model", "'body.model' is required and must be a non-empty string.",
-                      "body.model");
+  if (auto st = check_model(*it, "body.model"); !st) return st.error();
   auto stream = it->find("stream");
   if (stream != it->end() && stream->is_boolean() && stream->get<bool>())
     return make_error("streaming_unsupported",
@@ -79,11 +74,17 @@ result<json*> parse_metadata(json& j) {
   auto it = j.find("metadata");
   if (it == j.end() || it->is_null()) return static_cast<json*>(nullptr);
   if (!it->is_object()) return metadata_error("'metadata' must be a JSON object of strings.");
-  if (it->size() > max_metadata_keys) return metadata_error("'metadata' may hold at most 16 keys.");
+  if (it->size() > limits::metadata_max_keys)
+    return metadata_error("'metadata' may hold at most 16 keys.");
   for (const auto& [key, value] : it->items()) {
-    if (key.empty() || key.size() > max_metadata_key_chars)
-      return metadata_error("Metadata keys must be 1 to 64 characters long.", "metadata." + key);
-    if (!value.is_string() || value.get_ref<const std::string&>().size() > max_metadata_value_chars)
+    const auto key_chars = storage::utf8_length(key).value_or(key.size());
+    // A key over the limit is not quoted whole in `param` (it could be megabytes).
+    if (key.empty() || key_chars > limits::metadata_key_max_chars)
+      return metadata_error("Metadata keys must be 1 to 64 characters long.", "metadata");
+    if (!value.is_string() ||
+        storage::utf8_length(value.get_ref<const std::string&>())
+                .value_or(value.get_ref<const std::string&>().size()) >
+            limits::metadata_value_max_chars)
       return metadata_error("Metadata values must be strings of at most 512 characters.",
                             "metadata." + key);
   }
@@ -118,7 +119,7 @@ result<std::string> parse_webhook_url(const json& j) {
   };
   if (!it->is_string()) return bad("must be a string.");
   const auto& url = it->get_ref<const std::string&>();
-  if (url.size() > max_webhook_url_chars) return bad("must be at most 2048 characters.");
+  if (url.size() > limits::webhook_url_max_bytes) return bad("must be at most 2048 characters.");
   auto scheme_end = url.find("://");
   std::string scheme = scheme_end == std::string::npos ? "" : url.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https") return bad("must be an http:// or https:// URL.");
@@ -142,6 +143,20 @@ result<int64_t> parse_timeout(const json& j) {
 }
 
 }  // namespace
+
+status check_model(const json& body, const std::string& param) {
+  auto model = body.find("model");
+  if (model == body.end() || !model->is_string() || model->get_ref<const std::string&>().empty())
+    return make_error("missing_model", "'" + param + "' is required and must be a non-empty string.",
+                      param);
+  if (const size_t n = model->get_ref<const std::string&>().size(); n > limits::model_max_bytes)
+    return make_error("string_above_max_length",
+                      "Invalid '" + param + "': string too long. Expected at most " +
+                          std::to_string(limits::model_max_bytes) + " bytes, got " +
+                          std::to_string(n) + " (model_max_bytes, see docs/limits.md).",
+                      param);
+  return ok;
+}
 
 result<submission> parse_submission(json j, std::string tenant, std::string idempotency_key,
                                     int max_attempts_cap) {

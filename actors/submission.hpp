@@ -15,9 +15,14 @@ namespace sy::actors {
 /// Default upper bound for a client-supplied `max_attempts`.
 inline constexpr int default_max_attempts_cap = 100;
 
+/// Checks `body.model` of an OpenAI request body: missing_model (absent, empty, not a string)
+/// or string_above_max_length (over limits::model_max_bytes); `param` names it in the error.
+status check_model(const nlohmann::json& body, const std::string& param);
+
 /// Validates a `POST /v1/jobs` document and builds the submission for `tenant`.
 /// Errors (code, param): invalid_request (not an object), unknown_parameter (<field>),
-/// invalid_endpoint (endpoint), invalid_body (body), missing_model (body.model),
+/// invalid_endpoint (endpoint), invalid_body (body), missing_model and string_above_max_length
+/// (body.model),
 /// streaming_unsupported (body.stream), invalid_metadata (metadata[.<key>]),
 /// invalid_max_attempts (max_attempts), invalid_webhook_url (webhook_url: http(s) URL syntax),
 /// invalid_timeout (timeout: seconds, 0 < t <= 7 days). Nothing is stored when it fails.

@@ -12,7 +12,7 @@ constexpr std::string_view auth = "authentication_error";
 constexpr std::string_view server = "server_error";
 
 // Keep in step with docs/api.md ("Errors").
-constexpr std::array<error_info, 39> table = {{
+constexpr std::array<error_info, 43> table = {{
     {"invalid_json", 400, invalid_request, "The request body is not valid JSON."},
     {"invalid_request", 400, invalid_request, "The request body must be a JSON object."},
     {"invalid_endpoint", 400, invalid_request,
@@ -63,6 +63,13 @@ constexpr std::array<error_info, 39> table = {{
      "The batch has already finished (completed, failed or expired) and cannot be cancelled."},
     {"sync_timeout", 504, server,
      "The job did not finish in time; it keeps running, poll GET /v1/jobs/{id}."},
+    {"json_too_deep", 400, invalid_request,
+     "The JSON nests objects and arrays deeper than the server's limit."},
+    {"string_above_max_length", 400, invalid_request, "A string is longer than its limit."},
+    {"too_many_models", 400, invalid_request,
+     "The engine already queues jobs for as many distinct models as it allows (max_models)."},
+    {"value_not_storable", 400, invalid_request,
+     "The request holds a value the job store cannot store."},
 }};
 
 const error_info* find_row(std::string_view code) {

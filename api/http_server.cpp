@@ -26,6 +26,7 @@
 
 #include "api/detail/connection.hpp"
 #include "api/detail/listen_address.hpp"
+#include "config/limits.hpp"
 #include "runtime/thread_name.hpp"
 
 namespace sy::api {
@@ -222,6 +223,7 @@ asio::awaitable<void> http_server::serve(std::shared_ptr<connection> conn) {
     // The body's limit depends on the route and is set below. (Not boost::none: Beast 1.74
     // compares a Content-Length with an empty limit as "over the limit".)
     head.body_limit(std::numeric_limits<std::uint64_t>::max());
+    head.header_limit(static_cast<std::uint32_t>(limits::http_header_max_bytes));
     conn->stream.expires_after(std::chrono::milliseconds(read_timeout_ms_));
     co_await read_header(*conn, buffer, head, ec);
     if (ec) {

@@ -7,6 +7,7 @@
 #include "config/address.hpp"
 #include "config/api_keys.hpp"
 #include "config/detail/text.hpp"
+#include "config/limits.hpp"
 #include "config/duration.hpp"
 #include "config/networks.hpp"
 #include "config/settings_table.hpp"
@@ -137,13 +138,18 @@ status check_gateways(settings& s) {
   if (s.gateway) return check_gateway(*s.gateway, "gateway");
   for (auto& [model, g] : s.model_gateways) {
     if (model.empty()) return invalid("model_gateways", "a model name is empty");
+    if (model.size() > limits::model_max_bytes) {
+      return invalid("model_gateways", "a model name is longer than " +
+                                           std::to_string(limits::model_max_bytes) +
+                                           " bytes (model_max_bytes, docs/limits.md)");
+    }
     if (auto st = check_gateway(g, "model_gateways." + model); !st) return st;
   }
   return ok;
 }
 
 bool is_tenant_name(std::string_view name) {
-  return name.size() <= 64 &&
+  return name.size() <= limits::tenant_max_bytes &&
          std::all_of(name.begin(), name.end(),
                      [](char c) {
                        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' ||

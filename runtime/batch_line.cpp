@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "config/limits.hpp"
+
 namespace sy::runtime::batch {
 
 namespace od = simdjson::ondemand;
@@ -45,12 +47,15 @@ namespace {
 
 // On-demand parsing only looks at what it is asked for, so full validation needs a walk that
 // visits (and thereby checks) every value: numbers are parsed, strings unescaped, literals read.
-constexpr int kMaxDepth = 1024;
+constexpr int kMaxDepth = limits::json_max_depth;
 
+/// `depth` is the nesting `v` has when it is an object or array (the line's object is 1); the
+/// walk recurses at most limits::json_max_depth deep.
 simdjson::error_code validate_value(od::value v, int depth) {
-  if (depth > kMaxDepth) return simdjson::DEPTH_ERROR;
   od::json_type type;
   if (auto e = v.type().get(type)) return e;
+  if ((type == od::json_type::array || type == od::json_type::object) && depth > kMaxDepth)
+    return simdjson::DEPTH_ERROR;
   switch (type) {
     case od::json_type::array: {
       od::array a;
@@ -104,7 +109,7 @@ simdjson::error_code validate_object_document(od::document& doc) {
     if (auto e = field.unescaped_key().get(key)) return e;
     od::value x;
     if (auto e = field.value().get(x)) return e;
-    if (auto e = validate_value(x, 1)) return e;
+    if (auto e = validate_value(x, 2)) return e;
   }
   // current_location() fails with OUT_OF_BOUNDS exactly when the whole input was consumed.
   const char* rest = nullptr;
@@ -179,6 +184,11 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
                                      int64_t line_no, line_facts& out) {
   out = line_facts{};
   auto bad_json = [&](simdjson::error_code e) {
+    if (e == simdjson::DEPTH_ERROR)
+      return make_line_error(line_no, "json_too_deep", "",
+                             "objects and arrays nest more than " +
+                                 std::to_string(kMaxDepth) +
+                                 " levels deep (json_max_depth, see docs/limits.md).");
     return make_line_error(line_no, "invalid_json_line", "",
                            std::string("not valid JSON (") + simdjson::error_message(e) + ").");
   };
@@ -202,11 +212,20 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   const bool body_present = doc.find_field_unordered("body").get(body_value) == 0;
   const bool body_ok = body_present && body_value.get_object().get(body) == simdjson::SUCCESS;
 
+  auto too_long = [&](const char* param, size_t got, size_t limit, const char* name) {
+    return make_line_error(line_no, "string_above_max_length", param,
+                           "'" + std::string(param) + "' is " + std::to_string(got) +
+                               " bytes long; at most " + std::to_string(limit) + " are allowed (" +
+                               name + ", see docs/limits.md).");
+  };
   auto required = [&](field_state s, const char* name) {
     return make_line_error(line_no, "missing_required_parameter", name,
                            "'" + std::string(name) + "' " + std::string(required_message(s)));
   };
   if (id_state != field_state::ok) return required(id_state, "custom_id");
+  if (custom_id.size() > limits::custom_id_max_bytes) {
+    return too_long("custom_id", custom_id.size(), limits::custom_id_max_bytes, "custom_id_max_bytes");
+  }
   if (method_state != field_state::ok) return required(method_state, "method");
   if (url_state != field_state::ok) return required(url_state, "url");
   if (!body_ok) {
@@ -228,6 +247,9 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   if (model_state != field_state::ok) {
     return make_line_error(line_no, "invalid_request", "body.model",
                            "'body.model' " + std::string(required_message(model_state)));
+  }
+  if (model.size() > limits::model_max_bytes) {
+    return too_long("body.model", model.size(), limits::model_max_bytes, "model_max_bytes");
   }
   out.model = model;
 

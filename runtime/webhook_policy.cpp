@@ -1,4 +1,5 @@
 #include "runtime/webhook_policy.hpp"
+#include "config/limits.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -11,7 +12,7 @@ using error_code = boost::system::error_code;
 
 namespace {
 
-constexpr size_t kMaxUrlBytes = 2048;
+constexpr size_t kMaxUrlBytes = limits::webhook_url_max_bytes;
 
 std::string quoted_url(std::string_view url) {
   if (url.size() <= 120) return "'" + std::string(url) + "'";

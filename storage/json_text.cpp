@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "config/limits.hpp"
+
 namespace sy::storage {
 namespace {
 
@@ -156,7 +158,32 @@ json_text& json_text::value(const nlohmann::json& v) {
   return raw(v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
+bool json_depth_within(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // the escaped character cannot end the string
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (++depth > max_depth) return false;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
 json_text& json_text::json_or_string(std::string_view text) {
+  // A gateway's (or later a worker's) answer is not ours either: text nested deeper than a
+  // client may send is shown as a string instead of being parsed and rendered recursively.
+  if (!json_depth_within(text, limits::json_max_depth)) return string(text);
   auto parsed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   return parsed.is_discarded() ? string(text) : value(parsed);
 }

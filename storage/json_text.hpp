@@ -59,6 +59,13 @@ class json_text {
 /// `s` as a JSON string (quoted, escaped), appended to `out`.
 void append_json_string(std::string& out, std::string_view s);
 
+/// True when no object or array in `text` is nested deeper than `max_depth` (a top-level object
+/// is depth 1). A single pass over the bytes, no recursion and no allocation: it runs before a
+/// client's text is parsed, so that nothing later (a copy, a dump, a hash) recurses without a
+/// bound. Text that is not JSON is still scanned (brackets inside strings do not count); the
+/// parser reports what else is wrong with it.
+bool json_depth_within(std::string_view text, int max_depth);
+
 /// The number of code points in `s` when it is valid UTF-8 (shortest forms, no surrogates, at
 /// most U+10FFFF: the sequences append_json_string keeps), else nothing.
 std::optional<size_t> utf8_length(std::string_view s);

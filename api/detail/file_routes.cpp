@@ -16,6 +16,7 @@
 #include "api/detail/request_handler.hpp"
 #include "api/detail/responses.hpp"
 #include "api/errors.hpp"
+#include "config/limits.hpp"
 #include "config/validate.hpp"
 #include "storage/json_text.hpp"
 
@@ -31,9 +32,9 @@ constexpr int batches_default_limit = 20;
 constexpr int batches_max_limit = 100;
 constexpr int64_t min_output_expiry_s = 3'600;
 constexpr int64_t max_output_expiry_s = 2'592'000;
-constexpr size_t max_metadata_keys = 16;
-constexpr size_t max_metadata_key_chars = 64;
-constexpr size_t max_metadata_value_chars = 512;
+constexpr size_t max_metadata_keys = limits::metadata_max_keys;
+constexpr size_t max_metadata_key_chars = limits::metadata_key_max_chars;
+constexpr size_t max_metadata_value_chars = limits::metadata_value_max_chars;
 
 /// An integer query parameter in [lo, hi], or `fallback` when absent.
 result<int> int_param(const std::vector<query_param>& q, const char* name, int fallback, int lo,

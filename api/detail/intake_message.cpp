@@ -1,4 +1,5 @@
 #include "api/detail/intake_message.hpp"
+#include "config/limits.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -10,14 +11,12 @@
 namespace sy::api::detail {
 namespace {
 
-constexpr size_t max_idempotency_key_chars = 255;
-constexpr size_t max_subject_chars = 255;
 
 /// The same rule as HTTP's Idempotency-Key: 1..255 printable ASCII characters.
 result<std::string> idempotency_key(const std::optional<std::string>& header) {
   if (!header) return std::string();
   const std::string& key = *header;
-  bool valid = !key.empty() && key.size() <= max_idempotency_key_chars;
+  bool valid = !key.empty() && key.size() <= limits::idempotency_key_max_chars;
   for (char c : key) valid = valid && c >= 0x20 && c <= 0x7e;
   if (!valid)
     return make_error("invalid_idempotency_key",
@@ -57,7 +56,7 @@ intake_reply reply_for(const actors::submit_outcome& outcome) {
 intake_reply reply_for(const sy::error& e) { return {error_body(e), lookup_error(e.code).status}; }
 
 bool is_valid_reply_subject(std::string_view subject) {
-  if (subject.empty() || subject.size() > max_subject_chars) return false;
+  if (subject.empty() || subject.size() > limits::reply_subject_max_bytes) return false;
   size_t start = 0;
   while (start <= subject.size()) {
     size_t end = subject.find('.', start);

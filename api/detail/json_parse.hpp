@@ -10,7 +10,9 @@
 
 namespace sy::api::detail {
 
-/// The parsed document, or `invalid_json` with the position of the first error.
+/// The parsed document; `json_too_deep` when objects and arrays nest deeper than
+/// limits::json_max_depth (checked before parsing), or `invalid_json` with the position of the
+/// first error.
 result<nlohmann::json> parse_json_body(std::string_view text);
 
 }  // namespace sy::api::detail

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "config/limits.hpp"
 #include "config/result.hpp"
 
 namespace sy::api::detail {
@@ -33,7 +34,7 @@ class multipart_parser {
     std::function<status()> on_part_end;                   ///< it ended
   };
 
-  multipart_parser(std::string boundary, handlers h, size_t max_header_bytes = 16 * 1024);
+  multipart_parser(std::string boundary, handlers h, size_t max_header_bytes = limits::multipart_part_header_max_bytes);
 
   /// Feeds the next bytes. Errors: invalid_file (malformed body, headers over the limit) or the
   /// first error a handler returned; after an error the parser takes nothing more.

@@ -1,4 +1,5 @@
 #include "api/detail/responses.hpp"
+#include "config/limits.hpp"
 
 #include <random>
 
@@ -10,7 +11,6 @@ namespace sy::api::detail {
 namespace {
 
 namespace http = boost::beast::http;
-constexpr size_t max_idempotency_key_chars = 255;
 
 }  // namespace
 
@@ -54,7 +54,7 @@ result<std::string> idempotency_key(const request& req) {
   auto it = req.find("Idempotency-Key");
   if (it == req.end()) return std::string();
   std::string_view key = it->value();
-  bool valid = !key.empty() && key.size() <= max_idempotency_key_chars;
+  bool valid = !key.empty() && key.size() <= limits::idempotency_key_max_chars;
   for (char c : key) valid = valid && c >= 0x20 && c <= 0x7e;
   if (!valid)
     return make_error("invalid_idempotency_key",

@@ -1,5 +1,6 @@
 #include "api/detail/request_handler.hpp"
 #include "api/detail/responses.hpp"
+#include "actors/submission.hpp"
 #include "api/detail/sync.hpp"
 
 namespace sy::api::detail {
@@ -15,10 +16,7 @@ result<actors::submission> sync_submission(std::string endpoint, nlohmann::json 
                                            std::string tenant, std::string idempotency_key) {
   if (!body.is_object())
     return make_error("invalid_request", "The request body must be a JSON object.");
-  auto model = body.find("model");
-  if (model == body.end() || !model->is_string() || model->get_ref<const std::string&>().empty())
-    return make_error("missing_model", "'model' is required and must be a non-empty string.",
-                      "model");
+  if (auto st = actors::check_model(body, "model"); !st) return st.error();
   auto stream = body.find("stream");
   if (stream != body.end() && stream->is_boolean() && stream->get<bool>())
     return make_error("streaming_unsupported",

@@ -1,4 +1,5 @@
 #include "api/detail/upload.hpp"
+#include "config/limits.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,7 +13,7 @@
 namespace sy::api::detail {
 namespace {
 
-constexpr size_t max_field_bytes = 4096;
+constexpr size_t max_field_bytes = limits::upload_field_max_bytes;
 constexpr int64_t min_expiry_s = 3'600;        // OpenAI: 1 hour ..
 constexpr int64_t max_expiry_s = 2'592'000;    // .. 30 days
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "config/limits.hpp"
 #include "storage/lmdb_env.hpp"
 #include "tests/integration/engine/engine_env.hpp"
 #include "tests/integration/engine/js_probe.hpp"
@@ -47,7 +48,28 @@ std::vector<bad_request> cases() {
   const std::string no_model =
       json{{"endpoint", "/v1/chat/completions"}, {"body", {{"messages", json::array()}}}}.dump();
   const std::string cut_off = R"({"endpoint": "/v1/chat/completions", "body": {"model": "m",)";
+  // Nested one level past the limit, and 100,000 levels (which overflowed a thread's stack).
+  auto nested = [](size_t arrays) {
+    return R"({"endpoint":"/v1/chat/completions","body":{"model":"test-model","x":)" +
+           std::string(arrays, '[') + std::string(arrays, ']') + "}}";
+  };
+  const std::string one_too_deep = nested(limits::json_max_depth - 1);
+  const std::string far_too_deep = nested(100'000);
+  const std::string sync_too_deep =
+      R"({"model":"test-model","messages":)" + std::string(100'000, '[') + "]}";
+  json long_model = {{"endpoint", "/v1/chat/completions"}, {"body", chat_body}};
+  long_model["body"]["model"] = std::string(limits::model_max_bytes + 1, 'm');
+  json sync_long_model = chat_body;
+  sync_long_model["model"] = std::string(600, 'm');  // longer than an LMDB key
   return {
+      {"json_one_level_too_deep", "POST", "/v1/jobs", one_too_deep, "", 400, "json_too_deep"},
+      {"json_100k_levels_deep", "POST", "/v1/jobs", far_too_deep, "", 400, "json_too_deep"},
+      {"sync_json_100k_levels_deep", "POST", "/v1/chat/completions", sync_too_deep, "", 400,
+       "json_too_deep"},
+      {"model_over_the_limit", "POST", "/v1/jobs", long_model.dump(), "", 400,
+       "string_above_max_length", "body.model"},
+      {"sync_model_over_an_lmdb_key", "POST", "/v1/chat/completions", sync_long_model.dump(), "",
+       400, "string_above_max_length", "model"},
       {"malformed_json", "POST", "/v1/jobs", cut_off, "", 400, "invalid_json"},
       {"unknown_endpoint", "POST", "/v1/jobs", images, "", 400, "invalid_endpoint", "endpoint"},
       {"missing_model", "POST", "/v1/jobs", no_model, "", 400, "missing_model", "body.model"},

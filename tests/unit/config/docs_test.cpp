@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "config/detail/text.hpp"
+#include "config/limits.hpp"
 #include "config/load.hpp"
 #include "config/settings_table.hpp"
 
@@ -47,6 +48,20 @@ TEST(ExampleYaml, LoadsValidatesAndMentionsEverySetting) {
   EXPECT_EQ(s->gateway->request_timeout_ms, 60'000);
   for (const auto& def : settings_table()) {
     EXPECT_TRUE(has(from.yaml_text, std::string(def.name) + ":")) << def.name;
+  }
+}
+
+TEST(LimitsDoc, ListsEveryLimitWithItsErrorOnItsRow) {
+  const std::string doc = read_source("docs/limits.md");
+  for (const auto& limit : limits::all_limits()) {
+    const std::string start = "| `" + std::string(limit.name) + "` | ";
+    const auto at = doc.find(start);
+    ASSERT_NE(at, std::string::npos) << "docs/limits.md lacks a row for " << limit.name;
+    const std::string row = doc.substr(at, doc.find('\n', at) - at);
+    std::string value = std::to_string(limit.value);
+    if (value.size() > 3) value.insert(value.size() - 3, ",");  // 2,048
+    EXPECT_TRUE(has(row, "| " + value + " ")) << row;
+    EXPECT_TRUE(has(row, std::string(limit.error_code).substr(0, 20))) << row;
   }
 }
 

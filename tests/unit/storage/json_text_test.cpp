@@ -138,5 +138,29 @@ TEST(json_text, utf8_length_counts_code_points_of_valid_utf8_only) {
   EXPECT_FALSE(utf8_length("a\x80"));  // a lone continuation byte
 }
 
+TEST(json_depth_within, counts_objects_and_arrays_outside_strings) {
+  EXPECT_TRUE(json_depth_within("", 0));
+  EXPECT_TRUE(json_depth_within("1", 0));
+  EXPECT_FALSE(json_depth_within("{}", 0));
+  EXPECT_TRUE(json_depth_within("{}", 1));
+  EXPECT_TRUE(json_depth_within(R"({"a":[1,{"b":[]}]})", 4));
+  EXPECT_FALSE(json_depth_within(R"({"a":[1,{"b":[]}]})", 3));
+  EXPECT_TRUE(json_depth_within("[[]][[]][[]]", 2));  // siblings do not add up
+  EXPECT_TRUE(json_depth_within(R"(["[[[[", "\"[[[", "\\", []])", 2));
+  EXPECT_FALSE(json_depth_within(R"(["\\", [[]]])", 2));  // the string ended at its quote
+  EXPECT_TRUE(json_depth_within("]]]]}}}}[", 1));           // stray closers never go negative
+  EXPECT_FALSE(json_depth_within(std::string(1'000'000, '['), 128));
+}
+
+TEST(json_or_string, shows_text_nested_past_the_limit_as_a_string) {
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  json_text out;
+  out.json_or_string(deep);
+  EXPECT_EQ(out.str(), "\"" + deep + "\"");
+  json_text shallow;
+  shallow.json_or_string("[ [1] ]");
+  EXPECT_EQ(shallow.str(), "[[1]]");
+}
+
 }  // namespace
 }  // namespace sy::storage
