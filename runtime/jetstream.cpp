@@ -9,6 +9,9 @@
 #include <thread>
 #include <unordered_map>
 
+#include "config/limits.hpp"
+#include "config/sha256.hpp"
+
 namespace sy::runtime {
 
 // ---------------------------------------------------------------------------------------------
@@ -152,6 +155,18 @@ std::string subject_token(std::string_view model) {
       out.push_back(hex[c & 0xF]);
     }
   }
+  if (out.size() <= limits::subject_token_max_bytes) return out;
+  constexpr size_t hash_chars = 32;
+  size_t cut = limits::subject_token_max_bytes - 2 - hash_chars;
+  // Do not split an escape: back up to the '_' of one that would straddle the cut.
+  for (size_t back = 1; back <= 2 && back <= cut; ++back)
+    if (out[cut - back] == '_') {
+      cut -= back;
+      break;
+    }
+  out.resize(cut);
+  out += "_h";
+  out += config::sha256_hex(model).substr(0, hash_chars);
   return out;
 }
 

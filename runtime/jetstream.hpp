@@ -28,9 +28,15 @@ namespace sy::runtime {
 /// every other byte (including '_' itself, '.', '*', '>' and spaces) becomes `_XX` (uppercase
 /// hex). The mapping is injective, so distinct models never share a subject or a consumer, and
 /// model_from_token() reverses it. An empty model gives an empty (invalid) token.
+/// The token is at most limits::subject_token_max_bytes long, so that the consumer name
+/// `tasks_<token>` is always one JetStream accepts: a longer encoding is cut (at a whole escape)
+/// and ends in `_h` + 32 hex digits of the model's SHA-256 — `_h` never occurs in an encoding,
+/// so a shortened token cannot equal a plain one, and two models share one only if their hashes
+/// collide in 128 bits.
 std::string subject_token(std::string_view model);
 
-/// The inverse of subject_token(); nullopt when `token` is not a valid encoding.
+/// The inverse of subject_token(); nullopt when `token` is not a valid encoding (a shortened
+/// token names its model only through the hash, so it is not reversed either).
 std::optional<std::string> model_from_token(std::string_view token);
 
 /// Names and timings of the JetStream layout. Streams are
