@@ -49,35 +49,76 @@ void fail_all(std::vector<pending_op>& batch, const sy::error& e) {
   for (auto& p : batch) p.answer(write_reply{std::nullopt, e});
 }
 
-/// Applies `batch` in one transaction. Returns the replies, or the error that failed the batch.
-/// A full map is grown and the batch retried from scratch (the aborted attempt left nothing).
-result<std::vector<storage::op_reply>> commit_batch(
-    storage::environment& env, const storage::store_policy& policy,
-    const std::vector<pending_op>& batch) {
-  for (int grow_round = 0;; ++grow_round) {
+/// Per operation of one commit: its reply, or the error of that operation alone.
+using op_outcomes = std::vector<result<storage::op_reply>>;
+
+/// Applies one operation inside its own nested transaction: when it fails, only its own writes
+/// are undone and the others of the commit stay.
+result<storage::op_reply> apply_nested(storage::write_txn& txn, const storage::write_op& op,
+                                       const storage::store_policy& policy) {
+  auto child = txn.begin_nested();
+  if (!child) return child.error();
+  auto r = storage::apply(*child, op, policy);
+  if (!r) {
+    child->abort();
+    return r;
+  }
+  if (auto st = child->commit(); !st) return st.error();
+  return r;
+}
+
+/// Applies `batch` in one transaction and commits once. Returns each operation's outcome, or the
+/// error that failed them all (the transaction could not begin or commit).
+///
+/// The fast path applies everything in the one transaction. When an operation fails for a
+/// reason of its own (a value LMDB refuses, a record that is not as expected), the batch is
+/// applied again with each operation in a nested transaction, so that the failing one is
+/// answered alone and the others commit. A full map is grown and the batch retried from
+/// scratch (the aborted attempt left nothing).
+result<op_outcomes> commit_batch(storage::environment& env, const storage::store_policy& policy,
+                                 const std::vector<pending_op>& batch) {
+  bool isolate = false;
+  for (int grow_round = 0;;) {
     auto txn = env.begin_write();
     if (!txn) return txn.error();
-    std::vector<storage::op_reply> replies;
-    replies.reserve(batch.size());
-    std::optional<sy::error> failure;
+    op_outcomes outcomes;
+    outcomes.reserve(batch.size());
+    std::optional<sy::error> failure;  // fails this try of the whole batch
     for (const auto& p : batch) {
-      auto r = storage::apply(*txn, p.op, policy);
-      if (!r) {
+      auto r = isolate ? apply_nested(*txn, p.op, policy) : storage::apply(*txn, p.op, policy);
+      if (!r && (!isolate || r.error().code == storage::errc::map_full)) {
         failure = r.error();
         break;
       }
-      replies.push_back(std::move(r.value()));
+      outcomes.push_back(std::move(r));
     }
     if (!failure) {
       auto st = txn->commit();
-      if (st) return replies;
+      if (st) return outcomes;
+      if (st.error().code != storage::errc::map_full) return st.error();
       failure = st.error();
     }
     txn->abort();
-    if (failure->code != "map_full" || grow_round >= 16) return *failure;
-    if (auto st = env.grow(); !st) return st.error();
-    log::info("storage", "map grown", {{"map_bytes", env.map_bytes()}});
+    if (failure->code == storage::errc::map_full) {
+      if (grow_round++ >= 16) return *failure;
+      if (auto st = env.grow(); !st) return st.error();
+      log::info("storage", "map grown", {{"map_bytes", env.map_bytes()}});
+      continue;
+    }
+    if (isolate) return *failure;  // not one operation's fault: a nested transaction failed
+    log::warn("storage", "an operation failed inside a group commit; applying each on its own",
+              {{"ops", batch.size()}, {"code", failure->code}, {"error", failure->message}});
+    isolate = true;
   }
+}
+
+/// What a client is told about an operation that failed on its own.
+sy::error answer_for(const sy::error& e) {
+  if (e.code == storage::errc::value_rejected)
+    return make_error("value_not_storable", "The job store refused a value of this request (" +
+                                                e.message + "); nothing was stored.");
+  return make_error("storage_unavailable", "the job store could not apply this write: " +
+                                               e.message);
 }
 
 void flush(writer_ptr self) {
@@ -94,28 +135,42 @@ void flush(writer_ptr self) {
     self->send(self, flush_atom::value);
   }
   if (batch.empty()) return;
-  auto replies = commit_batch(*st.env, st.policy, batch);
-  if (!replies) {
+  auto outcomes = commit_batch(*st.env, st.policy, batch);
+  if (!outcomes) {
     log::error("storage", "group commit failed",
-               {{"ops", batch.size()}, {"code", replies.error().code},
-                {"error", replies.error().message}});
+               {{"ops", batch.size()}, {"code", outcomes.error().code},
+                {"error", outcomes.error().message}});
     fail_all(batch, make_error("storage_unavailable",
-                               "the job store could not commit: " + replies.error().message));
+                               "the job store could not commit: " + outcomes.error().message));
     return;
   }
   bool wake_relay = false;
   bool wake_webhooks = false;
   std::vector<std::string> changed;
-  for (auto& r : replies.value()) {
-    wake_relay = wake_relay || r.outbox_appended;
-    wake_webhooks = wake_webhooks || r.webhooks_appended;
-    changed.insert(changed.end(), r.changed_jobs.begin(), r.changed_jobs.end());
+  for (auto& r : outcomes.value()) {
+    if (!r) continue;
+    wake_relay = wake_relay || r->outbox_appended;
+    wake_webhooks = wake_webhooks || r->webhooks_appended;
+    changed.insert(changed.end(), r->changed_jobs.begin(), r->changed_jobs.end());
   }
+  size_t failed = 0;
+  std::optional<sy::error> first_failure;
   {
     completion_batch continuations;  // one post per executor for all the answers below
-    for (size_t i = 0; i < batch.size(); ++i)
-      batch[i].answer(write_reply{std::move(replies.value()[i]), {}});
+    for (size_t i = 0; i < batch.size(); ++i) {
+      auto& r = outcomes.value()[i];
+      if (r) {
+        batch[i].answer(write_reply{std::move(r.value()), {}});
+        continue;
+      }
+      if (failed++ == 0) first_failure = r.error();
+      batch[i].answer(write_reply{std::nullopt, answer_for(r.error())});
+    }
   }
+  if (failed > 0)  // one line per commit, however many of its operations failed
+    log::warn("storage", "operations failed on their own; the rest of their commit went ahead",
+              {{"failed", failed}, {"ops", batch.size()}, {"code", first_failure->code},
+               {"error", first_failure->message}});
   if (wake_relay && st.hooks.on_outbox) st.hooks.on_outbox();
   if (wake_webhooks && st.hooks.on_webhooks) st.hooks.on_webhooks();
   if (!changed.empty() && st.hooks.on_changed) st.hooks.on_changed(changed);

@@ -2,7 +2,9 @@
 /// The storage writer: the one actor that owns the LMDB write transaction (DESIGN.md). Requests
 /// queue in its mailbox; it applies every request that has arrived since the last commit in one
 /// transaction and commits once (one fsync), then answers each request. A full map is grown and
-/// the batch retried; any other storage failure fails the whole batch (nothing partial commits).
+/// the batch retried. An operation that fails on its own (a value LMDB refuses) is answered
+/// alone with its error while the others commit (the batch is redone with one nested transaction
+/// per operation); only a failure of the transaction itself fails the whole batch.
 /// Runs detached (its own thread) because a commit blocks on fsync.
 
 #include <utility>  // before any Asio header (Boost 1.74)

@@ -31,6 +31,9 @@ inline constexpr const char* map_full = "map_full";              ///< grow() and
 inline constexpr const char* schema_too_new = "schema_too_new";  ///< data from a newer build
 inline constexpr const char* schema_invalid = "schema_invalid";  ///< unreadable version record
 inline constexpr const char* storage_error = "storage_error";    ///< any other LMDB/IO failure
+/// This write's own value cannot be stored (a key over LMDB's size, a key that must not exist):
+/// permanent for this write, says nothing about the store or the other writes.
+inline constexpr const char* value_rejected = "value_rejected";
 }  // namespace errc
 
 /// The named databases. Keys and values of each are described in docs/storage.md.
@@ -135,6 +138,12 @@ class write_txn : public txn_view {
   status commit();
   /// Discards every change; idempotent.
   void abort();
+
+  /// A transaction nested in this one (LMDB's nested transactions): it sees this one's writes,
+  /// its commit() folds its own into this one (no fsync), its abort() discards only its own.
+  /// This one must not be used until the child is committed or aborted. It has its own poisoned
+  /// state, so one failed write in a child leaves the parent usable.
+  result<write_txn> begin_nested();
 
  private:
   friend class environment;

@@ -1,3 +1,4 @@
+#include <cerrno>
 #include <array>
 #include <utility>
 
@@ -18,7 +19,13 @@ std::string_view db_name(db d) {
 
 sy::error lmdb_error(int rc, std::string_view what) {
   std::string message = "LMDB: " + std::string(what) + " failed: " + mdb_strerror(rc);
-  return make_error(rc == MDB_MAP_FULL ? errc::map_full : errc::storage_error, std::move(message));
+  // Errors about this write's own key or value, not about the store: LMDB returns them before
+  // touching any page, and they would fail again however often the write were retried.
+  const bool own_value = rc == MDB_BAD_VALSIZE || rc == MDB_KEYEXIST || rc == EINVAL;
+  return make_error(rc == MDB_MAP_FULL ? errc::map_full
+                    : own_value       ? errc::value_rejected
+                                      : errc::storage_error,
+                    std::move(message));
 }
 
 }  // namespace detail
@@ -160,6 +167,15 @@ status write_txn::commit() {
   int rc = mdb_txn_commit(std::exchange(txn_, nullptr));
   if (rc != MDB_SUCCESS) return detail::lmdb_error(rc, "commit");
   return sy::ok;
+}
+
+result<write_txn> write_txn::begin_nested() {
+  if (txn_ == nullptr) return make_error(errc::storage_error, "nesting in a finished transaction");
+  if (failure_) return *failure_;
+  MDB_txn* child = nullptr;
+  if (int rc = mdb_txn_begin(mdb_txn_env(txn_), txn_, 0, &child); rc != MDB_SUCCESS)
+    return detail::lmdb_error(rc, "begin a nested transaction");
+  return write_txn(env_, child);
 }
 
 void write_txn::abort() {

@@ -184,11 +184,61 @@ TEST(LmdbEnv, EmptyKeyIsRejectedAndPoisonsTheTxn) {
   ASSERT_TRUE(w->put(db::jobs, "ok", "1").ok());
   auto st = w->put(db::jobs, "", "1");
   ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().code, "storage_error");
+  EXPECT_EQ(st.error().code, "value_rejected");  // this write's own fault, not the store's
   EXPECT_NE(st.error().message.find("'jobs'"), std::string::npos) << st.error().message;
   EXPECT_FALSE(w->ok());
   EXPECT_FALSE(w->commit().ok());
   EXPECT_FALSE(env->begin_read().get(db::jobs, "ok").has_value());
+}
+
+TEST(LmdbEnv, AKeyOverLmdbsLimitIsRejectedAsThisWritesOwnFault) {
+  testing::temp_dir dir;
+  auto env = open_env(dir.path());
+  ASSERT_TRUE(env);
+  auto w = env->begin_write();
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->put(db::meta, std::string(511, 'k'), "v").ok());
+  auto st = w->put(db::meta, std::string(512, 'k'), "v");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, "value_rejected");
+  // Reading with such a key is not an error: there is no such record.
+  EXPECT_FALSE(env->begin_read().get(db::meta, std::string(4096, 'k')).has_value());
+}
+
+TEST(LmdbEnv, ANestedTransactionFailsAloneAndCommitsIntoItsParent) {
+  testing::temp_dir dir;
+  auto env = open_env(dir.path());
+  ASSERT_TRUE(env);
+  auto w = env->begin_write();
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w->put(db::jobs, "parent", "1").ok());
+  {
+    auto bad = w->begin_nested();
+    ASSERT_TRUE(bad.ok()) << bad.error().message;
+    EXPECT_TRUE(bad->get(db::jobs, "parent").has_value());  // sees the parent's writes
+    ASSERT_TRUE(bad->put(db::jobs, "half-done", "1").ok());
+    EXPECT_FALSE(bad->put(db::jobs, "", "1").ok());  // poisons the child only
+    EXPECT_FALSE(bad->commit().ok());
+  }
+  {
+    auto good = w->begin_nested();
+    ASSERT_TRUE(good.ok());
+    ASSERT_TRUE(good->put(db::jobs, "child", "2").ok());
+    ASSERT_TRUE(good->commit().ok());
+  }
+  {
+    auto dropped = w->begin_nested();
+    ASSERT_TRUE(dropped.ok());
+    ASSERT_TRUE(dropped->put(db::jobs, "dropped", "3").ok());
+    dropped->abort();
+  }
+  EXPECT_TRUE(w->ok());
+  ASSERT_TRUE(w->commit().ok());
+  auto r = env->begin_read();
+  EXPECT_TRUE(r.get(db::jobs, "parent").has_value());
+  EXPECT_TRUE(r.get(db::jobs, "child").has_value());
+  EXPECT_FALSE(r.get(db::jobs, "half-done").has_value());
+  EXPECT_FALSE(r.get(db::jobs, "dropped").has_value());
 }
 
 TEST(LmdbEnv, ScanBoundaries) {
