@@ -5,11 +5,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include <caf/scoped_actor.hpp>
@@ -20,6 +22,8 @@
 #include "actors/write.hpp"
 #include "actors/submission.hpp"
 #include "runtime/log.hpp"
+#include "runtime/log_throttle.hpp"
+#include "runtime/backoff.hpp"
 #include "runtime/thread_name.hpp"
 
 namespace sy::actors {
@@ -166,32 +170,58 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
 engine::~engine() { shutdown(); }
 
 void engine::watch_models() {
+  // A model whose queue cannot be bound yet (NATS down, a stream being made again) is retried
+  // with exponential backoff, 1 s doubling to 60 s, and its failure logged at most once a
+  // minute with a count — never a line per try.
+  struct model_retry {
+    int failures = 0;
+    int64_t next_ms = 0;
+    log::throttle warn{60'000};
+  };
+  std::map<std::string, model_retry> retries;
   std::unique_lock lock{models_mu_};
   while (!stop_watcher_) {
-    std::vector<std::string> missing;
-    for (const auto& m : wanted_models_)
-      if (!dispatchers_.count(m)) missing.push_back(m);
-    for (const auto& model : missing) {
+    const int64_t now = deps_.clock.now_ms();
+    std::vector<std::string> due;
+    for (const auto& m : wanted_models_) {
+      if (dispatchers_.count(m)) continue;
+      auto r = retries.find(m);
+      if (r == retries.end() || r->second.next_ms <= now) due.push_back(m);
+    }
+    for (const auto& model : due) {
       lock.unlock();
       const uint64_t generation = deps_.js.layout_generation();  // read before binding
       auto sub = deps_.js.subscribe_tasks(model);
       lock.lock();
       if (!sub) {
-        log::warn("engine", "cannot subscribe to a model's queue yet; retrying",
-                  {{"model", model}, {"error", sub.error().message}});
+        auto& r = retries[model];
+        const int64_t delay = runtime::backoff_delay_ms(r.failures++, 1000, 60'000, 1.0);
+        r.next_ms = deps_.clock.now_ms() + delay;
+        if (const uint64_t n = r.warn.occur(deps_.clock.now_ms()))
+          log::warn("engine", "cannot subscribe to a model's queue yet; retrying",
+                    {{"model", model}, {"code", sub.error().code},
+                     {"error", sub.error().message}, {"failures", n},
+                     {"next_try_in_ms", delay}});
         continue;
       }
+      retries.erase(model);
       if (stop_watcher_) break;
       dispatchers_[model] =
           spawn_model_dispatcher(*ctx_, model, std::move(sub.value()), generation);
       log::info("engine", "dispatching model", {{"model", model}});
     }
-    bool retry = false;
-    for (const auto& m : wanted_models_) retry = retry || !dispatchers_.count(m);
-    if (retry) {
-      models_cv_.wait_for(lock, std::chrono::seconds(1));
-    } else {
+    int64_t next = -1;
+    for (const auto& m : wanted_models_) {
+      if (dispatchers_.count(m)) continue;
+      const int64_t at = retries.count(m) ? retries[m].next_ms : 0;
+      next = next < 0 ? at : std::min(next, at);
+    }
+    if (next < 0) {
       models_cv_.wait(lock);
+    } else {
+      // Capped at a second so that a clock a test moves by hand is read again soon.
+      const int64_t wait_ms = std::clamp<int64_t>(next - deps_.clock.now_ms(), 1, 1000);
+      models_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
     }
   }
 }
@@ -208,6 +238,19 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   if (!ctx_->gateway_for(model))
     co_return make_error("model_not_found",
                          "no gateway is configured for model '" + model + "'", "body.model");
+  {
+    // Each model has a JetStream consumer and a dispatcher of its own, and with one global
+    // gateway the client chooses the name: without a bound, distinct names would exhaust them.
+    std::lock_guard lock{models_mu_};
+    if (!wanted_models_.count(model) &&
+        wanted_models_.size() >= static_cast<size_t>(deps_.cfg.max_models))
+      co_return make_error("too_many_models",
+                           "This engine already queues jobs for " +
+                               std::to_string(wanted_models_.size()) +
+                               " distinct models, its limit (max_models, see docs/limits.md); "
+                               "a job for another model is refused.",
+                           "body.model");
+  }
   const int64_t now = deps_.clock.now_ms();
   storage::job_record job;
   job.id = "job_" + ids_.next(now);

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "runtime/log.hpp"
+#include "runtime/log_throttle.hpp"
 
 namespace sy::actors {
 namespace {
@@ -17,10 +18,23 @@ struct reaper_state {
   engine_context* ctx = nullptr;
   storage::environment* env = nullptr;
   std::string node_prefix;
+  /// A write that keeps failing is retried every tick: logged once a minute, with a count.
+  log::throttle write_failures{60'000};
   static inline const char* name = "lease_reaper";
 };
 
 using reaper_ptr = lease_reaper_actor::stateful_pointer<reaper_state>;
+
+/// Logs a failed write of the reaper's (retried at a later tick), throttled.
+void write_failed(reaper_ptr self, std::string_view what, const sy::error& e,
+                  nlohmann::json fields = nlohmann::json::object()) {
+  const uint64_t n = self->state.write_failures.occur(self->state.ctx->clock.now_ms());
+  if (n == 0) return;
+  fields["code"] = e.code;
+  fields["error"] = e.message;
+  fields["failures"] = n;
+  log::error("reaper", what, fields);
+}
 
 int reap(reaper_ptr self) {
   auto& st = self->state;
@@ -51,8 +65,8 @@ int reap(reaper_ptr self) {
                                            {"attempt", lease.attempt},
                                            {"holder", lease.holder}});
     self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
-        .then([](write_reply& r) {
-          if (!r.reply) log::error("reaper", "expiring a lease failed", {{"error", r.err.message}});
+        .then([self, task_id = lease.task_id](write_reply& r) {
+          if (!r.reply) write_failed(self, "expiring a lease failed", r.err, {{"task_id", task_id}});
         });
   }
   return static_cast<int>(dead.size());
@@ -105,9 +119,9 @@ void expire_due(reaper_ptr self, int64_t now) {
   for (auto& [at, id] : due) {
     storage::expire_job_op op{id, at, now};
     self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
-        .then([&ctx, id = id](write_reply& r) {
+        .then([self, &ctx, id = id](write_reply& r) {
           if (!r.reply) {
-            log::error("reaper", "expiring a job failed", {{"job_id", id}, {"error", r.err.message}});
+            write_failed(self, "expiring a job failed", r.err, {{"job_id", id}});
             return;
           }
           if (r.reply->what != storage::op_reply::kind::done) return;
@@ -136,7 +150,7 @@ void purge_due(reaper_ptr self, int64_t now) {
       .then([self](write_reply& r) {
         self->state.purging = false;
         if (!r.reply) {
-          log::error("reaper", "retention delete failed", {{"error", r.err.message}});
+          write_failed(self, "retention delete failed", r.err);
           return;
         }
         log::debug("reaper", "retention deleted jobs", {{"jobs", r.reply->purged}});

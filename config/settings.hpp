@@ -53,6 +53,7 @@ struct settings {
   // --- execution
   int per_model_concurrency = 10;
   int global_concurrency = 100;
+  int max_models = 1000;  ///< distinct models with a queue (global gateway: clients choose them)
   int exec_threads = 1;  ///< threads running attempts, batch requests and gateway clients
   int default_max_attempts = 3;
   int64_t lease_ttl_ms = 30'000;

@@ -1,4 +1,5 @@
 #include "runtime/log.hpp"
+#include "runtime/log_throttle.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,6 +29,17 @@ TEST(Log, LazyDebugFieldsAreBuiltOnlyWhenDebugIsOn) {
   EXPECT_EQ(built, 1);
   EXPECT_NE(line.find(R"("msg":"written")"), std::string::npos) << line;
   EXPECT_NE(line.find(R"("n":1)"), std::string::npos) << line;
+}
+
+TEST(LogThrottle, OneLinePerIntervalCountingWhatItSuppressed) {
+  throttle t(1000);
+  EXPECT_EQ(t.occur(0), 1u);  // the first occurrence is logged at once
+  EXPECT_EQ(t.occur(10), 0u);
+  EXPECT_EQ(t.occur(999), 0u);
+  EXPECT_EQ(t.occur(1000), 3u);  // one line for the three since the last
+  EXPECT_EQ(t.occur(1500), 0u);
+  EXPECT_EQ(t.occur(5000), 2u);
+  EXPECT_EQ(t.occur(5001), 0u);
 }
 
 }  // namespace
