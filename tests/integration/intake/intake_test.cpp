@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "api/nats_intake.hpp"
+#include "config/limits.hpp"
 #include "config/sha256.hpp"
 #include "tests/integration/engine/engine_env.hpp"
 #include "tests/integration/intake/intake_publisher.hpp"
@@ -201,6 +202,28 @@ TEST_F(intake_test, InvalidJsonIsAnsweredAndTerminated) {
   EXPECT_EQ(n.rejected, 1u);
   EXPECT_EQ(n.deferred, 0u);
   EXPECT_EQ(job_count(), 0u);
+}
+
+TEST_F(intake_test, HostileSubmissionsAreAnsweredAndTerminatedAndTheIntakeGoesOn) {
+  start();
+  // 200,000 levels of nesting (a stack overflow for any recursive walk), one level past the
+  // limit, and a model one byte over its limit: each answered 400, nothing stored.
+  const std::string head = R"({"endpoint":"/v1/chat/completions","body":{"model":"m","x":)";
+  expect_rejected(submit(head + std::string(200'000, '[') + "}}", "intake-deep"), "400",
+                  "json_too_deep");
+  const size_t arrays = limits::json_max_depth - 1;  // object 1, body 2, arrays from 3
+  expect_rejected(submit(head + std::string(arrays, '[') + std::string(arrays, ']') + "}}",
+                         "intake-one-too-deep"),
+                  "400", "json_too_deep");
+  json long_model = chat("x");
+  long_model["body"]["model"] = std::string(limits::model_max_bytes + 1, 'm');
+  auto r = submit(long_model.dump(), "intake-long-model");
+  expect_rejected(r, "400", "string_above_max_length");
+  EXPECT_EQ(r.body["error"]["param"], "body.model");
+  EXPECT_EQ(job_count(), 0u);
+  // The intake still serves: a valid submission after them completes.
+  auto ok = submit(chat("after the hostile ones").dump(), "intake-after-hostile");
+  EXPECT_EQ(ok.status, "202") << ok.body;
 }
 
 TEST_F(intake_test, MissingModelIsAnsweredAndTerminated) {

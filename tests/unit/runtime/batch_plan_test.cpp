@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "config/limits.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace sy::runtime::batch {
@@ -244,6 +245,36 @@ TEST_F(BatchPlan, EveryValidationCode) {
     EXPECT_TRUE(r.models.empty());
     EXPECT_TRUE(plan_files().empty()) << c.line;
   }
+}
+
+TEST_F(BatchPlan, LimitsHoldOnBothSidesOfTheBoundary) {
+  const std::string head = R"({"custom_id":"x","method":"POST","url":"/v1/chat/completions",)";
+  // The line is depth 1, its body 2, the arrays in "x" 3 and deeper.
+  auto nested = [&](size_t arrays) {
+    return head + R"("body":{"model":"m","messages":[],"x":)" + std::string(arrays, '[') +
+           std::string(arrays, ']') + "}}";
+  };
+  const ingest_result at = run(options(nested(limits::json_max_depth - 2) + "\n"));
+  EXPECT_TRUE(at.errors.empty()) << (at.errors.empty() ? "" : at.errors[0].message);
+  const line_error over = only_error(nested(limits::json_max_depth - 1));
+  EXPECT_EQ(over.code, "json_too_deep") << over.message;
+  EXPECT_NE(over.message.find("128"), std::string::npos) << over.message;
+  // Far past the limit: refused without recursing (200,000 levels would overflow the stack).
+  EXPECT_EQ(only_error(head + R"("body":{"model":"m","x":)" + std::string(200'000, '[') + "}}")
+                .code,
+            "json_too_deep");
+
+  EXPECT_TRUE(run(options(chat(std::string(limits::custom_id_max_bytes, 'c'), "m") + "\n"))
+                  .errors.empty());
+  const line_error long_id = only_error(chat(std::string(limits::custom_id_max_bytes + 1, 'c'), "m"));
+  EXPECT_EQ(long_id.code, "string_above_max_length");
+  EXPECT_EQ(long_id.param, "custom_id");
+
+  EXPECT_TRUE(run(options(chat("a", std::string(limits::model_max_bytes, '/')) + "\n"))
+                  .errors.empty());
+  const line_error long_model = only_error(chat("a", std::string(limits::model_max_bytes + 1, 'm')));
+  EXPECT_EQ(long_model.code, "string_above_max_length");
+  EXPECT_EQ(long_model.param, "body.model");
 }
 
 TEST_F(BatchPlan, MessagesSayWhatIsWrong) {
