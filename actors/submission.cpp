@@ -4,6 +4,7 @@
 #include <string_view>
 #include <utility>
 
+#include "config/endpoints.hpp"
 #include "config/limits.hpp"
 #include "config/sha256.hpp"
 #include "storage/json_text.hpp"
@@ -13,8 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 3> known_endpoints = {"/v1/chat/completions",
-                                                             "/v1/embeddings", "/v1/completions"};
 constexpr std::array<std::string_view, 6> known_fields = {
     "endpoint", "body", "metadata", "max_attempts", "webhook_url", "timeout"};
 constexpr double max_timeout_s = 7 * 24 * 3600;
@@ -39,10 +38,8 @@ status check_fields(const json& j) {
 
 result<std::string> parse_endpoint(const json& j) {
   auto it = j.find("endpoint");
-  if (it == j.end() || !it->is_string() || !contains(known_endpoints, it->get<std::string>()))
-    return make_error("invalid_endpoint",
-                      "'endpoint' must be one of /v1/chat/completions, /v1/embeddings, "
-                      "/v1/completions.",
+  if (it == j.end() || !it->is_string() || !endpoints::find(it->get_ref<const std::string&>()))
+    return make_error("invalid_endpoint", "'endpoint' must be one of " + endpoints::list() + ".",
                       "endpoint");
   return it->get<std::string>();
 }
@@ -65,29 +62,11 @@ result<json*> parse_body(json& j) {
   return &*it;
 }
 
-sy::error metadata_error(std::string message, std::string param = "metadata") {
-  return make_error("invalid_metadata", std::move(message), std::move(param));
-}
-
 /// The metadata, checked (nullptr when absent or null); moved out of the document afterwards.
 result<json*> parse_metadata(json& j) {
   auto it = j.find("metadata");
   if (it == j.end() || it->is_null()) return static_cast<json*>(nullptr);
-  if (!it->is_object()) return metadata_error("'metadata' must be a JSON object of strings.");
-  if (it->size() > limits::metadata_max_keys)
-    return metadata_error("'metadata' may hold at most 16 keys.");
-  for (const auto& [key, value] : it->items()) {
-    const auto key_chars = storage::utf8_length(key).value_or(key.size());
-    // A key over the limit is not quoted whole in `param` (it could be megabytes).
-    if (key.empty() || key_chars > limits::metadata_key_max_chars)
-      return metadata_error("Metadata keys must be 1 to 64 characters long.", "metadata");
-    if (!value.is_string() ||
-        storage::utf8_length(value.get_ref<const std::string&>())
-                .value_or(value.get_ref<const std::string&>().size()) >
-            limits::metadata_value_max_chars)
-      return metadata_error("Metadata values must be strings of at most 512 characters.",
-                            "metadata." + key);
-  }
+  if (auto st = check_metadata(*it); !st) return st.error();
   return &*it;
 }
 
@@ -142,7 +121,41 @@ result<int64_t> parse_timeout(const json& j) {
   return static_cast<int64_t>(it->get<double>() * 1000.0 + 0.5);
 }
 
+/// The first `chars` code points of valid UTF-8 `s` (for quoting a too-long key whole
+/// characters at a time: a cut inside one would make the error message invalid UTF-8).
+std::string utf8_prefix(std::string_view s, size_t chars) {
+  size_t i = 0;
+  for (; i < s.size() && chars > 0; --chars) {
+    ++i;
+    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
+  }
+  return std::string(s.substr(0, i));
+}
+
 }  // namespace
+
+status check_metadata(const json& m) {
+  if (m.is_null()) return ok;
+  auto bad = [](const std::string& why) {
+    return make_error("invalid_metadata", "'metadata' " + why + ".", "metadata");
+  };
+  if (!m.is_object()) return bad("must be an object of string values");
+  if (m.size() > limits::metadata_max_keys) return bad("has more than 16 keys");
+  for (const auto& [k, v] : m.items()) {
+    // The body parser rejects invalid UTF-8 already; this keeps the limits honest regardless.
+    auto key_chars = storage::utf8_length(k);
+    if (!key_chars) return bad("has a key that is not valid UTF-8");
+    if (*key_chars > limits::metadata_key_max_chars)
+      return bad("key '" + utf8_prefix(k, limits::metadata_key_max_chars) +
+                 "...' is longer than 64 characters");
+    if (!v.is_string()) return bad("value of '" + k + "' must be a string");
+    auto value_chars = storage::utf8_length(v.get_ref<const std::string&>());
+    if (!value_chars) return bad("value of '" + k + "' is not valid UTF-8");
+    if (*value_chars > limits::metadata_value_max_chars)
+      return bad("value of '" + k + "' is longer than 512 characters");
+  }
+  return ok;
+}
 
 status check_model(const json& body, const std::string& param) {
   auto model = body.find("model");

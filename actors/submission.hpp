@@ -19,6 +19,11 @@ inline constexpr int default_max_attempts_cap = 100;
 /// or string_above_max_length (over limits::model_max_bytes); `param` names it in the error.
 status check_model(const nlohmann::json& body, const std::string& param);
 
+/// Checks `metadata` of a job or a batch: null or an object of at most 16 string values, keys
+/// at most 64 and values at most 512 characters (Unicode code points, as OpenAI counts them).
+/// Error invalid_metadata with param `metadata`, saying which rule broke.
+status check_metadata(const nlohmann::json& m);
+
 /// Validates a `POST /v1/jobs` document and builds the submission for `tenant`.
 /// Errors (code, param): invalid_request (not an object), unknown_parameter (<field>),
 /// invalid_endpoint (endpoint), invalid_body (body), missing_model and string_above_max_length

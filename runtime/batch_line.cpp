@@ -29,12 +29,7 @@ uint64_t fnv1a64(std::string_view s) {
   return h;
 }
 
-endpoint_kind classify_endpoint(std::string_view endpoint) {
-  if (endpoint == "/v1/chat/completions") return endpoint_kind::chat;
-  if (endpoint == "/v1/embeddings") return endpoint_kind::embeddings;
-  if (endpoint == "/v1/completions") return endpoint_kind::completions;
-  return endpoint_kind::other;
-}
+endpoint_kind classify_endpoint(std::string_view endpoint) { return endpoints::find(endpoint); }
 
 line_error make_line_error(int64_t line_no, std::string code, std::string param,
                            std::string_view text) {
@@ -253,22 +248,19 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   }
   out.model = model;
 
-  const char* needed = kind == endpoint_kind::chat          ? "messages"
-                       : kind == endpoint_kind::embeddings  ? "input"
-                       : kind == endpoint_kind::completions ? "prompt"
-                                                            : nullptr;
-  if (needed != nullptr) {
+  if (kind) {
+    const std::string_view needed = kind->required_field;
+    const bool chat = kind->what == endpoints::kind::chat;
     od::value v;
     const bool present = body.find_field_unordered(needed).get(v) == simdjson::SUCCESS;
     od::array messages;
-    const bool ok = present && (kind != endpoint_kind::chat ||
-                                v.get_array().get(messages) == simdjson::SUCCESS);
+    const bool ok = present && (!chat || v.get_array().get(messages) == simdjson::SUCCESS);
     if (!ok) {
-      const std::string param = std::string("body.") + needed;
+      const std::string param = "body." + std::string(needed);
       return make_line_error(line_no, "invalid_request", param,
                              "'" + param + (present ? "' must be an array." : "' is required."));
     }
-    if (kind == endpoint_kind::chat) out.prefix_hash = system_prompt_hash(messages);
+    if (chat) out.prefix_hash = system_prompt_hash(messages);
   }
 
   od::value stream;

@@ -10,13 +10,14 @@
 #include <optional>
 #include <string_view>
 
+#include "actors/submission.hpp"
 #include "api/batch_json.hpp"
 #include "api/detail/json_parse.hpp"
 #include "api/detail/query.hpp"
 #include "api/detail/request_handler.hpp"
 #include "api/detail/responses.hpp"
 #include "api/errors.hpp"
-#include "config/limits.hpp"
+#include "config/endpoints.hpp"
 #include "config/validate.hpp"
 #include "storage/json_text.hpp"
 
@@ -32,9 +33,6 @@ constexpr int batches_default_limit = 20;
 constexpr int batches_max_limit = 100;
 constexpr int64_t min_output_expiry_s = 3'600;
 constexpr int64_t max_output_expiry_s = 2'592'000;
-constexpr size_t max_metadata_keys = limits::metadata_max_keys;
-constexpr size_t max_metadata_key_chars = limits::metadata_key_max_chars;
-constexpr size_t max_metadata_value_chars = limits::metadata_value_max_chars;
 
 /// An integer query parameter in [lo, hi], or `fallback` when absent.
 result<int> int_param(const std::vector<query_param>& q, const char* name, int fallback, int lo,
@@ -57,42 +55,6 @@ json list_json(json data, const std::string& first, const std::string& last, boo
           {"first_id", first.empty() ? json(nullptr) : json(first)},
           {"last_id", last.empty() ? json(nullptr) : json(last)},
           {"has_more", has_more}};
-}
-
-/// The first `chars` code points of valid UTF-8 `s` (for quoting a too-long key whole
-/// characters at a time: a cut inside one would make the error message invalid UTF-8).
-std::string utf8_prefix(std::string_view s, size_t chars) {
-  size_t i = 0;
-  for (; i < s.size() && chars > 0; --chars) {
-    ++i;
-    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
-  }
-  return std::string(s.substr(0, i));
-}
-
-/// Checks a batch's `metadata`: null or an object of at most 16 string values, keys ≤ 64 and
-/// values ≤ 512 characters (Unicode code points, as OpenAI counts them, not bytes).
-status check_metadata(const json& m) {
-  if (m.is_null()) return ok;
-  auto bad = [](const std::string& why) {
-    return make_error("invalid_metadata", "'metadata' " + why + ".", "metadata");
-  };
-  if (!m.is_object()) return bad("must be an object of string values");
-  if (m.size() > max_metadata_keys) return bad("has more than 16 keys");
-  for (const auto& [k, v] : m.items()) {
-    // The body parser rejects invalid UTF-8 already; this keeps the limits honest regardless.
-    auto key_chars = storage::utf8_length(k);
-    if (!key_chars) return bad("has a key that is not valid UTF-8");
-    if (*key_chars > max_metadata_key_chars)
-      return bad("key '" + utf8_prefix(k, max_metadata_key_chars) +
-                 "...' is longer than 64 characters");
-    if (!v.is_string()) return bad("value of '" + k + "' must be a string");
-    auto value_chars = storage::utf8_length(v.get_ref<const std::string&>());
-    if (!value_chars) return bad("value of '" + k + "' is not valid UTF-8");
-    if (*value_chars > max_metadata_value_chars)
-      return bad("value of '" + k + "' is longer than 512 characters");
-  }
-  return ok;
 }
 
 }  // namespace
@@ -249,14 +211,12 @@ boost::asio::awaitable<response> request_handler::create_batch(const request& re
   r.input_file_id = *input;
   auto endpoint = text("endpoint");
   if (!endpoint) co_return error_for(endpoint.error(), req);
-  if (*endpoint != "/v1/chat/completions" && *endpoint != "/v1/embeddings" &&
-      *endpoint != "/v1/completions")
-    co_return error_for(
-        make_error("invalid_value",
-                   "'endpoint' must be one of /v1/chat/completions, /v1/embeddings, "
-                   "/v1/completions; got '" + *endpoint + "'.",
-                   "endpoint"),
-        req);
+  if (!endpoints::find(*endpoint))
+    co_return error_for(make_error("invalid_value",
+                                   "'endpoint' must be one of " + endpoints::list() + "; got '" +
+                                       endpoint->substr(0, 64) + "'.",
+                                   "endpoint"),
+                        req);
   r.endpoint = *endpoint;
   auto window = text("completion_window");
   if (!window) co_return error_for(window.error(), req);
@@ -275,7 +235,7 @@ boost::asio::awaitable<response> request_handler::create_batch(const request& re
                                    "completion_window"),
                         req);
   if (auto it = d.find("metadata"); it != d.end()) {
-    if (auto st = check_metadata(*it); !st) co_return error_for(st.error(), req);
+    if (auto st = actors::check_metadata(*it); !st) co_return error_for(st.error(), req);
     r.metadata = *it;
   }
   if (auto it = d.find("output_expires_after"); it != d.end() && !it->is_null()) {

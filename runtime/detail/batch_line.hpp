@@ -8,12 +8,14 @@
 #include <optional>
 #include <string_view>
 
+#include "config/endpoints.hpp"
 #include "runtime/batch_plan.hpp"
 
 namespace sy::runtime::batch::detail {
 
-/// The endpoint-specific rule: which body field a request must have.
-enum class endpoint_kind { chat, embeddings, completions, other };
+/// The endpoint-specific rule (config/endpoints.hpp): which body field a request must have;
+/// empty for an endpoint that is not one of ours (only the common rules apply).
+using endpoint_kind = std::optional<endpoints::info>;
 endpoint_kind classify_endpoint(std::string_view endpoint);
 
 /// What a line yields for the plan. The views point into the parser's buffers and are valid until
