@@ -72,6 +72,33 @@ constexpr std::array<error_info, 43> table = {{
      "The request holds a value the job store cannot store."},
 }};
 
+// Keep in step with docs/api.md ("Codes in jobs and batches").
+constexpr std::array<result_error_info, 20> result_table = {{
+    {"gateway_rejected", "job", "the gateway answered a final error (4xx other than 408/429)"},
+    {"gateway_error", "job", "the gateway kept answering a retryable error until max_attempts"},
+    {"gateway_unreachable", "job, batch result",
+     "no answer from the gateway (connect, timeout, reset) after its retries"},
+    {"lease_expired", "job",
+     "the last attempt's lease expired (the engine died or stalled while it ran)"},
+    {"deadline_exceeded", "job", "the job's timeout passed before it finished"},
+    {"cancelled", "job", "the client cancelled the job"},
+    {"invalid_json_line", "batch line", "not JSON, not an object, or longer than 64 MiB"},
+    {"json_too_deep", "batch line", "objects and arrays nested past json_max_depth (128)"},
+    {"string_above_max_length", "batch line", "custom_id over 512 or body.model over 256 bytes"},
+    {"missing_required_parameter", "batch line", "custom_id, method, url or body missing"},
+    {"invalid_request", "batch line", "bad method, model or the endpoint's required field"},
+    {"invalid_url", "batch line", "url is not the batch's endpoint"},
+    {"streaming_unsupported", "batch line", "body.stream is true"},
+    {"duplicate_custom_id", "batch line", "a custom_id seen on an earlier line"},
+    {"model_not_found", "batch line, batch result",
+     "no gateway serves the model (at dispatch: the configuration changed since ingestion)"},
+    {"too_many_requests", "batch file", "more request lines than batch_max_lines"},
+    {"empty_file", "batch file", "no request line"},
+    {"batch_cancelled", "batch result", "not executed: the batch was cancelled"},
+    {"batch_expired", "batch result", "not executed: the completion window ended"},
+    {"batch_failed", "batch result", "not executed: the batch failed (its error says why)"},
+}};
+
 const error_info* find_row(std::string_view code) {
   for (const auto& row : table)
     if (row.code == code) return &row;
@@ -81,6 +108,8 @@ const error_info* find_row(std::string_view code) {
 }  // namespace
 
 std::span<const error_info> all_errors() { return table; }
+
+std::span<const result_error_info> all_result_errors() { return result_table; }
 
 const error_info& lookup_error(std::string_view code) {
   if (const error_info* row = find_row(code)) return *row;

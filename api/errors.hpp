@@ -26,6 +26,18 @@ struct error_info {
 /// Every row, in the order docs/api.md lists them.
 std::span<const error_info> all_errors();
 
+/// A code that is not an HTTP answer but is written where a client reads it: a job's `error`
+/// (GET /v1/jobs/{id}, its events and webhooks), a batch's validation `errors`, and the lines of
+/// a batch's error file.
+struct result_error_info {
+  std::string_view code;
+  std::string_view where;    ///< "job", "batch line", "batch file", "batch result"
+  std::string_view meaning;  ///< one sentence, as docs/api.md lists it
+};
+
+/// Every code a job or a batch can carry, in the order docs/api.md lists them.
+std::span<const result_error_info> all_result_errors();
+
 /// The row for `code`; the `internal_error` row when the code is unknown.
 const error_info& lookup_error(std::string_view code);
 

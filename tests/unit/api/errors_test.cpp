@@ -1,6 +1,9 @@
 #include "api/errors.hpp"
 
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <iterator>
 #include <set>
 #include <string>
@@ -80,6 +83,65 @@ TEST(error_table, docs_list_every_code) {
                        std::string(row.type) + " |";
     EXPECT_NE(docs.find(line), std::string::npos) << "docs/api.md lacks: " << line;
   }
+}
+
+TEST(result_error_table, codes_are_unique_and_docs_list_every_code) {
+  std::ifstream in(std::string(SY_SOURCE_DIR) + "/docs/api.md");
+  std::string docs((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::set<std::string_view> codes;
+  for (const auto& row : all_result_errors()) {
+    EXPECT_TRUE(codes.insert(row.code).second) << row.code;
+    const std::string line = "| `" + std::string(row.code) + "` | " + std::string(row.where) + " |";
+    EXPECT_NE(docs.find(line), std::string::npos) << "docs/api.md lacks: " << line;
+  }
+}
+
+/// Every code literal of `pattern`'s first group in the sources under `dirs`, with its file.
+std::multimap<std::string, std::string> codes_in(const std::vector<std::string>& dirs,
+                                                 const std::regex& pattern) {
+  std::multimap<std::string, std::string> found;
+  for (const auto& dir : dirs) {
+    for (const auto& entry :
+         std::filesystem::recursive_directory_iterator(std::string(SY_SOURCE_DIR) + "/" + dir)) {
+      const auto ext = entry.path().extension();
+      if (ext != ".cpp" && ext != ".hpp") continue;
+      std::ifstream f(entry.path());
+      std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      for (std::sregex_iterator it(text.begin(), text.end(), pattern), end; it != end; ++it)
+        found.emplace((*it)[1].str(), entry.path().filename().string());
+    }
+  }
+  return found;
+}
+
+// The catalogue is complete: every error code the API and the engine build is in the HTTP table
+// (an unlisted one would reach a client as internal_error) or named below as one that never
+// reaches a client; every code written into a job or a batch is in the result table.
+TEST(error_catalogue, every_code_the_sources_build_is_listed) {
+  const std::set<std::string> never_answered = {
+      "nats_unavailable",  // the intake's fetch loop: logged and retried, never replied
+      "listen_failed",     // startup: the HTTP listener could not bind (exit with a message)
+      "invalid_listen",    // startup: a malformed listen address
+      "storage_error",     // startup: the batch directories could not be made
+      "webhook_secret",    // startup: the webhook secret file is unusable
+  };
+  std::set<std::string_view> http;
+  for (const auto& row : all_errors()) http.insert(row.code);
+  const std::regex built(R"re(make_error\(\s*"([a-z_]+)")re");
+  for (const auto& [code, file] : codes_in({"api", "actors"}, built))
+    EXPECT_TRUE(http.count(code) || never_answered.count(code))
+        << file << " builds error code '" << code << "', which api/errors.cpp does not list";
+
+  std::set<std::string_view> results;
+  for (const auto& row : all_result_errors()) results.insert(row.code);
+  const std::regex written(
+      R"re((?:make_line_error\(\s*line_no_?,|line_error\{|attempt_end::(?:rejected|retry),|)re"
+      R"re(job_error\{|stop_batch_op op\{id,|batch_error\{|error_line\(\w+,\s*[\w>.-]+,)\s*"([a-z_]+)")re");
+  const auto found = codes_in({"api", "actors", "runtime", "storage"}, written);
+  EXPECT_GT(found.size(), 10u);  // the pattern still matches how the sources write codes
+  for (const auto& [code, file] : found)
+    EXPECT_TRUE(results.count(code))
+        << file << " writes code '" << code << "' into a job or batch; the result table lacks it";
 }
 
 }  // namespace
