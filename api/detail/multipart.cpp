@@ -40,8 +40,8 @@ std::optional<std::string> header_param(std::string_view value, std::string_view
       next = value.find(';', i);
     } else {
       next = value.find(';', v);
-      out = std::string(trim(value.substr(v, next == std::string_view::npos ? std::string_view::npos
-                                                                            : next - v)));
+      out = std::string(trim(
+          value.substr(v, next == std::string_view::npos ? std::string_view::npos : next - v)));
     }
     if (key == name) return out;
     pos = next;
@@ -102,7 +102,8 @@ status multipart_parser::parse_headers(std::string_view block) {
 }
 
 status multipart_parser::feed(std::string_view bytes) {
-  if (state_ == state::failed) return make_error("invalid_file", "The upload was already rejected.");
+  if (state_ == state::failed)
+    return make_error("invalid_file", "The upload was already rejected.");
   if (state_ == state::done) return ok;  // the epilogue is ignored
   pending_.append(bytes);
   for (;;) {
@@ -138,10 +139,14 @@ status multipart_parser::feed(std::string_view bytes) {
       case state::headers: {
         // A part with no headers at all starts with the blank line at once.
         size_t end = pending_.compare(0, 2, "\r\n") == 0 ? 0 : pending_.find("\r\n\r\n");
+        // The same limit however the body arrives: the header block itself, without the blank
+        // line that ends it (3 of whose 4 bytes may already be here), is what is counted.
         if (end == std::string::npos) {
-          if (pending_.size() > max_header_bytes_) return fail("a part's headers are too large");
+          if (pending_.size() > max_header_bytes_ + 3)
+            return fail("a part's headers are too large");
           return ok;
         }
+        if (end > max_header_bytes_) return fail("a part's headers are too large");
         if (end == 0) return fail("a part has no Content-Disposition header");
         if (auto s = parse_headers(std::string_view(pending_).substr(0, end)); !s) {
           state_ = state::failed;

@@ -22,16 +22,15 @@ std::pair<std::vector<seen_part>, status> parse(const std::string& boundary,
                                                 const std::string& body, size_t chunk,
                                                 bool* done = nullptr) {
   std::vector<seen_part> parts;
-  multipart_parser p(boundary,
-                     {[&](const multipart_part& h) {
-                        parts.push_back({h.name, h.filename, h.content_type, ""});
-                        return status(ok);
-                      },
-                      [&](std::string_view d) {
-                        parts.back().data.append(d);
-                        return status(ok);
-                      },
-                      [] { return status(ok); }});
+  multipart_parser p(boundary, {[&](const multipart_part& h) {
+                                  parts.push_back({h.name, h.filename, h.content_type, ""});
+                                  return status(ok);
+                                },
+                                [&](std::string_view d) {
+                                  parts.back().data.append(d);
+                                  return status(ok);
+                                },
+                                [] { return status(ok); }});
   status st = ok;
   for (size_t i = 0; i < body.size() && st; i += chunk)
     st = p.feed(std::string_view(body).substr(i, chunk));
@@ -90,22 +89,39 @@ TEST(multipart, malformed_bodies_are_invalid_file) {
   ASSERT_FALSE(s4);
   // A body that stops before the closing delimiter is not done.
   bool done = true;
-  auto [p5, s5] = parse("b", "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nxyz", 2, &done);
+  auto [p5, s5] =
+      parse("b", "--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nxyz", 2, &done);
   EXPECT_TRUE(s5);
   EXPECT_FALSE(done);
 }
 
 TEST(multipart, a_handler_error_stops_the_parser) {
-  multipart_parser p("b", {[](const multipart_part&) { return status(ok); },
-                           [](std::string_view) -> status {
-                             return make_error("file_too_large", "too big");
-                           },
-                           [] { return status(ok); }});
+  multipart_parser p(
+      "b", {[](const multipart_part&) { return status(ok); },
+            [](std::string_view) -> status { return make_error("file_too_large", "too big"); },
+            [] { return status(ok); }});
   auto st = p.feed("--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\n" +
                    std::string(100, 'x'));
   ASSERT_FALSE(st);
   EXPECT_EQ(st.error().code, "file_too_large");
   EXPECT_FALSE(p.feed("more"));
+}
+
+TEST(multipart, the_header_limit_holds_however_the_body_arrives) {
+  // A part whose header block is exactly the limit, and one byte longer, fed whole and in
+  // pieces: the outcome must not depend on how the bytes were split.
+  auto body = [](size_t header_bytes) {
+    std::string header = "Content-Disposition: form-data; name=\"purpose\"\r\nX-Pad: ";
+    header += std::string(header_bytes - header.size(), 'p');
+    return "--b\r\n" + header + "\r\n\r\nbatch\r\n--b--\r\n";
+  };
+  const size_t limit = limits::multipart_part_header_max_bytes;
+  for (size_t chunk : {size_t{1}, size_t{1000}, size_t{1} << 20}) {
+    auto [at, at_st] = parse("b", body(limit), chunk);
+    EXPECT_TRUE(at_st) << chunk << ": " << (at_st ? "" : at_st.error().message);
+    auto [over, over_st] = parse("b", body(limit + 1), chunk);
+    EXPECT_FALSE(over_st) << chunk;
+  }
 }
 
 }  // namespace
