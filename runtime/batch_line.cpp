@@ -1,7 +1,9 @@
 // Per-line validation and parsing of batch input lines (simdjson on-demand).
 #include "runtime/detail/batch_line.hpp"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "config/limits.hpp"
 
@@ -112,6 +114,21 @@ simdjson::error_code validate_object_document(od::document& doc) {
   return simdjson::SUCCESS;
 }
 
+/// The first key of `o` that occurs more than once (compared unescaped), if any; `o` is reset.
+std::optional<std::string_view> duplicate_key(od::object& o) {
+  std::vector<std::string_view> keys;
+  for (auto field : o) {
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) break;  // validated before
+    keys.push_back(key);
+  }
+  (void)o.reset();
+  std::sort(keys.begin(), keys.end());
+  auto at = std::adjacent_find(keys.begin(), keys.end());
+  if (at == keys.end()) return std::nullopt;
+  return *at;
+}
+
 enum class field_state { ok, missing, wrong_type };
 
 /// Looks up a string field of a document or object; an empty string counts as wrong_type.
@@ -181,8 +198,7 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   auto bad_json = [&](simdjson::error_code e) {
     if (e == simdjson::DEPTH_ERROR)
       return make_line_error(line_no, "json_too_deep", "",
-                             "objects and arrays nest more than " +
-                                 std::to_string(kMaxDepth) +
+                             "objects and arrays nest more than " + std::to_string(kMaxDepth) +
                                  " levels deep (json_max_depth, see docs/limits.md).");
     return make_line_error(line_no, "invalid_json_line", "",
                            std::string("not valid JSON (") + simdjson::error_message(e) + ").");
@@ -219,7 +235,8 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   };
   if (id_state != field_state::ok) return required(id_state, "custom_id");
   if (custom_id.size() > limits::custom_id_max_bytes) {
-    return too_long("custom_id", custom_id.size(), limits::custom_id_max_bytes, "custom_id_max_bytes");
+    return too_long("custom_id", custom_id.size(), limits::custom_id_max_bytes,
+                    "custom_id_max_bytes");
   }
   if (method_state != field_state::ok) return required(method_state, "method");
   if (url_state != field_state::ok) return required(url_state, "url");
@@ -235,6 +252,15 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
     return make_line_error(line_no, "invalid_url", "url",
                            "'url' is \"" + std::string(url) + "\" but the batch's endpoint is \"" +
                                std::string(endpoint) + "\".");
+  }
+
+  // A key given twice is read here (and for planning) as its first value but by most parsers —
+  // the gateway's among them — as its last: a line could be planned for one model and sent to
+  // another, or stream after passing the stream check. Such a body is refused.
+  if (auto dup = duplicate_key(body)) {
+    const std::string param = "body." + std::string(*dup);
+    return make_line_error(line_no, "invalid_request", param,
+                           "'" + param + "' is given more than once.");
   }
 
   std::string_view model;

@@ -225,6 +225,11 @@ TEST_F(BatchPlan, EveryValidationCode) {
       {head + R"("body":{"model":"m","messages":[],"stream":true}})", "streaming_unsupported",
        "body.stream"},
       {chat("good", "m"), "duplicate_custom_id", "custom_id"},
+      // Planned for the first value, read by the gateway as the last: refused.
+      {head + R"("body":{"model":"m","messages":[],"model":"other"}})", "invalid_request",
+       "body.model"},
+      {head + R"("body":{"stream":false,"model":"m","messages":[],"st\u0072eam":true}})",
+       "invalid_request", "body.stream"},
       {chat("x", "nope"), "model_not_found", "body.model"},
   };
   for (const bad_case& c : cases) {
@@ -260,19 +265,21 @@ TEST_F(BatchPlan, LimitsHoldOnBothSidesOfTheBoundary) {
   EXPECT_EQ(over.code, "json_too_deep") << over.message;
   EXPECT_NE(over.message.find("128"), std::string::npos) << over.message;
   // Far past the limit: refused without recursing (200,000 levels would overflow the stack).
-  EXPECT_EQ(only_error(head + R"("body":{"model":"m","x":)" + std::string(200'000, '[') + "}}")
-                .code,
-            "json_too_deep");
+  EXPECT_EQ(
+      only_error(head + R"("body":{"model":"m","x":)" + std::string(200'000, '[') + "}}").code,
+      "json_too_deep");
 
-  EXPECT_TRUE(run(options(chat(std::string(limits::custom_id_max_bytes, 'c'), "m") + "\n"))
-                  .errors.empty());
-  const line_error long_id = only_error(chat(std::string(limits::custom_id_max_bytes + 1, 'c'), "m"));
+  EXPECT_TRUE(
+      run(options(chat(std::string(limits::custom_id_max_bytes, 'c'), "m") + "\n")).errors.empty());
+  const line_error long_id =
+      only_error(chat(std::string(limits::custom_id_max_bytes + 1, 'c'), "m"));
   EXPECT_EQ(long_id.code, "string_above_max_length");
   EXPECT_EQ(long_id.param, "custom_id");
 
-  EXPECT_TRUE(run(options(chat("a", std::string(limits::model_max_bytes, '/')) + "\n"))
-                  .errors.empty());
-  const line_error long_model = only_error(chat("a", std::string(limits::model_max_bytes + 1, 'm')));
+  EXPECT_TRUE(
+      run(options(chat("a", std::string(limits::model_max_bytes, '/')) + "\n")).errors.empty());
+  const line_error long_model =
+      only_error(chat("a", std::string(limits::model_max_bytes + 1, 'm')));
   EXPECT_EQ(long_model.code, "string_above_max_length");
   EXPECT_EQ(long_model.param, "body.model");
 }
