@@ -21,7 +21,6 @@ namespace sy::actors {
 namespace asio = boost::asio;
 namespace {
 
-
 std::string random_token() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   char buf[33];
@@ -54,8 +53,8 @@ asio::awaitable<void> heartbeat(engine_context& ctx, storage::extend_lease_op op
     write_request req{op};
     auto r = co_await write(ctx.writer, std::move(req));
     if (r && r->reply && r->reply->what != storage::op_reply::kind::done) {
-      log::warn("attempt", "lease lost while running", {{"task_id", op.task_id},
-                                                         {"attempt", op.attempt}});
+      log::warn("attempt", "lease lost while running",
+                {{"task_id", op.task_id}, {"attempt", op.attempt}});
       co_return;
     }
     (void)msg->in_progress();
@@ -76,9 +75,9 @@ attempt_verdict judge(const runtime::gateway_outcome& o, bool releasing) {
     return {storage::attempt_end::retry, "gateway_error",
             "the gateway answered " + std::to_string(o.status_code) + " after " +
                 std::to_string(o.tries) + " tries: " + excerpt(o.body)};
-  return {storage::attempt_end::retry, "gateway_unreachable",
-          "the gateway could not be reached after " + std::to_string(o.tries) +
-              " tries: " + o.error};
+  return {
+      storage::attempt_end::retry, "gateway_unreachable",
+      "the gateway could not be reached after " + std::to_string(o.tries) + " tries: " + o.error};
 }
 
 asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
@@ -100,14 +99,14 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
     (void)msg->nak_with_delay(0);  // shutdown began after the fetch: leave it to the next run
     co_return;
   }
-  storage::start_attempt_op start{task_id, attempt, random_token(), ctx.holder,
-                                  ctx.clock.now_ms(), ctx.cfg.lease_ttl_ms};
+  storage::start_attempt_op start{
+      task_id, attempt, random_token(), ctx.holder, ctx.clock.now_ms(), ctx.cfg.lease_ttl_ms};
   write_request start_req{start};
   auto started = co_await write(ctx.writer, std::move(start_req));
   if (!started || !started->reply) {
     log::warn("attempt", "could not start; redelivering later",
-              {{"task_id", task_id}, {"error", started ? started->err.message
-                                                        : started.error().message}});
+              {{"task_id", task_id},
+               {"error", started ? started->err.message : started.error().message}});
     (void)msg->nak_with_delay(1'000);
     co_return;
   }
@@ -130,7 +129,8 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
   if (gw == nullptr) {
     outcome.got_response = true;
     outcome.status_code = 404;
-    outcome.body = R"({"error":{"message":"no gateway serves this model","code":"model_not_found"}})";
+    outcome.body =
+        R"({"error":{"message":"no gateway serves this model","code":"model_not_found"}})";
   } else {
     auto abort = std::make_shared<runtime::abort_handle>();
     auto reg = ctx.inflight.add(task_id, abort);
@@ -152,8 +152,9 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
         if (!ec) abort->abort();
       });
     }
-    log::debug("attempt", "sending",
-               [&] { return nlohmann::json{{"job_id", job.id}, {"attempt", attempt}}; });
+    log::debug("attempt", "sending", [&] {
+      return nlohmann::json{{"job_id", job.id}, {"attempt", attempt}};
+    });
     runtime::gateway_request request{job.endpoint, job.body};
     outcome = co_await gw->send(std::move(request), abort);
     timer->cancel();
@@ -168,8 +169,8 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
   finish.attempt = attempt;
   finish.token = start.token;
   finish.end = verdict.end;
-  if (outcome.got_response) finish.response = storage::gateway_result{outcome.status_code,
-                                                                       outcome.body};
+  if (outcome.got_response)
+    finish.response = storage::gateway_result{outcome.status_code, outcome.body};
   finish.error_code = verdict.error_code;
   finish.error_message = verdict.error_message;
   finish.backoff_ms = runtime::backoff_delay_ms(attempt - 1, ctx.cfg.requeue_initial_backoff_ms,

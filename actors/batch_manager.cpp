@@ -43,7 +43,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 namespace plan = runtime::batch;
 
-constexpr size_t drain_chunk = 1'000;  ///< error lines per commit when draining
+constexpr size_t drain_chunk = 1'000;                  ///< error lines per commit when draining
 constexpr std::chrono::milliseconds record_gather{5};  ///< results gathered before a commit
 constexpr auto sweep_interval = std::chrono::seconds(1);
 
@@ -84,7 +84,8 @@ std::string request_id_for(const std::array<uint64_t, 2>& seed, uint64_t offset)
 
 std::array<uint64_t, 2> request_id_seed(const std::string& batch_id) {
   const std::string digest = config::sha256_hex(batch_id);
-  return {std::stoull(digest.substr(0, 16), nullptr, 16), std::stoull(digest.substr(16, 16), nullptr, 16)};
+  return {std::stoull(digest.substr(0, 16), nullptr, 16),
+          std::stoull(digest.substr(16, 16), nullptr, 16)};
 }
 
 /// One response's usage, read straight from simdjson's DOM (no JSON tree of our own per line).
@@ -105,8 +106,8 @@ std::string stop_message(const std::string& code) {
 }
 
 /// An error line: {"id","custom_id","response":null,"error":{"code","message"}}.
-std::string error_line(const std::string& id, const std::string& custom_id,
-                       const std::string& code, const std::string& message) {
+std::string error_line(const std::string& id, const std::string& custom_id, const std::string& code,
+                       const std::string& message) {
   // An unknown custom_id (the input file became unreadable before the line was drained) is null.
   json line = {{"id", id},
                {"custom_id", custom_id.empty() ? json(nullptr) : json(custom_id)},
@@ -129,7 +130,8 @@ storage::batch_line response_line(uint64_t slot, const std::string& id,
   bool is_json = parser.parse(out.body).get(doc) == simdjson::SUCCESS;
   if (line.ok && is_json && doc.is_object()) {
     simdjson::dom::element usage;
-    if (doc["usage"].get(usage) == simdjson::SUCCESS && usage.is_object()) line.usage = usage_of(usage);
+    if (doc["usage"].get(usage) == simdjson::SUCCESS && usage.is_object())
+      line.usage = usage_of(usage);
   }
   const std::string& request_id = out.request_id.empty() ? id : out.request_id;
   std::string& t = line.text;
@@ -204,7 +206,7 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
   asio::steady_timer deadline;  ///< the completion window's end
   asio::steady_timer pause;     ///< the wait before a drain or finalization is tried again
   std::string endpoint;
-  std::string stop_code;   ///< set when dispatch must stop (cancel, expiry, failure)
+  std::string stop_code;  ///< set when dispatch must stop (cancel, expiry, failure)
   bool shutting_down = false;
   int fd = -1;
   int lanes = 0;  ///< lanes still dispatching
@@ -427,8 +429,9 @@ asio::awaitable<bool> batch_manager::runner::ingest(const storage::batch_record&
   // The plans and model_map.json are in place, the batch is still validating: a restart must
   // ingest again from scratch rather than trust them.
   if (r->errors.empty()) runtime::failpoint("batch_ingest_map_written");
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::steady_clock::now() - started).count();
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                                  started)
+                .count();
   storage::batch_ingested_op op;
   op.id = id;
   op.total = r->line_count;
@@ -436,8 +439,12 @@ asio::awaitable<bool> batch_manager::runner::ingest(const storage::batch_record&
   for (auto& e : r->errors)
     op.errors.push_back(storage::batch_error{e.code, e.message, e.param, e.line});
   log::info("batch", op.errors.empty() ? "input validated" : "input invalid; batch failed",
-            {{"batch_id", id}, {"lines", r->line_count}, {"bytes", r->bytes},
-             {"errors", op.errors.size()}, {"models", r->models.size()}, {"ms", ms}});
+            {{"batch_id", id},
+             {"lines", r->line_count},
+             {"bytes", r->bytes},
+             {"errors", op.errors.size()},
+             {"models", r->models.size()},
+             {"ms", ms}});
   auto c = co_await mgr.commit(std::move(op));
   if (!c) {
     {
@@ -467,14 +474,15 @@ asio::awaitable<void> batch_manager::runner::request(std::string model, runtime:
   if (!parsed) {
     {
       std::string why = "input line at byte " + std::to_string(e.offset) +
-                  " no longer parses: " + parsed.error().message;
+                        " no longer parses: " + parsed.error().message;
       co_await fail(std::move(why));
     }
     co_return;
   }
   const std::string req_id = request_id_for(id_seed, e.offset);
   if (!gw) {
-    storage::batch_line line{slot, false,
+    storage::batch_line line{slot,
+                             false,
                              error_line(req_id, parsed->custom_id, "model_not_found",
                                         "No gateway serves model '" + model + "'."),
                              {}};
@@ -499,7 +507,8 @@ asio::awaitable<void> batch_manager::runner::request(std::string model, runtime:
   if (out.got_response) {
     line = response_line(slot, req_id, parsed->custom_id, out);
   } else {
-    line = storage::batch_line{slot, false,
+    line = storage::batch_line{slot,
+                               false,
                                error_line(req_id, parsed->custom_id, "gateway_unreachable",
                                           "The gateway could not be reached after " +
                                               std::to_string(out.tries) + " tries: " + out.error),
@@ -520,7 +529,8 @@ asio::awaitable<void> batch_manager::runner::lane(plan::model_plan model, uint64
   auto reader = co_await blocking(std::move(open_plan));
   if (!reader) {
     {
-      std::string why = "cannot open the plan of model " + model.model + ": " + reader.error().message;
+      std::string why =
+          "cannot open the plan of model " + model.model + ": " + reader.error().message;
       co_await fail(std::move(why));
     }
     co_return;
@@ -597,9 +607,8 @@ asio::awaitable<bool> batch_manager::runner::take(global_budget& budget) {
       co_return false;
     }
     // The wake-up is posted to this strand, so it runs after the wait below has begun.
-    int got = budget.acquire(1, waiter, [timer] {
-      asio::post(timer->get_executor(), [timer] { timer->cancel(); });
-    });
+    int got = budget.acquire(
+        1, waiter, [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); });
     if (got != 1) {
       boost::system::error_code ec;
       co_await timer->async_wait(use_ec(ec));
@@ -649,7 +658,9 @@ asio::awaitable<std::string> batch_manager::runner::drain(const plan::ingest_res
             if (auto text = plan::read_at(fd, e.offset, e.length))
               if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
           lines.push_back(storage::batch_line{
-              slot, false, error_line(request_id_for(id_seed, e.offset), custom_id, code, message),
+              slot,
+              false,
+              error_line(request_id_for(id_seed, e.offset), custom_id, code, message),
               {}});
         }
         return lines;
@@ -781,11 +792,16 @@ asio::awaitable<std::string> batch_manager::runner::finalize(const std::string& 
   std::error_code ec;
   fs::remove_all(plans_dir(), ec);
   log::info("batch", "batch finished",
-            {{"batch_id", id}, {"status", storage::to_string(b.status)}, {"total", b.total},
-             {"completed", b.completed}, {"failed", b.failed},
-             {"output_file_id", b.output_file_id}, {"error_file_id", b.error_file_id},
+            {{"batch_id", id},
+             {"status", storage::to_string(b.status)},
+             {"total", b.total},
+             {"completed", b.completed},
+             {"failed", b.failed},
+             {"output_file_id", b.output_file_id},
+             {"error_file_id", b.error_file_id},
              {"finalize_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::steady_clock::now() - started).count()}});
+                                 std::chrono::steady_clock::now() - started)
+                                 .count()}});
   co_return std::string{};
 }
 
@@ -835,11 +851,10 @@ asio::awaitable<void> batch_manager::runner::run() {
   if (!b || storage::is_terminal(b->status)) co_return;
   endpoint = b->endpoint;
   if (!b->stop_code.empty()) stop_code = b->stop_code;
-  if (b->deadline_ms > 0)
-    asio::co_spawn(strand, watch_deadline(b->deadline_ms), asio::detached);
+  if (b->deadline_ms > 0) asio::co_spawn(strand, watch_deadline(b->deadline_ms), asio::detached);
 
-  bool have_plan = b->status != storage::batch_status::validating &&
-                   fs::exists(plans_dir() + "/model_map.json");
+  bool have_plan =
+      b->status != storage::batch_status::validating && fs::exists(plans_dir() + "/model_map.json");
   if (b->status == storage::batch_status::validating && !stopped()) {
     bool valid = co_await ingest(*b);
     if (!valid) {
@@ -880,8 +895,8 @@ asio::awaitable<void> batch_manager::runner::run() {
       auto now = mgr.get_batch_any(id);
       fresh = now && now->completed == 0 && now->failed == 0;
     }
-    log::info("batch", "dispatching", {{"batch_id", id}, {"lines", p->line_count},
-                                      {"models", p->models.size()}});
+    log::info("batch", "dispatching",
+              {{"batch_id", id}, {"lines", p->line_count}, {"models", p->models.size()}});
     for (uint64_t i = 0; i < p->models.size(); ++i) {
       ++lanes;
       // On the gateway client's strand (see lane); a model without a gateway on the runner's.
@@ -926,7 +941,9 @@ batch_manager::~batch_manager() {
 
 std::string batch_manager::upload_dir() const { return uploads_dir_; }
 std::string batch_manager::file_path(const std::string& id) const { return files_dir_ + "/" + id; }
-std::string batch_manager::batch_dir(const std::string& id) const { return batches_dir_ + "/" + id; }
+std::string batch_manager::batch_dir(const std::string& id) const {
+  return batches_dir_ + "/" + id;
+}
 
 size_t batch_manager::running() const {
   std::lock_guard lock{mu_};
@@ -1139,8 +1156,11 @@ asio::awaitable<result<storage::batch_record>> batch_manager::create_batch(batch
   if (r->what == storage::op_reply::kind::not_found)
     co_return make_error("file_not_found", "No such file: '" + req.input_file_id + "'.",
                          "input_file_id");
-  log::info("batch", "batch created", {{"batch_id", b.id}, {"input_file_id", b.input_file_id},
-                                       {"endpoint", b.endpoint}, {"tenant", b.tenant}});
+  log::info("batch", "batch created",
+            {{"batch_id", b.id},
+             {"input_file_id", b.input_file_id},
+             {"endpoint", b.endpoint},
+             {"tenant", b.tenant}});
   launch(b.id);
   co_return std::move(*r->batch);
 }
@@ -1157,7 +1177,8 @@ result<batch_page> batch_manager::list_batches(const std::string& tenant, const 
                                                int limit) {
   batch_page page;
   auto txn = env_.begin_read();
-  page.batches = storage::list_batches(txn, tenant, after, static_cast<size_t>(limit), page.has_more);
+  page.batches =
+      storage::list_batches(txn, tenant, after, static_cast<size_t>(limit), page.has_more);
   return page;
 }
 
@@ -1171,11 +1192,11 @@ asio::awaitable<result<storage::batch_record>> batch_manager::cancel_batch(std::
   if (r->what == kind::not_found)
     co_return make_error("batch_not_found", "No such batch: '" + id + "'.", "batch_id");
   if (r->what == kind::conflict)
-    co_return make_error("batch_not_cancellable",
-                         "Batch " + id + " is already " +
-                             std::string(storage::to_string(r->batch->status)) +
-                             "; only validating, in_progress or finalizing batches can be cancelled.",
-                         "batch_id");
+    co_return make_error(
+        "batch_not_cancellable",
+        "Batch " + id + " is already " + std::string(storage::to_string(r->batch->status)) +
+            "; only validating, in_progress or finalizing batches can be cancelled.",
+        "batch_id");
   if (r->batch->status == storage::batch_status::cancelling) {
     std::shared_ptr<runner> rn;
     {

@@ -60,8 +60,7 @@ class batch_manager final : public batch_service {
   std::string file_path(const std::string& id) const override;
   boost::asio::awaitable<result<storage::file_record>> create_file(
       storage::file_record f, std::string staged_path) override;
-  result<storage::file_record> get_file(const std::string& tenant,
-                                        const std::string& id) override;
+  result<storage::file_record> get_file(const std::string& tenant, const std::string& id) override;
   result<file_page> list_files(const std::string& tenant, const std::string& purpose,
                                bool ascending, const std::string& after, int limit) override;
   boost::asio::awaitable<result<storage::file_record>> delete_file(std::string tenant,

@@ -67,8 +67,7 @@ class batch_service {
   /// Creates the batch (status `validating`) and starts it. Errors: file_not_found (unknown
   /// input file), invalid_value (the input file's purpose is not `batch`), storage_unavailable,
   /// shutting_down.
-  virtual boost::asio::awaitable<result<storage::batch_record>> create_batch(
-      batch_request r) = 0;
+  virtual boost::asio::awaitable<result<storage::batch_record>> create_batch(batch_request r) = 0;
   /// Errors: batch_not_found.
   virtual result<storage::batch_record> get_batch(const std::string& tenant,
                                                   const std::string& id) = 0;

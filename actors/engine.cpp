@@ -19,11 +19,11 @@
 
 #include <boost/asio/this_coro.hpp>
 
-#include "actors/write.hpp"
 #include "actors/submission.hpp"
+#include "actors/write.hpp"
+#include "runtime/backoff.hpp"
 #include "runtime/log.hpp"
 #include "runtime/log_throttle.hpp"
-#include "runtime/backoff.hpp"
 #include "runtime/thread_name.hpp"
 
 namespace sy::actors {
@@ -66,7 +66,8 @@ result<std::string> webhook_secret(const config::settings& cfg) {
                  ::fsync(fd) == 0;
   ::close(fd);
   if (!written || std::rename(tmp.c_str(), path.c_str()) != 0)
-    return make_error("webhook_secret", "cannot write " + path.string() + ": " + std::strerror(errno));
+    return make_error("webhook_secret",
+                      "cannot write " + path.string() + ": " + std::strerror(errno));
   log::info("engine", "created a webhook signing secret", {{"path", path.string()}});
   return secret;
 }
@@ -103,8 +104,8 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   ctx.env = &d.env;
   ctx.holder = node_prefix + e->ids_.next(d.clock.now_ms());
   if (d.cfg.gateway) {
-    ctx.gateways["*"] = std::make_unique<runtime::gateway_client>(e->exec_.get_executor(),
-                                                                  *d.cfg.gateway);
+    ctx.gateways["*"] =
+        std::make_unique<runtime::gateway_client>(e->exec_.get_executor(), *d.cfg.gateway);
   }
   for (const auto& [model, gw] : d.cfg.model_gateways)
     ctx.gateways[model] = std::make_unique<runtime::gateway_client>(e->exec_.get_executor(), gw);
@@ -122,9 +123,9 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   };
   hooks.on_webhooks = [self] { self->wake_webhooks(); };
   hooks.on_changed = [self](const std::vector<std::string>& ids) { self->ctx_->watch.notify(ids); };
-  ctx.writer = spawn_storage_writer(*e->sys_, d.env,
-                                    static_cast<size_t>(d.cfg.group_commit_max_ops),
-                                    std::move(policy), std::move(hooks));
+  ctx.writer =
+      spawn_storage_writer(*e->sys_, d.env, static_cast<size_t>(d.cfg.group_commit_max_ops),
+                           std::move(policy), std::move(hooks));
   e->relay_ = spawn_outbox_relay(*e->sys_, d.env, ctx.writer, d.js, {});
   e->relay_ready_ = true;
 
@@ -144,8 +145,8 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   });
   e->reaper_ = spawn_lease_reaper(ctx, d.env, node_prefix);
 
-  e->webhooks_ = std::make_unique<webhook_deliverer>(ctx, d.env, e->webhook_policy_,
-                                                     std::move(*secret));
+  e->webhooks_ =
+      std::make_unique<webhook_deliverer>(ctx, d.env, e->webhook_policy_, std::move(*secret));
 
   e->work_.emplace(e->exec_.get_executor());
   for (int i = 0; i < d.cfg.exec_threads; ++i)
@@ -160,10 +161,11 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
     e->shutdown();
     return st.error();
   }
-  log::info("engine", "started", {{"holder", ctx.holder},
-                                  {"models", e->wanted_models_.size()},
-                                  {"global_concurrency", d.cfg.global_concurrency},
-                                  {"per_model_concurrency", d.cfg.per_model_concurrency}});
+  log::info("engine", "started",
+            {{"holder", ctx.holder},
+             {"models", e->wanted_models_.size()},
+             {"global_concurrency", d.cfg.global_concurrency},
+             {"per_model_concurrency", d.cfg.per_model_concurrency}});
   return e;
 }
 
@@ -199,8 +201,10 @@ void engine::watch_models() {
         r.next_ms = deps_.clock.now_ms() + delay;
         if (const uint64_t n = r.warn.occur(deps_.clock.now_ms()))
           log::warn("engine", "cannot subscribe to a model's queue yet; retrying",
-                    {{"model", model}, {"code", sub.error().code},
-                     {"error", sub.error().message}, {"failures", n},
+                    {{"model", model},
+                     {"code", sub.error().code},
+                     {"error", sub.error().message},
+                     {"failures", n},
                      {"next_try_in_ms", delay}});
         continue;
       }
@@ -236,8 +240,8 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
       co_return st.error();
   }
   if (!ctx_->gateway_for(model))
-    co_return make_error("model_not_found",
-                         "no gateway is configured for model '" + model + "'", "body.model");
+    co_return make_error("model_not_found", "no gateway is configured for model '" + model + "'",
+                         "body.model");
   {
     // Each model has a JetStream consumer and a dispatcher of its own, and with one global
     // gateway the client chooses the name: without a bound, distinct names would exhaust them.
@@ -291,8 +295,10 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   using kind = storage::op_reply::kind;
   if (rep.what == kind::conflict)
     co_return make_error("idempotency_conflict",
-                         "Idempotency-Key '" + s.idempotency_key + "' was already used for a "
-                         "different request (job " + rep.job->id + ")",
+                         "Idempotency-Key '" + s.idempotency_key +
+                             "' was already used for a "
+                             "different request (job " +
+                             rep.job->id + ")",
                          "Idempotency-Key");
   co_return submit_outcome{std::move(*rep.job), rep.what == kind::done};
 }
@@ -316,12 +322,14 @@ boost::asio::awaitable<result<storage::job_record>> engine::wait_terminal(
     auto now = std::chrono::steady_clock::now();
     if (now >= until) co_return job;
     // Re-read at least every second, whatever happens to the wake-up (belt and braces).
-    co_await job_watch::wait_for_change(sub.waiter(), std::min(until, now + std::chrono::seconds(1)));
+    co_await job_watch::wait_for_change(sub.waiter(),
+                                        std::min(until, now + std::chrono::seconds(1)));
   }
 }
 
-boost::asio::awaitable<result<event_batch>> engine::next_events(
-    std::string tenant, std::string id, uint64_t after_seq, std::chrono::milliseconds timeout) {
+boost::asio::awaitable<result<event_batch>> engine::next_events(std::string tenant, std::string id,
+                                                                uint64_t after_seq,
+                                                                std::chrono::milliseconds timeout) {
   const auto until = std::chrono::steady_clock::now() + timeout;
   job_subscription sub{ctx_->watch, id, co_await boost::asio::this_coro::executor};
   for (;;) {
@@ -337,7 +345,8 @@ boost::asio::awaitable<result<event_batch>> engine::next_events(
         co_return event_batch{std::move(*job), std::move(events)};
     }
     auto now = std::chrono::steady_clock::now();
-    co_await job_watch::wait_for_change(sub.waiter(), std::min(until, now + std::chrono::seconds(1)));
+    co_await job_watch::wait_for_change(sub.waiter(),
+                                        std::min(until, now + std::chrono::seconds(1)));
   }
 }
 
@@ -354,7 +363,8 @@ boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string t
     co_return make_error("job_not_found", "no job with id '" + id + "'", "id");
   if (rep.what == kind::conflict)
     co_return make_error("job_not_cancellable",
-                         "job " + id + " is already " + std::string(storage::to_string(rep.job->status)) +
+                         "job " + id + " is already " +
+                             std::string(storage::to_string(rep.job->status)) +
                              "; only queued or running jobs can be cancelled",
                          "id");
   if (rep.abort_inflight && rep.task) {
@@ -415,10 +425,11 @@ void engine::shutdown() {
   {
     caf::scoped_actor self{*sys_};
     self->request(relay_, std::chrono::seconds(5), drain_atom::value)
-        .receive([](bool empty) {
-                   if (!empty) log::warn("engine", "outbox not empty at shutdown; kept for next start");
-                 },
-                 [](caf::error&) { log::warn("engine", "outbox flush timed out"); });
+        .receive(
+            [](bool empty) {
+              if (!empty) log::warn("engine", "outbox not empty at shutdown; kept for next start");
+            },
+            [](caf::error&) { log::warn("engine", "outbox flush timed out"); });
     // The relay asked the writer to delete what JetStream acked without waiting for it. A write
     // sent now queues behind those deletions, so its answer means they are committed; without
     // it the writer's exit below could overtake them, and the records would be published again

@@ -27,8 +27,8 @@
 #include "actors/outbox_relay.hpp"
 #include "actors/storage_writer.hpp"
 #include "actors/webhook_deliverer.hpp"
-#include "runtime/webhook_policy.hpp"
 #include "runtime/ulid.hpp"
+#include "runtime/webhook_policy.hpp"
 
 namespace sy::actors {
 

@@ -61,7 +61,7 @@ struct engine_context {
   inflight_registry inflight;
   std::mutex model_budgets_mu;
   std::map<std::string, std::unique_ptr<global_budget>> model_budgets;
-  job_watch watch;  ///< wakes waiters (Prefer: wait, SSE) when a job changes
+  job_watch watch;                     ///< wakes waiters (Prefer: wait, SSE) when a job changes
   std::atomic<bool> stopping{false};   ///< shutdown began: dispatchers fetch no more
   std::atomic<bool> releasing{false};  ///< aborted attempts give their task back, uncounted
   std::atomic<size_t> running{0};      ///< attempts between delivery and ack

@@ -24,7 +24,7 @@ struct submission {
   std::string endpoint;  ///< /v1/chat/completions | /v1/embeddings | /v1/completions
   nlohmann::json body;   ///< the OpenAI request; body["model"] is a non-empty string
   nlohmann::json metadata = nlohmann::json::object();
-  int max_attempts = 0;  ///< 0: the configured default
+  int max_attempts = 0;         ///< 0: the configured default
   std::string idempotency_key;  ///< empty when none
   std::string webhook_url;      ///< empty: the configured default (if any)
   int64_t timeout_ms = 0;       ///< deadline relative to creation; 0: none

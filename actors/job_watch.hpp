@@ -32,8 +32,7 @@ struct job_waiter {
 
 class job_watch {
  public:
-  std::shared_ptr<job_waiter> subscribe(const std::string& job_id,
-                                        boost::asio::any_io_executor ex);
+  std::shared_ptr<job_waiter> subscribe(const std::string& job_id, boost::asio::any_io_executor ex);
   void unsubscribe(const std::string& job_id, const std::shared_ptr<job_waiter>& w);
   /// Marks every waiter of these jobs changed and wakes it.
   void notify(const std::vector<std::string>& job_ids);

@@ -61,12 +61,12 @@ int reap(reaper_ptr self) {
                            : "the engine stopped while the attempt was running";
     op.now_ms = now;
     op.subject = ctx.js.task_subject(model);
-    log::warn("reaper", "expiring lease", {{"task_id", lease.task_id},
-                                           {"attempt", lease.attempt},
-                                           {"holder", lease.holder}});
+    log::warn("reaper", "expiring lease",
+              {{"task_id", lease.task_id}, {"attempt", lease.attempt}, {"holder", lease.holder}});
     self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
         .then([self, task_id = lease.task_id](write_reply& r) {
-          if (!r.reply) write_failed(self, "expiring a lease failed", r.err, {{"task_id", task_id}});
+          if (!r.reply)
+            write_failed(self, "expiring a lease failed", r.err, {{"task_id", task_id}});
         });
   }
   return static_cast<int>(dead.size());
@@ -102,8 +102,8 @@ void reconcile(reaper_ptr self, int64_t now) {
               {{"model", model}, {"tasks", tasks.size()}});
     for (const auto& t : tasks) {
       storage::republish_op op{t.id, t.attempt, now, ctx.js.task_subject(model)};
-      self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
-          .then([](write_reply&) {});
+      self->request(ctx.writer, caf::infinite, write_request{std::move(op)}).then([](write_reply&) {
+      });
     }
   }
 }

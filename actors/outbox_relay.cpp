@@ -15,7 +15,7 @@ struct relay_state {
   runtime::js_client* js = nullptr;
   storage_writer_actor writer;
   outbox_relay_options opts;
-  uint64_t cursor = 0;       ///< next sequence to read
+  uint64_t cursor = 0;  ///< next sequence to read
   bool retry_scheduled = false;
   bool nats_down_logged = false;
   static inline const char* name = "outbox_relay";
@@ -52,7 +52,8 @@ bool drain(relay_ptr self) {
     if (!done.seqs.empty()) {
       self->request(st.writer, caf::infinite, write_request{std::move(done)})
           .then([](write_reply& r) {
-            if (!r.reply) log::warn("outbox", "deleting acked records failed", {{"error", r.err.message}});
+            if (!r.reply)
+              log::warn("outbox", "deleting acked records failed", {{"error", r.err.message}});
           });
     }
     if (!all) {

@@ -1,14 +1,14 @@
 #include "actors/storage_writer.hpp"
 
+#include <optional>
 #include <utility>
 #include <vector>
-#include <optional>
 
 #include <boost/asio/post.hpp>
 
 #include <caf/actor_system.hpp>
-#include <caf/typed_event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "runtime/log.hpp"
 #include "runtime/thread_name.hpp"
@@ -117,8 +117,8 @@ sy::error answer_for(const sy::error& e) {
   if (e.code == storage::errc::value_rejected)
     return make_error("value_not_storable", "The job store refused a value of this request (" +
                                                 e.message + "); nothing was stored.");
-  return make_error("storage_unavailable", "the job store could not apply this write: " +
-                                               e.message);
+  return make_error("storage_unavailable",
+                    "the job store could not apply this write: " + e.message);
 }
 
 void flush(writer_ptr self) {
@@ -138,7 +138,8 @@ void flush(writer_ptr self) {
   auto outcomes = commit_batch(*st.env, st.policy, batch);
   if (!outcomes) {
     log::error("storage", "group commit failed",
-               {{"ops", batch.size()}, {"code", outcomes.error().code},
+               {{"ops", batch.size()},
+                {"code", outcomes.error().code},
                 {"error", outcomes.error().message}});
     fail_all(batch, make_error("storage_unavailable",
                                "the job store could not commit: " + outcomes.error().message));
@@ -169,7 +170,9 @@ void flush(writer_ptr self) {
   }
   if (failed > 0)  // one line per commit, however many of its operations failed
     log::warn("storage", "operations failed on their own; the rest of their commit went ahead",
-              {{"failed", failed}, {"ops", batch.size()}, {"code", first_failure->code},
+              {{"failed", failed},
+               {"ops", batch.size()},
+               {"code", first_failure->code},
                {"error", first_failure->message}});
   if (wake_relay && st.hooks.on_outbox) st.hooks.on_outbox();
   if (wake_webhooks && st.hooks.on_webhooks) st.hooks.on_webhooks();
@@ -200,8 +203,8 @@ storage_writer_actor::behavior_type writer(writer_ptr self, storage::environment
         return rp;
       },
       [=](write_call& call) {
-        self->state.pending.push_back(pending_op{std::move(call.op), std::nullopt,
-                                                 std::move(call.done)});
+        self->state.pending.push_back(
+            pending_op{std::move(call.op), std::nullopt, std::move(call.done)});
         schedule_flush();
       },
       [=](flush_atom) { flush(self); },
@@ -227,7 +230,8 @@ completion_batch::~completion_batch() {
 
 completion_batch* completion_batch::current() { return open_batch; }
 
-void completion_batch::add_erased(boost::asio::any_io_executor ex, std::unique_ptr<continuation> c) {
+void completion_batch::add_erased(boost::asio::any_io_executor ex,
+                                  std::unique_ptr<continuation> c) {
   // A handful of executors (the HTTP threads, the execution context): a linear search.
   for (auto& [known, group] : groups_) {
     if (known == ex) {

@@ -18,8 +18,8 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include <caf/allowed_unsafe_message_type.hpp>
-#include <caf/typed_actor.hpp>
 #include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include "actors/atoms.hpp"
 #include "config/result.hpp"
@@ -86,8 +86,8 @@ class completion_batch {
 };
 
 using storage_writer_actor =
-    caf::typed_actor<caf::replies_to<write_request>::with<write_reply>,
-                     caf::reacts_to<write_call>, caf::reacts_to<flush_atom>>;
+    caf::typed_actor<caf::replies_to<write_request>::with<write_reply>, caf::reacts_to<write_call>,
+                     caf::reacts_to<flush_atom>>;
 
 /// What the writer tells others after a commit. Each is called on the writer's thread and must
 /// not block (send a message, post to an executor); any may be empty.

@@ -14,8 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 6> known_fields = {
-    "endpoint", "body", "metadata", "max_attempts", "webhook_url", "timeout"};
+constexpr std::array<std::string_view, 6> known_fields = {"endpoint",     "body",        "metadata",
+                                                          "max_attempts", "webhook_url", "timeout"};
 constexpr double max_timeout_s = 7 * 24 * 3600;
 
 bool contains(const auto& list, std::string_view value) {
@@ -102,8 +102,7 @@ result<std::string> parse_webhook_url(const json& j) {
   auto scheme_end = url.find("://");
   std::string scheme = scheme_end == std::string::npos ? "" : url.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https") return bad("must be an http:// or https:// URL.");
-  if (url.size() == scheme_end + 3 || url[scheme_end + 3] == '/')
-    return bad("must name a host.");
+  if (url.size() == scheme_end + 3 || url[scheme_end + 3] == '/') return bad("must name a host.");
   for (char c : url)
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
       return bad("must not contain spaces or control characters.");
@@ -160,8 +159,8 @@ status check_metadata(const json& m) {
 status check_model(const json& body, const std::string& param) {
   auto model = body.find("model");
   if (model == body.end() || !model->is_string() || model->get_ref<const std::string&>().empty())
-    return make_error("missing_model", "'" + param + "' is required and must be a non-empty string.",
-                      param);
+    return make_error("missing_model",
+                      "'" + param + "' is required and must be a non-empty string.", param);
   if (const size_t n = model->get_ref<const std::string&>().size(); n > limits::model_max_bytes)
     return make_error("string_above_max_length",
                       "Invalid '" + param + "': string too long. Expected at most " +

@@ -101,8 +101,11 @@ asio::awaitable<void> webhook_deliverer::deliver(storage::webhook_record w) {
     op.what = kind::dropped;
     op.error = outcome.error;
     log::error("webhooks", "webhook dropped",
-               {{"job_id", w.job_id}, {"url", w.url}, {"attempts", op.attempts},
-                {"permanent", outcome.permanent}, {"error", outcome.error}});
+               {{"job_id", w.job_id},
+                {"url", w.url},
+                {"attempts", op.attempts},
+                {"permanent", outcome.permanent},
+                {"error", outcome.error}});
   } else {
     op.what = kind::retry;
     op.error = outcome.error;
@@ -110,8 +113,11 @@ asio::awaitable<void> webhook_deliverer::deliver(storage::webhook_record w) {
                     runtime::backoff_delay_ms(op.attempts - 1, cfg.webhook_initial_backoff_ms,
                                               cfg.webhook_max_backoff_ms, random_unit());
     log::warn("webhooks", "delivery failed; will retry",
-              {{"job_id", w.job_id}, {"url", w.url}, {"attempt", op.attempts},
-               {"retry_in_ms", op.next_at_ms - ctx_.clock.now_ms()}, {"error", outcome.error}});
+              {{"job_id", w.job_id},
+               {"url", w.url},
+               {"attempt", op.attempts},
+               {"retry_in_ms", op.next_at_ms - ctx_.clock.now_ms()},
+               {"error", outcome.error}});
   }
   write_request req{std::move(op)};
   auto r = co_await write(ctx_.writer, std::move(req));

@@ -2,8 +2,8 @@
 
 #include <chrono>
 #include <cstdint>
-#include <limits>
 #include <future>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -15,8 +15,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/parser.hpp>

@@ -209,7 +209,8 @@ void nats_intake::answer(const pending& p, unsigned status, const std::string& b
   if (!p.reply_to) return;
   if (!detail::is_valid_reply_subject(*p.reply_to)) {
     log::warn(component, "Sy-Reply-To is not a valid subject; no reply sent",
-              {{"seq", p.msg.stream_sequence()}, {"reply_to", p.reply_to->substr(0, 64)},
+              {{"seq", p.msg.stream_sequence()},
+               {"reply_to", p.reply_to->substr(0, 64)},
                {"reply_to_bytes", p.reply_to->size()}});
     return;
   }

@@ -58,11 +58,11 @@ struct options {
   std::string target = "/v1/jobs";
   bool raw = false;
   std::string model = "bench";
-  uint16_t e2e_fake_port = 0;  ///< 0: no end-to-end wait
-  int tail_check = 256;        ///< how many of the last submitted jobs must be terminal
-  std::string ids_out;         ///< where to write the submitted ids
-  std::string verify;          ///< verify mode: the ids file to check
-  std::string bodies_file;     ///< --bodies: a batch input file whose bodies --raw sends
+  uint16_t e2e_fake_port = 0;       ///< 0: no end-to-end wait
+  int tail_check = 256;             ///< how many of the last submitted jobs must be terminal
+  std::string ids_out;              ///< where to write the submitted ids
+  std::string verify;               ///< verify mode: the ids file to check
+  std::string bodies_file;          ///< --bodies: a batch input file whose bodies --raw sends
   std::vector<std::string> bodies;  ///< loaded from bodies_file
 };
 
@@ -70,7 +70,8 @@ void usage() {
   std::fprintf(stderr,
                "usage: sy_bench_submit --port N [--host H] [--connections C] [--requests N]\n"
                "         [--threads T] [--target PATH] [--raw] [--model M] [--e2e-fake PORT]\n"
-               "         [--ids-out FILE] [--bodies BATCH.jsonl] | --port N --verify FILE [--connections C]\n");
+               "         [--ids-out FILE] [--bodies BATCH.jsonl] | --port N --verify FILE "
+               "[--connections C]\n");
 }
 
 bool parse_args(int argc, char** argv, options& o) {

@@ -98,8 +98,7 @@ inline constexpr std::array<limit_info, 13> all_limits() {
       {"reply_subject_max_bytes", reply_subject_max_bytes, "bytes", "no reply is sent"},
       {"http_header_max_bytes", http_header_max_bytes, "bytes", "header_too_large"},
       {"upload_field_max_bytes", upload_field_max_bytes, "bytes", "invalid_file"},
-      {"multipart_part_header_max_bytes", multipart_part_header_max_bytes, "bytes",
-       "invalid_file"},
+      {"multipart_part_header_max_bytes", multipart_part_header_max_bytes, "bytes", "invalid_file"},
   }};
 }
 

@@ -13,7 +13,8 @@ namespace sy::config {
 
 /// One OpenAI-compatible gateway and how we talk to it.
 struct gateway_settings {
-  std::string url;  ///< e.g. http://127.0.0.1:8000 (scheme http; path prefix allowed, e.g. /v1 is NOT appended)
+  std::string url;  ///< e.g. http://127.0.0.1:8000 (scheme http; path prefix allowed, e.g. /v1 is
+                    ///< NOT appended)
   int64_t request_timeout_ms = 60'000;
   int max_retries = 2;  ///< retries within one attempt (connection errors, timeouts, 429, 5xx)
   int64_t initial_backoff_ms = 200;
@@ -42,9 +43,9 @@ struct settings {
   // --- NATS
   std::string nats_url;  ///< empty: start and supervise a private nats-server
   std::string nats_server_bin = "nats-server";
-  std::string stream_prefix = "SY";    ///< streams are <prefix>_TASKS, ...
-  std::string subject_prefix = "sy";   ///< subjects are <prefix>.tasks.<model>, ...
-  int64_t ack_wait_ms = 30'000;        ///< JetStream transport lease
+  std::string stream_prefix = "SY";   ///< streams are <prefix>_TASKS, ...
+  std::string subject_prefix = "sy";  ///< subjects are <prefix>.tasks.<model>, ...
+  int64_t ack_wait_ms = 30'000;       ///< JetStream transport lease
 
   // --- gateways: exactly one of `gateway` (global) or `model_gateways` (model → gateway)
   std::optional<gateway_settings> gateway;
@@ -54,7 +55,7 @@ struct settings {
   int per_model_concurrency = 10;
   int global_concurrency = 100;
   int max_models = 1000;  ///< distinct models with a queue (global gateway: clients choose them)
-  int exec_threads = 1;  ///< threads running attempts, batch requests and gateway clients
+  int exec_threads = 1;   ///< threads running attempts, batch requests and gateway clients
   int default_max_attempts = 3;
   int64_t lease_ttl_ms = 30'000;
   int64_t requeue_initial_backoff_ms = 1'000;

@@ -7,8 +7,8 @@
 #include "config/address.hpp"
 #include "config/api_keys.hpp"
 #include "config/detail/text.hpp"
-#include "config/limits.hpp"
 #include "config/duration.hpp"
+#include "config/limits.hpp"
 #include "config/networks.hpp"
 #include "config/settings_table.hpp"
 
@@ -181,15 +181,15 @@ status check_api_keys(settings& s) {
 
 status check_webhooks(settings& s) {
   if (s.webhook_initial_backoff_ms > s.webhook_max_backoff_ms) {
-    return invalid("webhook_initial_backoff_ms",
-                   "must not exceed webhook_max_backoff_ms (" +
-                       std::to_string(s.webhook_max_backoff_ms) + "), got " +
-                       std::to_string(s.webhook_initial_backoff_ms));
+    return invalid("webhook_initial_backoff_ms", "must not exceed webhook_max_backoff_ms (" +
+                                                     std::to_string(s.webhook_max_backoff_ms) +
+                                                     "), got " +
+                                                     std::to_string(s.webhook_initial_backoff_ms));
   }
   if (!s.webhook_url.empty() && s.webhook_url.rfind("http://", 0) != 0 &&
       s.webhook_url.rfind("https://", 0) != 0) {
-    return invalid("webhook_url", "must start with http:// or https://, got " +
-                                      detail::quoted(s.webhook_url));
+    return invalid("webhook_url",
+                   "must start with http:// or https://, got " + detail::quoted(s.webhook_url));
   }
   if (auto allow = parse_network_list(s.webhook_allow_networks); !allow) {
     return invalid("webhook_allow_networks", allow.error().message);
@@ -224,9 +224,9 @@ result<std::vector<completion_window>> parse_completion_windows(const std::strin
     if (item.empty()) continue;
     auto ms = parse_duration_ms(item);
     if (!ms || *ms <= 0)
-      return invalid("batch_completion_windows",
-                     "each item must be a duration greater than 0 (e.g. 24h), got " +
-                         detail::quoted(item));
+      return invalid(
+          "batch_completion_windows",
+          "each item must be a duration greater than 0 (e.g. 24h), got " + detail::quoted(item));
     out.push_back(completion_window{item, *ms});
   }
   if (out.empty())

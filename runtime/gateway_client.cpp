@@ -1,7 +1,6 @@
 #include "runtime/gateway_client.hpp"
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/write.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -9,6 +8,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
@@ -230,7 +230,8 @@ struct gateway_client::impl {
 wire_request gateway_client::impl::build(gateway_request request) const {
   wire_request w;
   const std::string length = std::to_string(request.body.size());
-  w.head.reserve(fixed_headers.size() + url.prefix.size() + request.path.size() + length.size() + 40);
+  w.head.reserve(fixed_headers.size() + url.prefix.size() + request.path.size() + length.size() +
+                 40);
   w.head.append("POST ").append(url.prefix);
   if (request.path.empty() || request.path[0] != '/') w.head.push_back('/');
   w.head.append(request.path).append(" HTTP/1.1\r\n").append(fixed_headers);

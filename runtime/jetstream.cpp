@@ -61,17 +61,17 @@ constexpr int reconnect_buf_bytes = 8 * 1024 * 1024;
 constexpr int64_t reconnect_wait_ms = 250;
 
 bool is_disconnect(natsStatus s) {
-  return s == NATS_CONNECTION_CLOSED || s == NATS_CONNECTION_DISCONNECTED ||
-         s == NATS_NO_SERVER || s == NATS_NOT_YET_CONNECTED || s == NATS_STALE_CONNECTION ||
-         s == NATS_TIMEOUT || s == NATS_NO_RESPONDERS;
+  return s == NATS_CONNECTION_CLOSED || s == NATS_CONNECTION_DISCONNECTED || s == NATS_NO_SERVER ||
+         s == NATS_NOT_YET_CONNECTED || s == NATS_STALE_CONNECTION || s == NATS_TIMEOUT ||
+         s == NATS_NO_RESPONDERS;
 }
 
 /// The one adapter from nats.c's status + thread-local error text to our error type.
 sy::error nats_error(std::string_view what, natsStatus s,
                      jsErrCode jerr = static_cast<jsErrCode>(0)) {
   const char* text = nats_GetLastError(nullptr);
-  std::string msg = std::string(what) + " failed: " +
-                    (text != nullptr && *text != '\0' ? text : natsStatus_GetText(s));
+  std::string msg = std::string(what) +
+                    " failed: " + (text != nullptr && *text != '\0' ? text : natsStatus_GetText(s));
   if (jerr != 0) msg += " (JetStream error " + std::to_string(static_cast<int>(jerr)) + ")";
   msg += '.';
   return make_error(is_disconnect(s) ? "nats_unavailable" : "nats_error", std::move(msg));
@@ -335,8 +335,7 @@ result<std::unique_ptr<js_client>> js_client::open(std::string url, std::string 
   if (s == NATS_OK) s = natsConnection_Connect(&nc, *opts);
   natsOptions_Destroy(*opts);
   if (s != NATS_OK && s != NATS_NOT_YET_CONNECTED) return nats_error("Connecting to NATS", s);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(first_wait_ms);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(first_wait_ms);
   while (natsConnection_Status(nc) != NATS_CONN_STATUS_CONNECTED &&
          std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -473,8 +472,8 @@ result<std::unique_ptr<pull_subscription>> js_client::subscribe_pull(const std::
   so.Stream = stream.c_str();
   so.Consumer = sub->consumer.c_str();
   jerr = static_cast<jsErrCode>(0);
-  s = js_PullSubscribe(&sub->sub, conn_->js, subject.c_str(), sub->consumer.c_str(), nullptr,
-                       &so, &jerr);
+  s = js_PullSubscribe(&sub->sub, conn_->js, subject.c_str(), sub->consumer.c_str(), nullptr, &so,
+                       &jerr);
   if (s != NATS_OK) return nats_error("Binding to consumer " + sub->consumer, s, jerr);
   return std::make_unique<pull_subscription>(std::move(sub));
 }
@@ -536,8 +535,7 @@ bool publish_async(detail::js_conn& c, const pub_msg& m, size_t index) {
 
 }  // namespace
 
-std::vector<bool> js_client::publish_batch(const std::vector<pub_msg>& msgs,
-                                           int64_t timeout_ms) {
+std::vector<bool> js_client::publish_batch(const std::vector<pub_msg>& msgs, int64_t timeout_ms) {
   auto& t = conn_->tracker;
   if (msgs.empty() || !connected()) return std::vector<bool>(msgs.size(), false);
   {
@@ -547,8 +545,7 @@ std::vector<bool> js_client::publish_batch(const std::vector<pub_msg>& msgs,
     t.resolved = 0;
     t.expected = msgs.size();
   }
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (size_t i = 0; i < msgs.size(); ++i) {
     if (!publish_async(*conn_, msgs[i], i) && !connected()) break;
   }
@@ -557,8 +554,7 @@ std::vector<bool> js_client::publish_batch(const std::vector<pub_msg>& msgs,
     // Wake up every few ms to notice a disconnect: acks cannot arrive then, so waiting for the
     // full timeout would only stall the relay.
     std::unique_lock lock(t.mu);
-    while (t.resolved < msgs.size() && std::chrono::steady_clock::now() < deadline &&
-           connected()) {
+    while (t.resolved < msgs.size() && std::chrono::steady_clock::now() < deadline && connected()) {
       t.cv.wait_for(lock, std::chrono::milliseconds(10));
     }
     out = t.acked;
@@ -596,8 +592,8 @@ result<uint64_t> js_client::consumer_backlog(const std::string& stream,
                                              const std::string& consumer) {
   jsConsumerInfo* ci = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
-  natsStatus s = js_GetConsumerInfo(&ci, conn_->js, stream.c_str(), consumer.c_str(), nullptr,
-                                    &jerr);
+  natsStatus s =
+      js_GetConsumerInfo(&ci, conn_->js, stream.c_str(), consumer.c_str(), nullptr, &jerr);
   if (s != NATS_OK) return nats_error("Reading consumer " + consumer, s, jerr);
   uint64_t n = ci->NumPending + static_cast<uint64_t>(std::max<int64_t>(ci->NumAckPending, 0));
   jsConsumerInfo_Destroy(ci);

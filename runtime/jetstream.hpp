@@ -44,8 +44,8 @@ std::optional<std::string> model_from_token(std::string_view token);
 struct js_layout {
   std::string stream_prefix = "SY";
   std::string subject_prefix = "sy";
-  int64_t ack_wait_ms = 30000;            ///< consumer AckWait: the transport lease
-  int64_t duplicate_window_ms = 120000;   ///< Nats-Msg-Id deduplication window of the streams
+  int64_t ack_wait_ms = 30000;           ///< consumer AckWait: the transport lease
+  int64_t duplicate_window_ms = 120000;  ///< Nats-Msg-Id deduplication window of the streams
   /// Duplicate window of <prefix>_INTAKE: the server's minimum. Submissions are deduplicated by
   /// the engine (per tenant, durably, with a reply to every copy), not silently by JetStream;
   /// see docs/nats.md, "Deduplication".
@@ -129,8 +129,7 @@ class js_client {
   /// publishes and acks during a blip are sent after reconnect), `name` set as the client name;
   /// fails only if the first connect still fails after retrying for `connect_timeout_ms`.
   static result<std::unique_ptr<js_client>> connect(std::string url, std::string name,
-                                                    js_layout layout,
-                                                    int64_t connect_timeout_ms);
+                                                    js_layout layout, int64_t connect_timeout_ms);
   /// Like connect(), but an unreachable server is not a failure: after waiting up to
   /// `first_wait_ms` for the first connect it returns a client that keeps connecting in the
   /// background (connected() is false until then; publishes fail and fetches error, and their

@@ -13,10 +13,14 @@ std::atomic<int> min_level{static_cast<int>(level::info)};
 
 const char* name_of(level l) {
   switch (l) {
-    case level::debug: return "debug";
-    case level::info: return "info";
-    case level::warn: return "warn";
-    case level::error: return "error";
+    case level::debug:
+      return "debug";
+    case level::info:
+      return "info";
+    case level::warn:
+      return "warn";
+    case level::error:
+      return "error";
   }
   return "info";
 }
@@ -50,8 +54,8 @@ bool enabled(level l) { return static_cast<int>(l) >= min_level.load(std::memory
 void write(level l, std::string_view component, std::string_view msg,
            const nlohmann::json& fields) {
   if (!enabled(l)) return;
-  nlohmann::json line = {{"ts", timestamp()}, {"level", name_of(l)},
-                         {"component", component}, {"msg", msg}};
+  nlohmann::json line = {
+      {"ts", timestamp()}, {"level", name_of(l)}, {"component", component}, {"msg", msg}};
   if (fields.is_object())
     for (auto it = fields.begin(); it != fields.end(); ++it) line[it.key()] = it.value();
   std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -78,8 +78,8 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
     if (!started) return fail("cannot start the private nats-server", started.error());
     private_nats = std::move(started.value());
     nats_url = private_nats->url();
-    log::info("main", "private nats-server started", {{"url", nats_url},
-                                                      {"pid", private_nats->pid()}});
+    log::info("main", "private nats-server started",
+              {{"url", nats_url}, {"pid", private_nats->pid()}});
   }
   runtime::js_layout layout;
   layout.stream_prefix = s.stream_prefix;
@@ -103,27 +103,29 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   auto eng = actors::engine::start({s, **env, **js, clock});
   if (!eng) return fail("cannot start the engine", eng.error());
   actors::engine* engine = eng->get();
-  auto http = api::http_server::start(s, *engine, [engine] { return engine->ready(); },
-                                      &engine->batches());
+  auto http = api::http_server::start(
+      s, *engine, [engine] { return engine->ready(); }, &engine->batches());
   if (!http) return fail("cannot start the HTTP server", http.error());
   auto intake = api::nats_intake::start(s, *engine, **js);
   if (!intake) return fail("cannot start the NATS intake", intake.error());
   write_listen_file(s, (*http)->port());
-  log::info("main", "listening", {{"listen", s.listen}, {"port", (*http)->port()},
-                                  {"data_dir", s.data_dir}});
+  log::info("main", "listening",
+            {{"listen", s.listen}, {"port", (*http)->port()}, {"data_dir", s.data_dir}});
 
   // Wait for a stop signal; meanwhile supervise the private nats-server.
   for (;;) {
     timespec one_second{1, 0};
     int sig = sigtimedwait(&stop_signals, nullptr, &one_second);
     if (sig == SIGTERM || sig == SIGINT) {
-      log::info("main", "stop signal received", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+      log::info("main", "stop signal received",
+                {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
       break;
     }
     if (private_nats && !private_nats->running()) {
       log::warn("main", "private nats-server exited; restarting it");
       if (auto st = private_nats->restart(); !st)
-        log::error("main", "restarting the private nats-server failed", {{"error", st.error().message}});
+        log::error("main", "restarting the private nats-server failed",
+                   {{"error", st.error().message}});
     }
   }
   (*http)->stop_accepting();

@@ -40,8 +40,8 @@ bool make_addr(const std::string& host, int port, sockaddr_in& addr) {
 result<int> pick_free_port(const std::string& host) {
   sockaddr_in addr;
   if (!make_addr(host, 0, addr)) {
-    return make_error("invalid_nats_host", "nats-server host '" + host +
-                                               "' is not an IPv4 address.", "host");
+    return make_error("invalid_nats_host",
+                      "nats-server host '" + host + "' is not an IPv4 address.", "host");
   }
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
@@ -53,8 +53,8 @@ result<int> pick_free_port(const std::string& host) {
   int err = errno;
   ::close(fd);
   if (rc != 0) {
-    return make_error("nats_server_start_failed", "Could not pick a free port: " +
-                                                      std::string(strerror(err)));
+    return make_error("nats_server_start_failed",
+                      "Could not pick a free port: " + std::string(strerror(err)));
   }
   return static_cast<int>(ntohs(addr.sin_port));
 }
@@ -77,8 +77,9 @@ fs::path ports_file(const nats_server_options& o, pid_t pid) {
 }
 
 std::vector<std::string> server_args(const nats_server_options& o, int port) {
-  std::vector<std::string> args = {o.binary, "-js", "-a", o.host, "-p", std::to_string(port),
-                                   "-sd", o.store_dir, "--ports_file_dir", o.store_dir};
+  std::vector<std::string> args = {
+      o.binary,           "-js",      "-a", o.host, "-p", std::to_string(port), "-sd", o.store_dir,
+      "--ports_file_dir", o.store_dir};
   if (!o.log_file.empty()) {
     args.push_back("-l");
     args.push_back(o.log_file);
@@ -117,8 +118,7 @@ std::string describe_exit(int wstatus) {
 
 result<std::unique_ptr<nats_server>> nats_server::start(nats_server_options options) {
   if (options.store_dir.empty()) {
-    return make_error("invalid_nats_options", "nats-server needs a store directory.",
-                      "store_dir");
+    return make_error("invalid_nats_options", "nats-server needs a store directory.", "store_dir");
   }
   std::error_code ec;
   fs::create_directories(options.store_dir, ec);
@@ -217,9 +217,9 @@ status nats_server::stop() {
     std::this_thread::sleep_for(probe_interval);
   }
   kill9();
-  return make_error("nats_server_stop_timeout",
-                    "nats-server did not exit within " +
-                        std::to_string(options_.stop_timeout_ms) + " ms of SIGTERM; killed it.");
+  return make_error("nats_server_stop_timeout", "nats-server did not exit within " +
+                                                    std::to_string(options_.stop_timeout_ms) +
+                                                    " ms of SIGTERM; killed it.");
 }
 
 void nats_server::kill9() {

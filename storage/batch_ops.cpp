@@ -1,6 +1,5 @@
 #include "storage/batch_ops.hpp"
 
-
 #include "storage/detail/codec.hpp"
 #include "storage/lmdb_env.hpp"
 #include "storage/ops.hpp"
@@ -21,7 +20,9 @@ std::string index_key(std::string_view tenant, std::string_view id) {
 }
 
 /// file_expiry is a time index like deadlines and retention, in ms.
-std::string expiry_key(int64_t at_s, std::string_view id) { return time_index_key(at_s * 1000, id); }
+std::string expiry_key(int64_t at_s, std::string_view id) {
+  return time_index_key(at_s * 1000, id);
+}
 
 status put_file(write_txn& t, const file_record& f) {
   if (auto s = t.put(db::files, f.id, encode(to_json(f))); !s) return s;
@@ -318,7 +319,8 @@ void scan_batch_lines(const txn_view& t, std::string_view batch_id,
 
 std::vector<std::string> expired_files(const txn_view& t, int64_t now_s, size_t limit) {
   std::vector<std::string> out;
-  for (auto& [at, id] : read_due(t, db::file_expiry, now_s * 1000, limit)) out.push_back(std::move(id));
+  for (auto& [at, id] : read_due(t, db::file_expiry, now_s * 1000, limit))
+    out.push_back(std::move(id));
   return out;
 }
 

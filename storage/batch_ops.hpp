@@ -54,7 +54,7 @@ struct batch_ingested_op {
 struct batch_line {
   uint64_t slot = 0;  ///< the request's batch_slot: its identity within the batch
   bool ok = false;
-  std::string text;               ///< the line, OpenAI batch output format, without '\n'
+  std::string text;                  ///< the line, OpenAI batch output format, without '\n'
   std::optional<token_usage> usage;  ///< the response's usage, empty when none
 };
 

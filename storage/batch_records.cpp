@@ -38,14 +38,13 @@ std::optional<batch_status> batch_status_from(std::string_view s) {
 }
 
 bool is_terminal(batch_status s) {
-  return s == batch_status::completed || s == batch_status::failed ||
-         s == batch_status::expired || s == batch_status::cancelled;
+  return s == batch_status::completed || s == batch_status::failed || s == batch_status::expired ||
+         s == batch_status::cancelled;
 }
 
 json to_json(const file_record& r) {
-  return json{{"id", r.id},       {"tn", r.tenant},         {"fn", r.filename},
-              {"pu", r.purpose},  {"by", r.bytes},          {"ca", r.created_at},
-              {"ea", r.expires_at}};
+  return json{{"id", r.id},    {"tn", r.tenant},     {"fn", r.filename},  {"pu", r.purpose},
+              {"by", r.bytes}, {"ca", r.created_at}, {"ea", r.expires_at}};
 }
 
 file_record file_from_json(const json& j) {
@@ -63,7 +62,8 @@ file_record file_from_json(const json& j) {
 json to_json(const batch_record& r) {
   json errors = json::array();
   for (const auto& e : r.errors)
-    errors.push_back({{"code", e.code}, {"message", e.message}, {"param", e.param}, {"line", e.line}});
+    errors.push_back(
+        {{"code", e.code}, {"message", e.message}, {"param", e.param}, {"line", e.line}});
   return json{{"id", r.id},
               {"tn", r.tenant},
               {"ep", r.endpoint},

@@ -15,7 +15,7 @@ namespace sy::storage {
 
 /// A file of the Files API. Times are Unix seconds, as OpenAI shows them.
 struct file_record {
-  std::string id;       ///< file-<ULID>
+  std::string id;  ///< file-<ULID>
   std::string tenant;
   std::string filename;
   std::string purpose;  ///< batch, batch_output, or any other purpose a client uploads with
@@ -72,7 +72,7 @@ struct batch_record {
   int64_t failed = 0;       ///< lines in the error file
   std::vector<batch_error> errors;
   nlohmann::json usage = nlohmann::json::object();  ///< token counts summed over responses
-  nlohmann::json metadata;  ///< null or an object of ≤ 16 string pairs
+  nlohmann::json metadata;                          ///< null or an object of ≤ 16 string pairs
   int64_t output_expires_after = 0;  ///< seconds after creation of the output files; 0: never
   /// Why dispatch stopped before every line ran: "" (it did not), or the code undispatched lines
   /// get — batch_cancelled, batch_expired, batch_failed.

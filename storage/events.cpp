@@ -15,7 +15,9 @@ std::string event_payload(const job_record& job, const event_record& ev,
   } else {
     out.null();
   }
-  out.field("timestamp", ev.at_ms / 1000).field("timestamp_ms", ev.at_ms).field("attempt", ev.attempt);
+  out.field("timestamp", ev.at_ms / 1000)
+      .field("timestamp_ms", ev.at_ms)
+      .field("attempt", ev.attempt);
   write_error(out.key("error"), ev.error);
   out.key("result");
   const gateway_result* r = is_terminal(ev.state) && job.result ? &*job.result : nullptr;

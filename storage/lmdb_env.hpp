@@ -44,12 +44,12 @@ enum class db {
   idempotency,
   leases,
   outbox,
-  events,     ///< job_id '/' seq(16 hex) → event_record
-  webhooks,   ///< seq (8 bytes big-endian) → webhook_record
-  job_index,  ///< tenant '\x1f' job_id → status (listing, newest first by ULID)
-  deadlines,  ///< deadline_ms(16 hex) '/' job_id → "" (non-terminal jobs with a timeout)
-  retention,  ///< delete_at_ms(16 hex) '/' job_id → "" (terminal jobs, deleted when due)
-  queued,     ///< task_id → "" for every task in state `queued` (the reconcile sweeper's scan)
+  events,        ///< job_id '/' seq(16 hex) → event_record
+  webhooks,      ///< seq (8 bytes big-endian) → webhook_record
+  job_index,     ///< tenant '\x1f' job_id → status (listing, newest first by ULID)
+  deadlines,     ///< deadline_ms(16 hex) '/' job_id → "" (non-terminal jobs with a timeout)
+  retention,     ///< delete_at_ms(16 hex) '/' job_id → "" (terminal jobs, deleted when due)
+  queued,        ///< task_id → "" for every task in state `queued` (the reconcile sweeper's scan)
   files,         ///< file id → file_record (OpenAI Files API; the bytes live on disk)
   file_index,    ///< tenant '\x1f' file id → "" (listing)
   file_expiry,   ///< expires_at_ms(16 hex) '/' file id → "" (files with expires_after)

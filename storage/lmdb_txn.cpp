@@ -1,5 +1,5 @@
-#include <cerrno>
 #include <array>
+#include <cerrno>
 #include <utility>
 
 #include "storage/detail/lmdb_util.hpp"
@@ -10,10 +10,10 @@ namespace detail {
 
 std::string_view db_name(db d) {
   static constexpr std::array<std::string_view, db_count> names{
-      "meta",   "jobs",     "tasks",     "idempotency", "leases",   "outbox",
-      "events", "webhooks", "job_index", "deadlines",   "retention", "queued",
-      "files",  "file_index", "file_expiry", "batches", "batch_index", "batch_active",
-      "batch_lines"};
+      "meta",      "jobs",        "tasks",        "idempotency", "leases",
+      "outbox",    "events",      "webhooks",     "job_index",   "deadlines",
+      "retention", "queued",      "files",        "file_index",  "file_expiry",
+      "batches",   "batch_index", "batch_active", "batch_lines"};
   return names[static_cast<size_t>(d)];
 }
 
@@ -23,8 +23,8 @@ sy::error lmdb_error(int rc, std::string_view what) {
   // touching any page, and they would fail again however often the write were retried.
   const bool own_value = rc == MDB_BAD_VALSIZE || rc == MDB_KEYEXIST || rc == EINVAL;
   return make_error(rc == MDB_MAP_FULL ? errc::map_full
-                    : own_value       ? errc::value_rejected
-                                      : errc::storage_error,
+                    : own_value        ? errc::value_rejected
+                                       : errc::storage_error,
                     std::move(message));
 }
 

@@ -9,8 +9,8 @@ namespace sy::storage {
 namespace {
 
 /// Propagates a storage error out of `apply`.
-#define SY_TRY(expr)                          \
-  do {                                        \
+#define SY_TRY(expr)                                 \
+  do {                                               \
     if (auto st_ = (expr); !st_) return st_.error(); \
   } while (0)
 
@@ -75,8 +75,8 @@ status set_status(op_ctx& c, job_record& job, job_status to, int64_t now_ms,
   if (is_terminal(to)) {
     job.finished_at_ms = now_ms;
     if (job.deadline_ms > 0) c.txn.del(db::deadlines, time_index_key(job.deadline_ms, job.id));
-    SY_TRY(c.txn.put(db::retention,
-                     time_index_key(now_ms + retention_ms(c.policy, to), job.id), ""));
+    SY_TRY(
+        c.txn.put(db::retention, time_index_key(now_ms + retention_ms(c.policy, to), job.id), ""));
   }
   SY_TRY(record_event(c, job, from, std::move(why), now_ms));
   // Dropped after the event so that nothing above needs it; the result is what clients read.
@@ -97,12 +97,15 @@ status close_task(write_txn& txn, task_record& task) {
 
 job_error deadline_error(const job_record& job, const std::string& last_error) {
   auto seconds = (job.deadline_ms - job.created_at_ms + 999) / 1000;
-  std::string msg = "the job did not finish within its timeout of " + std::to_string(seconds) + " s";
+  std::string msg =
+      "the job did not finish within its timeout of " + std::to_string(seconds) + " s";
   if (!last_error.empty()) msg += "; last error: " + last_error;
   return job_error{"deadline_exceeded", msg};
 }
 
-job_error cancelled_error() { return job_error{"cancelled", "the job was cancelled by the client"}; }
+job_error cancelled_error() {
+  return job_error{"cancelled", "the job was cancelled by the client"};
+}
 
 bool past_deadline(const job_record& job, int64_t now_ms) {
   return job.deadline_ms > 0 && now_ms >= job.deadline_ms;
@@ -123,7 +126,7 @@ result<op_reply> apply_create(op_ctx& c, const create_job_op& op) {
   if (!job.idempotency_key.empty()) {
     if (auto idem = get_idempotency(txn, job.tenant, job.idempotency_key)) {
       c.reply.what = idem->request_hash == job.request_hash ? op_reply::kind::existing
-                                                             : op_reply::kind::conflict;
+                                                            : op_reply::kind::conflict;
       c.reply.job = get_job(txn, idem->job_id);
       if (!c.reply.job)
         return make_error("storage_corrupt", "idempotency key " + job.idempotency_key +
@@ -181,8 +184,8 @@ result<op_reply> apply_start(op_ctx& c, const start_attempt_op& op) {
   }
   task->state = task_state::leased;
   txn.del(db::queued, task->id);
-  SY_TRY(put_lease(txn, lease_record{task->id, op.attempt, op.token,
-                                     op.now_ms + op.lease_ttl_ms, op.holder}));
+  SY_TRY(put_lease(
+      txn, lease_record{task->id, op.attempt, op.token, op.now_ms + op.lease_ttl_ms, op.holder}));
   SY_TRY(put_task(txn, *task));
   job->attempts = op.attempt;
   if (job->started_at_ms == 0) job->started_at_ms = op.now_ms;
@@ -258,8 +261,7 @@ result<op_reply> apply_finish(op_ctx& c, const finish_attempt_op& op) {
           task->attempt = op.attempt + 1;
           task->not_before_ms = now + op.backoff_ms;
           task->queued_at_ms = now;
-          append_outbox(txn, outbox_record{0, task_message_id(task->id, task->attempt),
-                                           op.subject,
+          append_outbox(txn, outbox_record{0, task_message_id(task->id, task->attempt), op.subject,
                                            task_message_payload(task->id, task->attempt)});
           c.reply.outbox_appended = true;
           SY_TRY(set_status(c, *job, job_status::queued, now,
@@ -288,10 +290,10 @@ result<op_reply> apply_republish(op_ctx& c, const republish_op& op) {
   task->queued_at_ms = op.now_ms;
   SY_TRY(put_task(txn, *task));
   // A distinct message id: the original may still sit in JetStream's duplicate window.
-  append_outbox(txn, outbox_record{0,
-                                   task_message_id(task->id, task->attempt) + ":r" +
-                                       std::to_string(op.now_ms),
-                                   op.subject, task_message_payload(task->id, task->attempt)});
+  append_outbox(
+      txn,
+      outbox_record{0, task_message_id(task->id, task->attempt) + ":r" + std::to_string(op.now_ms),
+                    op.subject, task_message_payload(task->id, task->attempt)});
   op_reply r = reply(op_reply::kind::done);
   r.outbox_appended = true;
   r.task = std::move(task);

@@ -110,21 +110,20 @@ struct webhook_result_op {
   enum class outcome { delivered, retry, dropped };
   uint64_t seq = 0;
   outcome what = outcome::delivered;
-  int attempts = 0;         ///< deliveries tried, including this one
-  int64_t next_at_ms = 0;   ///< retry: not before
-  std::string error;        ///< retry/dropped: why the last attempt failed
+  int attempts = 0;        ///< deliveries tried, including this one
+  int64_t next_at_ms = 0;  ///< retry: not before
+  std::string error;       ///< retry/dropped: why the last attempt failed
 };
 
 using write_op =
-    std::variant<create_job_op, start_attempt_op, extend_lease_op, finish_attempt_op,
-                 republish_op, outbox_ack_op, cancel_job_op, expire_job_op, purge_jobs_op,
-                 webhook_result_op, create_file_op, delete_file_op, create_batch_op,
-                 batch_ingested_op, batch_lines_op, cancel_batch_op, stop_batch_op,
-                 batch_finalizing_op, batch_finish_op>;
+    std::variant<create_job_op, start_attempt_op, extend_lease_op, finish_attempt_op, republish_op,
+                 outbox_ack_op, cancel_job_op, expire_job_op, purge_jobs_op, webhook_result_op,
+                 create_file_op, delete_file_op, create_batch_op, batch_ingested_op, batch_lines_op,
+                 cancel_batch_op, stop_batch_op, batch_finalizing_op, batch_finish_op>;
 
 /// What the operations need to know about the deployment. Set once by the writer's owner.
 struct store_policy {
-  std::string subject_prefix = "sy";   ///< state changes go out on <prefix>.jobs.<id>.<state>
+  std::string subject_prefix = "sy";     ///< state changes go out on <prefix>.jobs.<id>.<state>
   int64_t inline_result_bytes = 65'536;  ///< events carry results up to this size inline
   int64_t retention_completed_ms = int64_t{24} * 3'600'000;
   int64_t retention_failed_ms = int64_t{7} * 24 * 3'600'000;  ///< failed, expired, cancelled
@@ -137,21 +136,21 @@ inline constexpr int64_t max_nats_inline_result_bytes = 256 * 1024;
 /// The answer to an operation.
 struct op_reply {
   enum class kind {
-    done,         ///< applied
-    existing,     ///< create: the idempotency key named an existing job (returned in `job`)
-    conflict,     ///< create: same idempotency key, different request; cancel_batch: finished
-    stale,        ///< fenced out: the attempt/token is not current, or the task is finished
-    busy,         ///< start: another live lease holds the task
-    not_yet,      ///< start: the attempt's backoff has not elapsed (`delay_ms` left)
-    not_found,    ///< the task or job does not exist
+    done,       ///< applied
+    existing,   ///< create: the idempotency key named an existing job (returned in `job`)
+    conflict,   ///< create: same idempotency key, different request; cancel_batch: finished
+    stale,      ///< fenced out: the attempt/token is not current, or the task is finished
+    busy,       ///< start: another live lease holds the task
+    not_yet,    ///< start: the attempt's backoff has not elapsed (`delay_ms` left)
+    not_found,  ///< the task or job does not exist
   };
   kind what = kind::done;
   std::optional<job_record> job;
   std::optional<task_record> task;
   int64_t delay_ms = 0;
-  bool outbox_appended = false;    ///< tells the writer to wake the outbox relay
-  bool webhooks_appended = false;  ///< tells the writer to wake the webhook deliverer
-  bool abort_inflight = false;     ///< cancel/expire: abort the running attempt of `task`
+  bool outbox_appended = false;           ///< tells the writer to wake the outbox relay
+  bool webhooks_appended = false;         ///< tells the writer to wake the webhook deliverer
+  bool abort_inflight = false;            ///< cancel/expire: abort the running attempt of `task`
   std::vector<std::string> changed_jobs;  ///< jobs that got a new event (wake their waiters)
   size_t purged = 0;                      ///< purge: jobs deleted
   std::optional<file_record> file;        ///< file operations: the file

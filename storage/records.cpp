@@ -330,7 +330,8 @@ std::string encode_job(const job_record& r) {
   bin_writer w;
   w.s(r.id).s(r.tenant).s(r.endpoint).s(r.model).s(r.body);
   const bool no_metadata = r.metadata.is_null() || (r.metadata.is_object() && r.metadata.empty());
-  w.s(no_metadata ? std::string() : r.metadata.dump(-1, ' ', false, json::error_handler_t::replace));
+  w.s(no_metadata ? std::string()
+                  : r.metadata.dump(-1, ' ', false, json::error_handler_t::replace));
   w.s(r.idempotency_key).s(r.request_hash).s(r.task_id);
   w.i(r.max_attempts).i(r.attempts).u(static_cast<uint64_t>(r.status));
   w.i(r.created_at_ms).i(r.started_at_ms).i(r.finished_at_ms).i(r.updated_at_ms);

@@ -46,7 +46,8 @@ struct job_record {
   std::string body;  ///< the OpenAI request body as JSON text
   nlohmann::json metadata = nlohmann::json::object();
   std::string idempotency_key;  ///< empty when none was given
-  std::string request_hash;     ///< hex SHA-256 of the canonical submission; only with an idempotency key
+  std::string
+      request_hash;  ///< hex SHA-256 of the canonical submission; only with an idempotency key
   std::string task_id;
   int max_attempts = 3;
   int attempts = 0;  ///< attempts started so far
@@ -57,9 +58,9 @@ struct job_record {
   int64_t updated_at_ms = 0;
   std::optional<gateway_result> result;
   std::optional<job_error> error;
-  std::string webhook_url;  ///< where state changes are POSTed; empty: nowhere
-  int64_t deadline_ms = 0;  ///< absolute; not finished by then → expired. 0: none
-  uint64_t event_seq = 0;   ///< sequence number of the job's latest event (1 = created)
+  std::string webhook_url;     ///< where state changes are POSTed; empty: nowhere
+  int64_t deadline_ms = 0;     ///< absolute; not finished by then → expired. 0: none
+  uint64_t event_seq = 0;      ///< sequence number of the job's latest event (1 = created)
   bool input_dropped = false;  ///< `body` was deleted after the job ended (retain_inputs: false)
 };
 
@@ -81,8 +82,8 @@ struct webhook_record {
   std::string job_id;
   std::string url;
   std::string body;
-  int attempts = 0;           ///< deliveries tried so far
-  int64_t next_at_ms = 0;     ///< not before
+  int attempts = 0;        ///< deliveries tried so far
+  int64_t next_at_ms = 0;  ///< not before
   std::string last_error;
 };
 
@@ -93,7 +94,8 @@ struct task_record {
   std::string tenant;
   std::string model;
   int index = 0;
-  int attempt = 1;  ///< the current attempt number (1-based); a message for another attempt is stale
+  int attempt =
+      1;  ///< the current attempt number (1-based); a message for another attempt is stale
   int max_attempts = 3;
   task_state state = task_state::queued;
   int64_t not_before_ms = 0;  ///< earliest time the current attempt may start (retry backoff)

@@ -69,9 +69,7 @@ std::optional<idempotency_record> get_idempotency(const txn_view& t, std::string
   return decode(t.get(db::idempotency, idempotency_db_key(tenant, key)), &idempotency_from_json);
 }
 
-status put_job(write_txn& t, const job_record& r) {
-  return t.put(db::jobs, r.id, encode_job(r));
-}
+status put_job(write_txn& t, const job_record& r) { return t.put(db::jobs, r.id, encode_job(r)); }
 
 status put_task(write_txn& t, const task_record& r) {
   return t.put(db::tasks, r.id, encode_task(r));
@@ -154,8 +152,7 @@ std::vector<event_record> read_events(const txn_view& t, std::string_view job_id
   t.scan(db::events, event_key(job_id, after_seq + 1),
          [&](std::string_view key, std::string_view value) {
            if (key.substr(0, prefix.size()) != prefix) return false;
-           if (auto r = decode_event(value))
-             out.push_back(std::move(*r));
+           if (auto r = decode_event(value)) out.push_back(std::move(*r));
            return out.size() < limit;
          });
   return out;
@@ -233,7 +230,8 @@ uint64_t get_counter(const txn_view& t, std::string_view name) {
 }
 
 status add_counter(write_txn& t, std::string_view name, uint64_t delta) {
-  return t.put(db::meta, "counter/" + std::string(name), std::to_string(get_counter(t, name) + delta));
+  return t.put(db::meta, "counter/" + std::string(name),
+               std::to_string(get_counter(t, name) + delta));
 }
 
 }  // namespace sy::storage

@@ -138,7 +138,8 @@ reply request_handler::file_content(const request& req, const std::string& id) {
   // Opened now, so a delete racing the download cannot cut it short.
   int fd = ::open(batches_->file_path(id).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    out.res = error_for(make_error("file_not_found", "No such file: '" + id + "'.", "file_id"), req);
+    out.res =
+        error_for(make_error("file_not_found", "No such file: '" + id + "'.", "file_id"), req);
     return out;
   }
   out.res = response{http::status::ok, req.version()};
@@ -197,8 +198,8 @@ boost::asio::awaitable<response> request_handler::create_batch(const request& re
   auto text = [&](const char* name) -> result<std::string> {
     auto it = d.find(name);
     if (it == d.end() || it->is_null())
-      return make_error("missing_required_parameter",
-                        std::string("'") + name + "' is required.", name);
+      return make_error("missing_required_parameter", std::string("'") + name + "' is required.",
+                        name);
     if (!it->is_string() || it->get_ref<const std::string&>().empty())
       return make_error("invalid_value", std::string("'") + name + "' must be a non-empty string.",
                         name);

@@ -11,7 +11,6 @@
 namespace sy::api::detail {
 namespace {
 
-
 /// The same rule as HTTP's Idempotency-Key: 1..255 printable ASCII characters.
 result<std::string> idempotency_key(const std::optional<std::string>& header) {
   if (!header) return std::string();
@@ -49,8 +48,7 @@ bool is_transient(const sy::error& e) {
 
 intake_reply reply_for(const actors::submit_outcome& outcome) {
   bool accepted = outcome.created || !storage::is_terminal(outcome.job.status);
-  return {job_json(outcome.job),
-          accepted ? 202u : 200u};
+  return {job_json(outcome.job), accepted ? 202u : 200u};
 }
 
 intake_reply reply_for(const sy::error& e) { return {error_body(e), lookup_error(e.code).status}; }

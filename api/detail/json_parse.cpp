@@ -48,10 +48,9 @@ result<json> parse_json_body(std::string_view text) {
   // Before parsing: nlohmann parses iteratively, but copying, dumping and hashing a document
   // recurse once per level, so a deep enough document would overflow a thread's stack.
   if (!storage::json_depth_within(text, limits::json_max_depth))
-    return make_error("json_too_deep",
-                      "The JSON body nests objects and arrays more than " +
-                          std::to_string(limits::json_max_depth) +
-                          " levels deep (json_max_depth, see docs/limits.md).");
+    return make_error("json_too_deep", "The JSON body nests objects and arrays more than " +
+                                           std::to_string(limits::json_max_depth) +
+                                           " levels deep (json_max_depth, see docs/limits.md).");
   json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (!doc.is_discarded()) return doc;
   error_locator locator;

@@ -17,9 +17,9 @@ namespace sy::api::detail {
 
 /// The headers of one part that matter for forms.
 struct multipart_part {
-  std::string name;          ///< Content-Disposition's name
+  std::string name;                     ///< Content-Disposition's name
   std::optional<std::string> filename;  ///< Content-Disposition's filename, when present
-  std::string content_type;  ///< the part's Content-Type, empty when absent
+  std::string content_type;             ///< the part's Content-Type, empty when absent
 };
 
 /// The boundary of a `multipart/form-data; boundary=...` Content-Type (quoted or not); nullopt
@@ -34,7 +34,8 @@ class multipart_parser {
     std::function<status()> on_part_end;                   ///< it ended
   };
 
-  multipart_parser(std::string boundary, handlers h, size_t max_header_bytes = limits::multipart_part_header_max_bytes);
+  multipart_parser(std::string boundary, handlers h,
+                   size_t max_header_bytes = limits::multipart_part_header_max_bytes);
 
   /// Feeds the next bytes. Errors: invalid_file (malformed body, headers over the limit) or the
   /// first error a handler returned; after an error the parser takes nothing more.

@@ -190,9 +190,8 @@ boost::asio::awaitable<response> request_handler::submit_job(const request& req)
   auto in = read_submit_input(req);
   if (!in) co_return error_for(in.error(), req);
   std::string tenant = in->tenant;
-  auto sub =
-      actors::parse_submission(std::move(in->doc), std::move(in->tenant),
-                               std::move(in->idempotency_key));
+  auto sub = actors::parse_submission(std::move(in->doc), std::move(in->tenant),
+                                      std::move(in->idempotency_key));
   if (!sub) co_return error_for(sub.error(), req);
   auto outcome = co_await service_.submit(std::move(*sub));
   if (!outcome) co_return error_for(outcome.error(), req);

@@ -22,8 +22,8 @@
 #include "actors/batch_service.hpp"
 #include "actors/job_service.hpp"
 #include "api/auth.hpp"
-#include "api/detail/upload.hpp"
 #include "api/detail/stream.hpp"
+#include "api/detail/upload.hpp"
 #include "api/router.hpp"
 #include "config/settings.hpp"
 

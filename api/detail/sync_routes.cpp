@@ -1,6 +1,6 @@
+#include "actors/submission.hpp"
 #include "api/detail/request_handler.hpp"
 #include "api/detail/responses.hpp"
-#include "actors/submission.hpp"
 #include "api/detail/sync.hpp"
 
 namespace sy::api::detail {

@@ -14,8 +14,8 @@ namespace sy::api::detail {
 namespace {
 
 constexpr size_t max_field_bytes = limits::upload_field_max_bytes;
-constexpr int64_t min_expiry_s = 3'600;        // OpenAI: 1 hour ..
-constexpr int64_t max_expiry_s = 2'592'000;    // .. 30 days
+constexpr int64_t min_expiry_s = 3'600;      // OpenAI: 1 hour ..
+constexpr int64_t max_expiry_s = 2'592'000;  // .. 30 days
 
 std::string random_hex(size_t n) {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -29,15 +29,15 @@ std::string random_hex(size_t n) {
 }
 
 sy::error disk_error(const std::string& what, const std::string& path) {
-  return make_error("storage_unavailable", "Cannot " + what + " " + path + ": " +
-                                               std::strerror(errno) + ".");
+  return make_error("storage_unavailable",
+                    "Cannot " + what + " " + path + ": " + std::strerror(errno) + ".");
 }
 
 }  // namespace
 
 bool is_file_purpose(std::string_view p) {
-  static constexpr std::array<std::string_view, 6> purposes = {
-      "batch", "assistants", "fine-tune", "vision", "user_data", "evals"};
+  static constexpr std::array<std::string_view, 6> purposes = {"batch",  "assistants", "fine-tune",
+                                                               "vision", "user_data",  "evals"};
   for (auto q : purposes)
     if (q == p) return true;
   return false;
@@ -47,10 +47,9 @@ upload::upload(std::string tenant, std::string boundary, int64_t max_bytes)
     : tenant_(std::move(tenant)),
       max_bytes_(max_bytes),
       parser_(std::move(boundary),
-              multipart_parser::handlers{
-                  [this](const multipart_part& p) { return on_part(p); },
-                  [this](std::string_view b) { return on_data(b); },
-                  [this] { return on_part_end(); }}) {}
+              multipart_parser::handlers{[this](const multipart_part& p) { return on_part(p); },
+                                         [this](std::string_view b) { return on_data(b); },
+                                         [this] { return on_part_end(); }}) {}
 
 result<std::unique_ptr<upload>> upload::start(std::string tenant, std::string boundary,
                                               const std::string& dir, int64_t max_bytes) {
@@ -81,10 +80,10 @@ status upload::on_part(const multipart_part& p) {
     return make_error("invalid_file", "The 'file' part must carry a filename.", "file");
   field_name_ = p.name;
   field_value_.clear();
-  sink_ = p.name == "purpose" || p.name == "expires_after[anchor]" ||
-                  p.name == "expires_after[seconds]"
-              ? sink::field
-              : sink::skip;  // unknown fields are ignored, like OpenAI's
+  sink_ =
+      p.name == "purpose" || p.name == "expires_after[anchor]" || p.name == "expires_after[seconds]"
+          ? sink::field
+          : sink::skip;  // unknown fields are ignored, like OpenAI's
   return ok;
 }
 
@@ -93,9 +92,10 @@ status upload::on_data(std::string_view b) {
     case sink::file: {
       bytes_ += static_cast<int64_t>(b.size());
       if (bytes_ > max_bytes_)
-        return make_error("file_too_large", "The file is larger than the limit of " +
-                                                std::to_string(max_bytes_) + " bytes.",
-                          "file");
+        return make_error(
+            "file_too_large",
+            "The file is larger than the limit of " + std::to_string(max_bytes_) + " bytes.",
+            "file");
       while (!b.empty()) {
         ssize_t n = ::write(fd_, b.data(), b.size());
         if (n < 0) {
@@ -134,8 +134,7 @@ result<storage::file_record> upload::finish() {
     return make_error("invalid_file",
                       "The multipart/form-data body ended before its closing boundary.");
   if (!purpose_)
-    return make_error("missing_required_parameter", "The 'purpose' field is required.",
-                      "purpose");
+    return make_error("missing_required_parameter", "The 'purpose' field is required.", "purpose");
   if (!have_file_)
     return make_error("missing_required_parameter", "The 'file' part is required.", "file");
   if (!is_file_purpose(*purpose_))
@@ -156,8 +155,7 @@ result<storage::file_record> upload::finish() {
     int64_t s = 0;
     const std::string& text = seconds_ ? *seconds_ : std::string();
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), s);
-    if (ec != std::errc{} || p != text.data() + text.size() || s < min_expiry_s ||
-        s > max_expiry_s)
+    if (ec != std::errc{} || p != text.data() + text.size() || s < min_expiry_s || s > max_expiry_s)
       return make_error("invalid_value",
                         "expires_after[seconds] must be an integer from 3600 to 2592000.",
                         "expires_after[seconds]");

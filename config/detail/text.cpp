@@ -55,9 +55,8 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 size_t find_control(std::string_view text) {
-  auto it = std::find_if(text.begin(), text.end(), [](char c) {
-    return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-  });
+  auto it = std::find_if(text.begin(), text.end(),
+                         [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
   return it == text.end() ? std::string_view::npos : static_cast<size_t>(it - text.begin());
 }
 

@@ -39,8 +39,8 @@ http_reply http_client::request(const std::string& method, const std::string& ta
     if (!impl_->connected) {
       impl_->stream.emplace(impl_->io);
       impl_->buffer.clear();
-      impl_->stream->connect(asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"),
-                                                    impl_->port), ec);
+      impl_->stream->connect(
+          asio::ip::tcp::endpoint(asio::ip::make_address("127.0.0.1"), impl_->port), ec);
       if (ec) {
         out.error = "connect: " + ec.message();
         return out;

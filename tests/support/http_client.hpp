@@ -9,7 +9,7 @@
 namespace sy::test {
 
 struct http_reply {
-  int status = 0;  ///< 0: the exchange failed (see `error`)
+  int status = 0;                              ///< 0: the exchange failed (see `error`)
   std::map<std::string, std::string> headers;  ///< lower-case names
   std::string body;
   std::string error;

@@ -102,7 +102,8 @@ TEST(system, kill9_mid_flight_loses_nothing_and_duplicates_nothing) {
 
 /// Submits one job on an engine armed with `failpoint`, waits until the engine killed itself
 /// there, restarts it (with debug logs), and returns the job id.
-std::string crash_one_job_at(system_env& env, const std::string& failpoint, const std::string& key) {
+std::string crash_one_job_at(system_env& env, const std::string& failpoint,
+                             const std::string& key) {
   env.arm_failpoints(failpoint);
   env.start_engine();
   std::string id;
@@ -141,9 +142,9 @@ TEST(system, kill9_after_the_result_commit_never_runs_the_job_again) {
   EXPECT_EQ(job["attempts"], 1) << job.dump();
   // The JetStream message was never acked: it is redelivered after the ack wait, recognised as
   // stale by the start transaction, acked and dropped.
-  ASSERT_TRUE(wait_for(
-      [&] { return env.engine_log().find("stale delivery dropped") != std::string::npos; },
-      std::chrono::seconds(30)))
+  ASSERT_TRUE(
+      wait_for([&] { return env.engine_log().find("stale delivery dropped") != std::string::npos; },
+               std::chrono::seconds(30)))
       << env.engine_log();
   EXPECT_EQ(env.gateway_counts()["after-commit"], 1);
   job = c.get("/v1/jobs/" + id).json();
@@ -193,7 +194,8 @@ void sigterm_with_attempts_in_flight(system_env& env, pid_t& nats_pid) {
   ASSERT_NE(status, -1) << "switchyard did not exit after SIGTERM";
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << env.engine_log();
   // Three events per job: queued at creation, in_progress, and queued again by the release.
-  EXPECT_EQ(lmdb_entries(env.dir().sub("data"), storage::db::events), std::optional<size_t>(3 * held_jobs))
+  EXPECT_EQ(lmdb_entries(env.dir().sub("data"), storage::db::events),
+            std::optional<size_t>(3 * held_jobs))
       << env.engine_log();
 }
 

@@ -19,9 +19,8 @@ TEST(system, gateway_down_then_back) {
   std::vector<std::string> ids;
   for (int i = 0; i < 10; ++i) ids.push_back(env.submit(c, "gw-" + std::to_string(i)));
   // Wait until attempts have failed against the dead gateway, and none of them failed the job.
-  ASSERT_TRUE(wait_for([&] {
-    return c.get("/v1/jobs/" + ids[0]).json().value("attempts", 0) >= 2;
-  }));
+  ASSERT_TRUE(
+      wait_for([&] { return c.get("/v1/jobs/" + ids[0]).json().value("attempts", 0) >= 2; }));
   for (const auto& id : ids) EXPECT_NE(c.get("/v1/jobs/" + id).json()["status"], "failed");
   env.start_gateway(0, port);
   for (const auto& id : ids) EXPECT_EQ(env.wait_terminal(c, id), "completed") << id;

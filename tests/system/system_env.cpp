@@ -100,12 +100,11 @@ void system_env::kill_engine() {
 }
 
 std::string system_env::submit(http_client& c, const std::string& key) {
-  nlohmann::json body = {
-      {"endpoint", "/v1/chat/completions"},
-      {"body",
-       {{"model", "sys-model"},
-        {"messages", {{{"role", "user"}, {"content", "job " + key}}}},
-        {"fake", {{"key", key}}}}}};
+  nlohmann::json body = {{"endpoint", "/v1/chat/completions"},
+                         {"body",
+                          {{"model", "sys-model"},
+                           {"messages", {{{"role", "user"}, {"content", "job " + key}}}},
+                           {"fake", {{"key", key}}}}}};
   auto r = c.post_json("/v1/jobs", body);
   if (r.status != 202) return "";
   return r.json()["id"].get<std::string>();

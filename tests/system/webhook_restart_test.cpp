@@ -21,9 +21,9 @@ constexpr const char* secret = "system-test-secret";
 TEST(system, webhook_deliveries_pending_at_a_kill9_are_delivered_after_restart) {
   system_env env;
   env.start_gateway(/*latency_ms=*/0);
-  child_process receiver({SY_BINARY_DIR "/tests/fakes/fake_webhook_receiver", "--port", "0",
-                          "--secret", secret},
-                         env.dir().sub("receiver.log"));
+  child_process receiver(
+      {SY_BINARY_DIR "/tests/fakes/fake_webhook_receiver", "--port", "0", "--secret", secret},
+      env.dir().sub("receiver.log"));
   std::smatch m;
   std::regex re("listening ([0-9]+)");
   std::string text;
@@ -37,24 +37,22 @@ TEST(system, webhook_deliveries_pending_at_a_kill9_are_delivered_after_restart) 
             200);
 
   const auto secret_file = env.dir().sub("webhook.secret");
-  {
-    std::ofstream(secret_file) << secret << "\n";
-  }
-  std::vector<std::string> flags = {"--webhook-secret-file", secret_file,
-                                    "--webhook-allow-loopback", "true",
-                                    "--webhook-initial-backoff-ms", "100",
-                                    "--webhook-max-backoff-ms", "300",
-                                    "--webhook-max-attempts", "100"};
+  { std::ofstream(secret_file) << secret << "\n"; }
+  std::vector<std::string> flags = {
+      "--webhook-secret-file",        secret_file, "--webhook-allow-loopback", "true",
+      "--webhook-initial-backoff-ms", "100",       "--webhook-max-backoff-ms", "300",
+      "--webhook-max-attempts",       "100"};
   env.start_engine(flags);
   std::vector<std::string> ids;
   {
     http_client c(env.port());
     for (int i = 0; i < 10; ++i) {
-      nlohmann::json req = {
-          {"endpoint", "/v1/chat/completions"},
-          {"body", {{"model", "m"}, {"messages", {{{"role", "user"}, {"content", "w"}}}},
-                    {"fake", {{"key", "w" + std::to_string(i)}}}}},
-          {"webhook_url", "http://127.0.0.1:" + std::to_string(rport) + "/hook"}};
+      nlohmann::json req = {{"endpoint", "/v1/chat/completions"},
+                            {"body",
+                             {{"model", "m"},
+                              {"messages", {{{"role", "user"}, {"content", "w"}}}},
+                              {"fake", {{"key", "w" + std::to_string(i)}}}}},
+                            {"webhook_url", "http://127.0.0.1:" + std::to_string(rport) + "/hook"}};
       auto r = c.post_json("/v1/jobs", req);
       ASSERT_EQ(r.status, 202) << r.body;
       ids.push_back(r.json()["id"]);

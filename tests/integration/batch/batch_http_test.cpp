@@ -24,12 +24,11 @@ std::string form(const std::vector<std::pair<std::string, std::string>>& fields,
                  const std::string& filename, const std::string& content) {
   std::string body;
   for (const auto& [k, v] : fields)
-    body += "--" + boundary + "\r\nContent-Disposition: form-data; name=\"" + k + "\"\r\n\r\n" +
-            v + "\r\n";
+    body += "--" + boundary + "\r\nContent-Disposition: form-data; name=\"" + k + "\"\r\n\r\n" + v +
+            "\r\n";
   if (!filename.empty())
-    body += "--" + boundary +
-            "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" + filename +
-            "\"\r\nContent-Type: application/octet-stream\r\n\r\n" + content + "\r\n";
+    body += "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" +
+            filename + "\"\r\nContent-Type: application/octet-stream\r\n\r\n" + content + "\r\n";
   return body + "--" + boundary + "--\r\n";
 }
 
@@ -44,7 +43,9 @@ std::string jsonl(int n) {
     out += json{{"custom_id", "c" + std::to_string(i)},
                 {"method", "POST"},
                 {"url", "/v1/chat/completions"},
-                {"body", {{"model", "test-model"}, {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}}}}
+                {"body",
+                 {{"model", "test-model"},
+                  {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}}}}
                .dump() +
            "\n";
   return out;
@@ -74,7 +75,8 @@ TEST(batch_http, a_large_upload_streams_to_disk_byte_identical) {
   std::string content;
   content.reserve(6 << 20);
   for (int i = 0; content.size() < (5u << 20); ++i)
-    content += "{\"i\":" + std::to_string(i) + ",\"pad\":\"" + std::string(100, 'a' + i % 26) + "\"}\n";
+    content +=
+        "{\"i\":" + std::to_string(i) + ",\"pad\":\"" + std::string(100, 'a' + i % 26) + "\"}\n";
   auto r = upload(c, form({{"purpose", "user_data"}}, "big.jsonl", content));
   ASSERT_EQ(r.status, 200) << r.body;
   auto f = r.json();
@@ -98,8 +100,9 @@ TEST(batch_http, bad_uploads_are_rejected_and_store_nothing) {
   env.start();
   const std::string uploads = env.engine().batches().upload_dir();
   auto fresh = [&] { return std::make_unique<http_client>(env.port()); };
-  expect_error(upload(*fresh(), form({{"purpose", "batch"}}, "in.jsonl", std::string(100'000, 'x'))),
-               413, "file_too_large", "file");
+  expect_error(
+      upload(*fresh(), form({{"purpose", "batch"}}, "in.jsonl", std::string(100'000, 'x'))), 413,
+      "file_too_large", "file");
   expect_error(upload(*fresh(), form({}, "in.jsonl", jsonl(1))), 400, "missing_required_parameter",
                "purpose");
   expect_error(upload(*fresh(), form({{"purpose", "batch"}}, "", "")), 400,
@@ -108,7 +111,8 @@ TEST(batch_http, bad_uploads_are_rejected_and_store_nothing) {
                "invalid_file", "file");
   expect_error(upload(*fresh(), form({{"purpose", "nonsense"}}, "in.jsonl", jsonl(1))), 400,
                "invalid_value", "purpose");
-  expect_error(upload(*fresh(), form({{"purpose", "batch"}, {"expires_after[anchor]", "created_at"},
+  expect_error(upload(*fresh(), form({{"purpose", "batch"},
+                                      {"expires_after[anchor]", "created_at"},
                                       {"expires_after[seconds]", "10"}},
                                      "in.jsonl", jsonl(1))),
                400, "invalid_value", "expires_after[seconds]");
@@ -124,7 +128,8 @@ TEST(batch_http, bad_uploads_are_rejected_and_store_nothing) {
   EXPECT_TRUE(list.json()["data"].empty()) << list.body;
   EXPECT_EQ(entries(uploads), 0u) << "a staging file was left";
   // expires_after that is valid sets expires_at.
-  auto ok = upload(c, form({{"purpose", "batch"}, {"expires_after[anchor]", "created_at"},
+  auto ok = upload(c, form({{"purpose", "batch"},
+                            {"expires_after[anchor]", "created_at"},
                             {"expires_after[seconds]", "3600"}},
                            "in.jsonl", jsonl(1)));
   ASSERT_EQ(ok.status, 200) << ok.body;
@@ -138,7 +143,8 @@ TEST(batch_http, bad_batch_requests_get_their_error_and_create_nothing) {
   auto file = upload(c, form({{"purpose", "batch"}}, "in.jsonl", jsonl(2))).json();
   std::string fid = file["id"];
   auto other = upload(c, form({{"purpose", "user_data"}}, "x.jsonl", jsonl(1))).json();
-  json good = {{"input_file_id", fid}, {"endpoint", "/v1/chat/completions"}, {"completion_window", "24h"}};
+  json good = {
+      {"input_file_id", fid}, {"endpoint", "/v1/chat/completions"}, {"completion_window", "24h"}};
   auto with = [&](const std::string& k, json v) {
     json b = good;
     if (v.is_discarded()) {
@@ -272,7 +278,8 @@ TEST(batch_http, a_batch_runs_lists_and_its_files_download_and_delete) {
   EXPECT_FALSE(fs::exists(env.engine().batches().file_path(out)));
   expect_error(c.get("/v1/files/" + out), 404, "file_not_found");
   // A finished batch cannot be cancelled.
-  expect_error(c.request("POST", "/v1/batches/" + ids[0] + "/cancel"), 409, "batch_not_cancellable");
+  expect_error(c.request("POST", "/v1/batches/" + ids[0] + "/cancel"), 409,
+               "batch_not_cancellable");
 }
 
 }  // namespace

@@ -38,7 +38,8 @@ TEST(batch, a_clean_batch_across_three_models_completes_with_one_output_line_eac
   }
   // Usage is the sum of the responses'.
   int64_t prompt = 0;
-  for (const auto& l : out) prompt += l["response"]["body"]["usage"]["prompt_tokens"].get<int64_t>();
+  for (const auto& l : out)
+    prompt += l["response"]["body"]["usage"]["prompt_tokens"].get<int64_t>();
   EXPECT_EQ(done.usage["input_tokens"], prompt);
   // Each request reached the gateway exactly once.
   auto by_key = env.gateway().requests_by_key();
@@ -54,7 +55,8 @@ TEST(batch, gateway_4xx_answers_go_to_the_error_file_with_their_status) {
   env.start();
   std::vector<json> lines;
   for (int i = 0; i < 10; ++i)
-    lines.push_back(line("r" + std::to_string(i), "m", i % 2 ? json{{"status", 400}} : json::object()));
+    lines.push_back(
+        line("r" + std::to_string(i), "m", i % 2 ? json{{"status", 400}} : json::object()));
   auto done = env.wait_terminal(env.create(env.upload(lines)).id);
   ASSERT_EQ(done.status, batch_status::completed);
   EXPECT_EQ(done.completed, 5);
@@ -94,7 +96,8 @@ TEST(batch, an_unknown_model_fails_validation_in_per_model_mode) {
   batch_env env;
   per_model_gateways(env);
   env.start();
-  auto done = env.wait_terminal(env.create(env.upload({line("a", "model-a"), line("b", "nope")})).id);
+  auto done =
+      env.wait_terminal(env.create(env.upload({line("a", "model-a"), line("b", "nope")})).id);
   ASSERT_EQ(done.status, batch_status::failed);
   ASSERT_EQ(done.errors.size(), 1u);
   EXPECT_EQ(done.errors[0].code, "model_not_found");
@@ -187,7 +190,8 @@ TEST(batch, jobs_and_batches_of_one_model_share_its_limit) {
   auto lines = lines_of(10, "r", "test-model", {{"latency_ms", 50}});
   auto done = env.wait_terminal(env.create(env.upload(lines)).id);
   ASSERT_EQ(done.status, batch_status::completed);
-  for (const auto& id : jobs) EXPECT_EQ(env.engine_env::wait_terminal(c, id)["status"], "completed");
+  for (const auto& id : jobs)
+    EXPECT_EQ(env.engine_env::wait_terminal(c, id)["status"], "completed");
   EXPECT_LE(env.gateway().peak_in_flight(), 2);
 }
 
@@ -262,7 +266,8 @@ TEST(batch, requests_sharing_a_system_prompt_go_out_together) {
   });
   std::vector<json> lines;
   for (int i = 0; i < 12; ++i)
-    lines.push_back(line("r" + std::to_string(i), "m", json::object(), "prompt " + std::to_string(i % 3)));
+    lines.push_back(
+        line("r" + std::to_string(i), "m", json::object(), "prompt " + std::to_string(i % 3)));
   auto done = env.wait_terminal(env.create(env.upload(lines)).id);
   ASSERT_EQ(done.status, batch_status::completed);
   std::lock_guard lock{mu};

@@ -61,8 +61,8 @@ void engine_env::start() {
   if (!eng) throw std::runtime_error("engine: " + eng.error().message);
   engine_ = std::move(eng.value());
   auto* e = engine_.get();
-  auto http = api::http_server::start(settings_, *engine_, [e] { return e->ready(); },
-                                      &engine_->batches());
+  auto http = api::http_server::start(
+      settings_, *engine_, [e] { return e->ready(); }, &engine_->batches());
   if (!http) throw std::runtime_error("http: " + http.error().message);
   http_ = std::move(http.value());
 }

@@ -29,8 +29,8 @@ TEST(hostile_input, the_longest_accepted_model_names_are_stored_published_and_ru
   env.start();
   http_client c(env.port());
   const std::vector<std::string> models = {
-      std::string(limits::model_max_bytes, '/'),     // every byte escaped: the token is hashed
-      std::string(limits::model_max_bytes, 'a'),     // kept bytes, longer than a plain token
+      std::string(limits::model_max_bytes, '/'),  // every byte escaped: the token is hashed
+      std::string(limits::model_max_bytes, 'a'),  // kept bytes, longer than a plain token
       std::string(limits::subject_token_max_bytes / 3, '.'),  // a plain token at its limit
       std::string(limits::model_max_bytes, '\xff'),  // not UTF-8: refused as JSON, not stored
   };
@@ -40,10 +40,10 @@ TEST(hostile_input, the_longest_accepted_model_names_are_stored_published_and_ru
     ASSERT_EQ(r.status, 202) << r.body;
     ids.push_back(r.json()["id"]);
   }
-  auto invalid = c.request("POST", "/v1/jobs",
-                           R"({"endpoint":"/v1/chat/completions","body":{"model":")" +
-                               models.back() + R"("}})",
-                           {{"Content-Type", "application/json"}});
+  auto invalid = c.request(
+      "POST", "/v1/jobs",
+      R"({"endpoint":"/v1/chat/completions","body":{"model":")" + models.back() + R"("}})",
+      {{"Content-Type", "application/json"}});
   EXPECT_EQ(invalid.status, 400) << invalid.body;
   for (size_t i = 0; i < ids.size(); ++i) {
     auto job = env.wait_terminal(c, ids[i]);

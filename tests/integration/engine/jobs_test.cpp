@@ -5,8 +5,8 @@
 
 #include <set>
 
-#include "tests/integration/engine/engine_env.hpp"
 #include "config/sha256.hpp"
+#include "tests/integration/engine/engine_env.hpp"
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
@@ -76,8 +76,9 @@ TEST(jobs, global_concurrency_holds_across_models) {
   http_client c(env.port());
   std::vector<std::string> ids;
   for (int i = 0; i < 16; ++i) {
-    nlohmann::json req = {{"endpoint", "/v1/chat/completions"},
-                          {"body", {{"model", i % 2 ? "m-a" : "m-b"}, {"messages", nlohmann::json::array()}}}};
+    nlohmann::json req = {
+        {"endpoint", "/v1/chat/completions"},
+        {"body", {{"model", i % 2 ? "m-a" : "m-b"}, {"messages", nlohmann::json::array()}}}};
     auto r = c.post_json("/v1/jobs", req);
     ASSERT_EQ(r.status, 202) << r.body;
     ids.push_back(r.json()["id"]);
@@ -145,7 +146,8 @@ TEST(jobs, unknown_model_is_refused_and_nothing_is_stored) {
 
 TEST(jobs, another_tenants_job_is_not_found) {
   engine_env env;
-  env.settings().api_keys = {{config::sha256_hex("key-a"), "a"}, {config::sha256_hex("key-b"), "b"}};
+  env.settings().api_keys = {{config::sha256_hex("key-a"), "a"},
+                             {config::sha256_hex("key-b"), "b"}};
   env.start();
   http_client c(env.port());
   auto r = env.submit(c, "mine", nullptr, {{"Authorization", "Bearer key-a"}});

@@ -21,8 +21,8 @@ TEST(lifecycle, a_running_job_past_its_timeout_expires_and_its_request_is_aborte
   env.settings().global_concurrency = 1;  // the slow job holds the only slot until aborted
   env.start();
   http_client c(env.port());
-  auto slow = env.submit(c, "slow", {{"latency_ms", 20'000}, {"key", "slow"}}, {},
-                         {{"timeout", 1}});
+  auto slow =
+      env.submit(c, "slow", {{"latency_ms", 20'000}, {"key", "slow"}}, {}, {{"timeout", 1}});
   ASSERT_EQ(slow.status, 202) << slow.body;
   ASSERT_TRUE(wait_for([&] { return env.gateway().requests() == 1; }, 10s));
   auto next = env.submit(c, "next", {{"key", "next"}});
@@ -59,8 +59,8 @@ TEST(lifecycle, bad_timeouts_are_rejected_and_change_nothing) {
   engine_env env;
   env.start();
   http_client c(env.port());
-  for (nlohmann::json bad : {nlohmann::json(0), nlohmann::json(-1), nlohmann::json("10"),
-                             nlohmann::json(700'000)}) {
+  for (nlohmann::json bad :
+       {nlohmann::json(0), nlohmann::json(-1), nlohmann::json("10"), nlohmann::json(700'000)}) {
     auto r = env.submit(c, "x", nullptr, {}, {{"timeout", bad}});
     EXPECT_EQ(r.status, 400) << r.body;
     EXPECT_EQ(r.json()["error"]["code"], "invalid_timeout") << r.body;
@@ -122,9 +122,9 @@ class nats_subscriber {
   std::optional<std::pair<std::string, std::string>> next(int64_t timeout_ms) {
     natsMsg* m = nullptr;
     if (natsSubscription_NextMsg(&m, sub_, timeout_ms) != NATS_OK) return std::nullopt;
-    std::pair<std::string, std::string> out{natsMsg_GetSubject(m),
-                                            std::string(natsMsg_GetData(m),
-                                                        static_cast<size_t>(natsMsg_GetDataLength(m)))};
+    std::pair<std::string, std::string> out{
+        natsMsg_GetSubject(m),
+        std::string(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)))};
     natsMsg_Destroy(m);
     return out;
   }
@@ -152,9 +152,9 @@ TEST(lifecycle, every_state_change_is_published_on_nats) {
     subjects.push_back(m->first);
     last = payload;
   }
-  EXPECT_EQ(subjects, (std::vector<std::string>{"sy.jobs." + id + ".queued",
-                                                "sy.jobs." + id + ".in_progress",
-                                                "sy.jobs." + id + ".completed"}));
+  EXPECT_EQ(subjects,
+            (std::vector<std::string>{"sy.jobs." + id + ".queued", "sy.jobs." + id + ".in_progress",
+                                      "sy.jobs." + id + ".completed"}));
   EXPECT_EQ(last["sequence"], 3);
   EXPECT_EQ(last["previous_state"], "in_progress");
   EXPECT_EQ(last["result"]["status_code"], 200);

@@ -108,9 +108,9 @@ TEST(webhooks, the_network_policy_refuses_denied_targets) {
   w.env.start();
   http_client c(w.env.port());
   // A denied literal address, or a loopback name, is refused at submission; nothing is stored.
-  for (std::string url : {w.receiver.url(), std::string("http://169.254.169.254/latest/meta-data"),
-                          std::string("http://[::1]:9/x"),
-                          "http://localhost:" + std::to_string(w.receiver.port())}) {
+  for (std::string url :
+       {w.receiver.url(), std::string("http://169.254.169.254/latest/meta-data"),
+        std::string("http://[::1]:9/x"), "http://localhost:" + std::to_string(w.receiver.port())}) {
     auto r = w.env.submit(c, "x", nullptr, {}, {{"webhook_url", url}});
     EXPECT_EQ(r.status, 400) << url << " " << r.body;
     EXPECT_EQ(r.json()["error"]["code"], "invalid_webhook_url") << r.body;

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
-#include <gtest/gtest.h>
 
 #include "actors/storage_writer.hpp"
 #include "storage/lmdb_env.hpp"
@@ -58,13 +58,13 @@ TEST(writer_isolation, failing_writes_are_answered_alone_and_their_commits_go_ah
   size_t answered = 0;
   for (size_t i = 0; i < total; ++i) {
     const std::string model = is_bad(i) ? std::string(600, 'm') : "m";
-    caf::anon_send(writer, write_call{make_job("job-" + std::to_string(i), model),
-                                      [&, i](write_reply r) {
-                                        std::lock_guard lock(mu);
-                                        replies[i] = std::move(r);
-                                        ++answered;
-                                        cv.notify_all();
-                                      }});
+    caf::anon_send(writer,
+                   write_call{make_job("job-" + std::to_string(i), model), [&, i](write_reply r) {
+                                std::lock_guard lock(mu);
+                                replies[i] = std::move(r);
+                                ++answered;
+                                cv.notify_all();
+                              }});
   }
   {
     std::unique_lock lock(mu);

@@ -17,8 +17,8 @@ std::vector<pub_msg> tasks(js_client& c, const std::string& model, int n,
                            const std::string& id_prefix = "t") {
   std::vector<pub_msg> out;
   for (int i = 0; i < n; ++i) {
-    out.push_back({c.task_subject(model), id_prefix + std::to_string(i),
-                   "payload-" + std::to_string(i)});
+    out.push_back(
+        {c.task_subject(model), id_prefix + std::to_string(i), "payload-" + std::to_string(i)});
   }
   return out;
 }
@@ -64,10 +64,12 @@ TEST(JetStream, PublishBatchThenFetchGetsThemInOrder) {
     EXPECT_TRUE(got[i].ack());
   }
   // Work-queue retention: acked messages leave the stream.
-  EXPECT_TRUE(test::wait_until([&] {
-    auto n = c.stream_message_count("SY_TASKS");
-    return n && *n == 0;
-  }, 5s));
+  EXPECT_TRUE(test::wait_until(
+      [&] {
+        auto n = c.stream_message_count("SY_TASKS");
+        return n && *n == 0;
+      },
+      5s));
 }
 
 TEST(JetStream, DuplicateMsgIdIsDroppedByTheStream) {
@@ -138,10 +140,12 @@ TEST(JetStream, CorePublishLandsInTheEventsStream) {
   ASSERT_TRUE(c.publish({"sy.jobs.job_1.completed", "ev-1", "{}"}));
   ASSERT_TRUE(c.publish({"sy.jobs.job_1.completed", "ev-1", "{}"}));  // deduplicated
   ASSERT_TRUE(c.publish({"sy.jobs.job_2.queued", "", "{}"}));
-  EXPECT_TRUE(test::wait_until([&] {
-    auto n = c.stream_message_count("SY_EVENTS");
-    return n && *n == 2;
-  }, 5s));
+  EXPECT_TRUE(test::wait_until(
+      [&] {
+        auto n = c.stream_message_count("SY_EVENTS");
+        return n && *n == 2;
+      },
+      5s));
 }
 
 }  // namespace

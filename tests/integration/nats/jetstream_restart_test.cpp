@@ -47,8 +47,8 @@ TEST(JetStreamRestart, StreamKeepsMessagesAndClientReconnects) {
     got.emplace_back(m->data());
     ASSERT_TRUE(m->ack());
   }
-  EXPECT_EQ(got, (std::vector<std::string>{"before-0", "before-1", "before-2", "after-0",
-                                           "after-1"}));
+  EXPECT_EQ(got,
+            (std::vector<std::string>{"before-0", "before-1", "before-2", "after-0", "after-1"}));
 }
 
 TEST(JetStreamRestart, PublishBatchWhileDownFailsFastThenSucceeds) {

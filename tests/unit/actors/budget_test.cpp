@@ -53,7 +53,7 @@ TEST(global_budget, a_released_slot_is_handed_to_the_waiter_not_to_whoever_asks_
   EXPECT_EQ(cold_woken, 1);
   EXPECT_EQ(b.free(), 0);
   EXPECT_EQ(b.reserved(), 1);
-  EXPECT_FALSE(b.try_acquire());                  // the hot model's next request: no barging
+  EXPECT_FALSE(b.try_acquire());  // the hot model's next request: no barging
   bool hot_woken = false;
   EXPECT_EQ(b.acquire(1, 1, [&] { hot_woken = true; }), 0);  // it queues instead
   EXPECT_EQ(b.acquire(1, 2, [] {}), 1);                      // the cold model takes its slot

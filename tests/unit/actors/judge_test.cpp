@@ -48,7 +48,7 @@ TEST(lease_is_dead, expiry_and_earlier_runs) {
   storage::lease_record l{"t", 1, "tok", 1000, "local/B"};
   EXPECT_FALSE(lease_is_dead(l, 999, "local/B", "local/"));
   EXPECT_TRUE(lease_is_dead(l, 1000, "local/B", "local/"));
-  EXPECT_TRUE(lease_is_dead(l, 0, "local/C", "local/"));   // an earlier run of this node
+  EXPECT_TRUE(lease_is_dead(l, 0, "local/C", "local/"));  // an earlier run of this node
   l.holder = "other-node/X";
   EXPECT_FALSE(lease_is_dead(l, 0, "local/C", "local/"));  // another node's live lease
 }

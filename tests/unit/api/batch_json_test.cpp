@@ -18,9 +18,9 @@ TEST(batch_json, a_new_batch_has_nulls_and_zero_usage) {
   auto j = batch_to_json(b);
   EXPECT_EQ(j["object"], "batch");
   EXPECT_EQ(j["status"], "validating");
-  for (const char* k : {"errors", "output_file_id", "error_file_id", "in_progress_at",
-                        "finalizing_at", "completed_at", "failed_at", "expired_at",
-                        "cancelling_at", "cancelled_at", "metadata"})
+  for (const char* k :
+       {"errors", "output_file_id", "error_file_id", "in_progress_at", "finalizing_at",
+        "completed_at", "failed_at", "expired_at", "cancelling_at", "cancelled_at", "metadata"})
     EXPECT_TRUE(j[k].is_null()) << k;
   EXPECT_EQ(j["expires_at"], 200);
   EXPECT_EQ(j["request_counts"], (nlohmann::json{{"total", 0}, {"completed", 0}, {"failed", 0}}));

@@ -2,9 +2,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
-#include <iterator>
 #include <set>
 #include <string>
 

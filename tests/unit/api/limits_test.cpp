@@ -79,8 +79,8 @@ TEST(model_limit, jobs_accept_the_limit_and_refuse_one_byte_more) {
   EXPECT_TRUE(
       actors::parse_submission(with_model(std::string(limits::model_max_bytes, '/')), "t", "")
           .ok());
-  auto over = actors::parse_submission(
-      with_model(std::string(limits::model_max_bytes + 1, 'm')), "t", "");
+  auto over =
+      actors::parse_submission(with_model(std::string(limits::model_max_bytes + 1, 'm')), "t", "");
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.error().code, "string_above_max_length");
   EXPECT_EQ(over.error().param, "body.model");

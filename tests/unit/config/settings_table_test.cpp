@@ -10,7 +10,10 @@ namespace {
 // These bindings compile only while `settings` has exactly 47 fields and `gateway_settings` 8:
 // adding a field breaks the build here, pointing at the table that must declare it.
 size_t settings_field_count() {
-  [[maybe_unused]] auto [a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17, a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32, a33, a34, a35, a36, a37, a38, a39, a40, a41, a42, a43, a44, a45, a46, a47] = settings{};
+  [[maybe_unused]] auto [a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, a17,
+                         a18, a19, a20, a21, a22, a23, a24, a25, a26, a27, a28, a29, a30, a31, a32,
+                         a33, a34, a35, a36, a37, a38, a39, a40, a41, a42, a43, a44, a45, a46,
+                         a47] = settings{};
   return 47;
 }
 size_t gateway_field_count() {
@@ -48,11 +51,10 @@ TEST(SettingsTable, EveryScalarEntryWritesItsOwnField) {
   for (const auto& def : settings_table()) {
     if (std::holds_alternative<std::monostate>(def.field)) continue;
     settings s;
-    std::string value = def.type == value_type::text      ? "changed"
-                        : def.type == value_type::boolean ? (format_value(defaults, def) == "true"
-                                                                 ? "false"
-                                                                 : "true")
-                                                          : std::to_string(def.max);
+    std::string value = def.type == value_type::text ? "changed"
+                        : def.type == value_type::boolean
+                            ? (format_value(defaults, def) == "true" ? "false" : "true")
+                            : std::to_string(def.max);
     ASSERT_TRUE(assign(s, def, value, "test").ok()) << def.name;
     EXPECT_NE(format_value(s, def), format_value(defaults, def)) << def.name;
     for (const auto& other : settings_table()) {

@@ -187,11 +187,13 @@ TEST_F(batch_ops_test, finished_batches_are_not_cancellable) {
            {"batch_c", ""}, {"batch_e", "batch_expired"}, {"batch_f", "batch_failed"}}) {
     run(create_batch_op{make_batch(id, "file-1")});
     run(batch_ingested_op{id, 1, {}, 1000});
-    if (!code.empty()) run(stop_batch_op{id, code, code == "batch_failed" ? "disk gone" : "", 1500});
+    if (!code.empty())
+      run(stop_batch_op{id, code, code == "batch_failed" ? "disk gone" : "", 1500});
     if (code.empty()) run(batch_finalizing_op{id, 1800});
     auto f = run(batch_finish_op{id, std::nullopt, std::nullopt, 2000, std::nullopt});
-    auto want = code.empty() ? batch_status::completed
-                : code == "batch_expired" ? batch_status::expired : batch_status::failed;
+    auto want = code.empty()              ? batch_status::completed
+                : code == "batch_expired" ? batch_status::expired
+                                          : batch_status::failed;
     EXPECT_EQ(f.batch->status, want) << id;
     EXPECT_EQ(run(cancel_batch_op{"t1", id, 3000}).what, op_reply::kind::conflict) << id;
   }
@@ -252,8 +254,8 @@ TEST(token_usage, reads_each_response_shape_and_sums_them_in_openai_batch_form) 
   EXPECT_EQ(chat.output, 2);
   EXPECT_EQ(chat.total, 5);  // no total_tokens: input + output
   const auto embedding = usage_from_json({{"prompt_tokens", 7}, {"total_tokens", 7}});
-  const auto responses = usage_from_json({{"input_tokens", 2}, {"output_tokens", 3},
-                                          {"total_tokens", 6}});
+  const auto responses =
+      usage_from_json({{"input_tokens", 2}, {"output_tokens", 3}, {"total_tokens", 6}});
   const auto unknown = usage_from_json("not an object");
   EXPECT_EQ(unknown.total, 0);
   nlohmann::json total;

@@ -156,16 +156,14 @@ TEST_F(ops_test, success_completes_the_job_once) {
   EXPECT_EQ(j->attempts, 1);
   // A duplicate delivery and a duplicate result are both fenced out.
   EXPECT_EQ(run(start("task-j1", 1, "tok2")).what, op_reply::kind::stale);
-  EXPECT_EQ(run(finish("task-j1", 1, "tok", attempt_end::succeeded)).what,
-            op_reply::kind::stale);
+  EXPECT_EQ(run(finish("task-j1", 1, "tok", attempt_end::succeeded)).what, op_reply::kind::stale);
 }
 
 TEST_F(ops_test, a_second_start_while_leased_is_busy_and_a_wrong_token_is_stale) {
   run(make_job("j1"));
   run(start("task-j1", 1, "tok"));
   EXPECT_EQ(run(start("task-j1", 1, "other")).what, op_reply::kind::busy);
-  EXPECT_EQ(run(finish("task-j1", 1, "other", attempt_end::succeeded)).what,
-            op_reply::kind::stale);
+  EXPECT_EQ(run(finish("task-j1", 1, "other", attempt_end::succeeded)).what, op_reply::kind::stale);
   EXPECT_EQ(job("j1")->status, job_status::in_progress);
 }
 

@@ -37,14 +37,16 @@ TEST(json_text, escapes_like_nlohmann_for_every_kind_of_byte) {
       "truncated at the end \xE2\x82",
       std::string("nul \0 inside", 12),
   };
-  for (const auto& s : cases) EXPECT_EQ(ours(s), nlohmann_text(s)) << "case of " << s.size() << " bytes";
+  for (const auto& s : cases)
+    EXPECT_EQ(ours(s), nlohmann_text(s)) << "case of " << s.size() << " bytes";
 }
 
 TEST(json_text, escapes_like_nlohmann_for_random_bytes) {
   // Bytes drawn mostly from the interesting ranges: controls, ASCII, lead and continuation bytes.
   std::mt19937 rng(12345);
   const std::string alphabet =
-      "ab\"\\\n\x01\x1F\x7F\x80\x8F\x90\x9F\xA0\xBF\xC0\xC2\xDF\xE0\xE1\xED\xEF\xF0\xF1\xF4\xF5\xFF";
+      "ab\"\\\n\x01\x1F\x7F\x80\x8F\x90\x9F\xA0\xBF\xC0\xC2\xDF\xE0\xE1\xED\xEF\xF0\xF1\xF4\xF5"
+      "\xFF";
   std::uniform_int_distribution<size_t> pick(0, alphabet.size() - 1), len(0, 12);
   for (int n = 0; n < 20'000; ++n) {
     std::string s;
@@ -76,9 +78,8 @@ TEST(json_text, writes_commas_between_members_and_elements_only) {
       .key("dom")
       .value(json{{"k", {1, 2}}})
       .end_object();
-  EXPECT_EQ(out.str(),
-            R"({"a":"x","n":-42,"list":[1,{},"s",null,false],"nested":{"empty":[]},)"
-            R"("dom":{"k":[1,2]}})");
+  EXPECT_EQ(out.str(), R"({"a":"x","n":-42,"list":[1,{},"s",null,false],"nested":{"empty":[]},)"
+                       R"("dom":{"k":[1,2]}})");
 }
 
 TEST(json_text, shows_a_json_body_as_json_and_anything_else_as_a_string) {
@@ -119,7 +120,8 @@ TEST(event_payload, a_terminal_change_inlines_a_small_result_and_links_a_large_o
   ev.error = job_error{"gateway_error", "first try: 503 \"busy\""};
   auto small = json::parse(event_payload(job_with_result(R"({"ok": true})"), ev, 1024));
   EXPECT_EQ(small["previous_state"], "in_progress");
-  EXPECT_EQ(small["error"], json({{"code", "gateway_error"}, {"message", "first try: 503 \"busy\""}}));
+  EXPECT_EQ(small["error"],
+            json({{"code", "gateway_error"}, {"message", "first try: 503 \"busy\""}}));
   EXPECT_EQ(small["result"], json({{"status_code", 200}, {"body", {{"ok", true}}}}));
   EXPECT_FALSE(small.contains("result_url"));
   auto large = json::parse(event_payload(job_with_result(std::string(2000, 'x')), ev, 1024));
@@ -135,7 +137,7 @@ TEST(json_text, utf8_length_counts_code_points_of_valid_utf8_only) {
   EXPECT_FALSE(utf8_length("\xC0\xAF"));                               // overlong
   EXPECT_FALSE(utf8_length("\xED\xA0\x80"));                           // a surrogate
   EXPECT_FALSE(utf8_length("\xF4\x90\x80\x80"));                       // above U+10FFFF
-  EXPECT_FALSE(utf8_length("a\x80"));  // a lone continuation byte
+  EXPECT_FALSE(utf8_length("a\x80"));                                  // a lone continuation byte
 }
 
 TEST(json_depth_within, counts_objects_and_arrays_outside_strings) {
@@ -148,7 +150,7 @@ TEST(json_depth_within, counts_objects_and_arrays_outside_strings) {
   EXPECT_TRUE(json_depth_within("[[]][[]][[]]", 2));  // siblings do not add up
   EXPECT_TRUE(json_depth_within(R"(["[[[[", "\"[[[", "\\", []])", 2));
   EXPECT_FALSE(json_depth_within(R"(["\\", [[]]])", 2));  // the string ended at its quote
-  EXPECT_TRUE(json_depth_within("]]]]}}}}[", 1));           // stray closers never go negative
+  EXPECT_TRUE(json_depth_within("]]]]}}}}[", 1));         // stray closers never go negative
   EXPECT_FALSE(json_depth_within(std::string(1'000'000, '['), 128));
 }
 

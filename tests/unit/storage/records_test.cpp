@@ -99,8 +99,9 @@ TEST(Records, BinaryDecodersReadTheJsonOfOlderStores) {
   const auto job = decode_job(to_json(in).dump());
   ASSERT_TRUE(job.has_value());
   expect_same_job(*job, in);
-  const auto task = decode_task(to_json(task_record{"t1", "job_1", "acme", "m", 0, 2, 3,
-                                                    task_state::leased, 9, 8, "x"}).dump());
+  const auto task = decode_task(
+      to_json(task_record{"t1", "job_1", "acme", "m", 0, 2, 3, task_state::leased, 9, 8, "x"})
+          .dump());
   ASSERT_TRUE(task.has_value());
   EXPECT_EQ(task->attempt, 2);
   EXPECT_EQ(task->state, task_state::leased);
@@ -134,7 +135,7 @@ TEST(Records, ABinaryValueCutShortIsCorruptUnlessItEndsBetweenFields) {
   const auto id_only = decode_job(value.substr(0, 2 + std::string("job_01HZX").size()));
   ASSERT_TRUE(id_only.has_value());
   EXPECT_EQ(id_only->id, "job_01HZX");
-  EXPECT_EQ(id_only->max_attempts, 3);  // the default
+  EXPECT_EQ(id_only->max_attempts, 3);                       // the default
   EXPECT_FALSE(decode_job(value.substr(0, 5)).has_value());  // inside the id
 }
 
@@ -177,7 +178,12 @@ TEST(Records, BinaryTaskLeaseEventRoundTrip) {
   EXPECT_EQ(lease->holder, "node-a");
   for (auto previous : {std::optional<job_status>{}, std::optional{job_status::queued},
                         std::optional{job_status::cancelling}}) {
-    event_record ev{"job_1", 5, job_status::expired, previous, 1'700'000'000'123, 3,
+    event_record ev{"job_1",
+                    5,
+                    job_status::expired,
+                    previous,
+                    1'700'000'000'123,
+                    3,
                     job_error{"deadline_exceeded", "too late"}};
     const auto event = decode_event(encode_event(ev));
     ASSERT_TRUE(event.has_value());
@@ -254,7 +260,8 @@ TEST(Records, LeaseIdempotencyOutboxRoundTrip) {
   EXPECT_EQ(o->payload, "{\"a\":1}");
   EXPECT_FALSE(decode_outbox("").has_value());
   static constexpr char one_separator[] = "\x01only-one\0separator";
-  EXPECT_FALSE(decode_outbox(std::string_view(one_separator, sizeof one_separator - 1)).has_value());
+  EXPECT_FALSE(
+      decode_outbox(std::string_view(one_separator, sizeof one_separator - 1)).has_value());
 }
 
 TEST(Records, StatusNamesRoundTrip) {

@@ -142,9 +142,10 @@ TEST_F(TypedAccess, OutboxKeepsPayloadBytesVerbatimAndReadsRecordsOfOlderStores)
     auto w = writer();
     EXPECT_EQ(append_outbox(w, outbox_record{0, "task:t-0:1", "sy.tasks.m", payload}), 1u);
     // A record as stores before the compact encoding wrote it, and one that is unreadable.
-    ASSERT_TRUE(w.put(db::outbox, outbox_key(2),
-                      R"({"id":"event:j:1","pl":"{\"x\":1}","sb":"sy.events.jobs.j.queued","sq":2})")
-                    .ok());
+    ASSERT_TRUE(
+        w.put(db::outbox, outbox_key(2),
+              R"({"id":"event:j:1","pl":"{\"x\":1}","sb":"sy.events.jobs.j.queued","sq":2})")
+            .ok());
     ASSERT_TRUE(w.put(db::outbox, outbox_key(3), "\x01no-separators").ok());
     ASSERT_TRUE(w.commit().ok());
   }
@@ -164,15 +165,16 @@ TEST_F(TypedAccess, OutboxKeepsPayloadBytesVerbatimAndReadsRecordsOfOlderStores)
 TEST_F(TypedAccess, JobsTasksLeasesAndEventsOfOlderStoresAreReadAndRewrittenInBinary) {
   {
     auto w = writer();  // values as schema 2 wrote them
-    ASSERT_TRUE(w.put(db::jobs, "job_1",
-                      R"({"id":"job_1","tn":"acme","md":"m","ma":3,"st":"in_progress","at":1,"ev":2})")
-                    .ok());
-    ASSERT_TRUE(w.put(db::tasks, "job_1-0",
-                      R"({"id":"job_1-0","jb":"job_1","at":1,"ma":3,"st":"leased"})")
-                    .ok());
+    ASSERT_TRUE(
+        w.put(db::jobs, "job_1",
+              R"({"id":"job_1","tn":"acme","md":"m","ma":3,"st":"in_progress","at":1,"ev":2})")
+            .ok());
+    ASSERT_TRUE(
+        w.put(db::tasks, "job_1-0", R"({"id":"job_1-0","jb":"job_1","at":1,"ma":3,"st":"leased"})")
+            .ok());
     ASSERT_TRUE(w.put(db::leases, "job_1-0", R"({"tk":"job_1-0","at":1,"to":"tok","ex":99})").ok());
-    ASSERT_TRUE(w.put(db::events, event_key("job_1", 1), R"({"jb":"job_1","sq":1,"st":"queued"})")
-                    .ok());
+    ASSERT_TRUE(
+        w.put(db::events, event_key("job_1", 1), R"({"jb":"job_1","sq":1,"st":"queued"})").ok());
     ASSERT_TRUE(w.put(db::events, event_key("job_1", 2),
                       R"({"jb":"job_1","sq":2,"st":"in_progress","pv":"queued","an":1})")
                     .ok());
