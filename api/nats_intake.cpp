@@ -67,6 +67,7 @@ nats_intake::nats_intake(const config::settings& settings, actors::job_service& 
       js_(js),
       options_(options),
       job_subject_(js.intake_subject("job")),
+      max_body_bytes_(settings.max_body_bytes),
       work_(boost::asio::make_work_guard(io_)) {}
 
 nats_intake::~nats_intake() { stop(); }
@@ -141,7 +142,7 @@ void nats_intake::process(std::vector<runtime::js_message>& batch) {
     p.reply_to = p.msg.header("Sy-Reply-To");
     detail::intake_input in{p.msg.subject(), p.msg.data(), p.msg.header("Authorization"),
                             p.msg.header("Nats-Msg-Id")};
-    auto sub = detail::to_submission(in, job_subject_, auth_);
+    auto sub = detail::to_submission(in, job_subject_, auth_, max_body_bytes_);
     if (!sub) {
       p.error = sub.error();
     } else {

@@ -89,6 +89,7 @@ class nats_intake {
   runtime::js_client& js_;
   nats_intake_options options_;
   std::string job_subject_;
+  int64_t max_body_bytes_;                           ///< the same limit as an HTTP body's
   std::unique_ptr<runtime::pull_subscription> sub_;  // fetch thread only (after start)
   uint64_t bound_generation_ = 0;  ///< js layout generation sub_ was bound under (fetch thread)
 

@@ -27,13 +27,17 @@ result<std::string> idempotency_key(const std::optional<std::string>& header) {
 }  // namespace
 
 result<actors::submission> to_submission(const intake_input& in, std::string_view job_subject,
-                                         const authenticator& auth) {
+                                         const authenticator& auth, int64_t max_body_bytes) {
   if (in.subject != job_subject)
     return make_error("not_found", "Unknown intake subject " + std::string(in.subject) +
                                        "; submissions are published on " +
                                        std::string(job_subject) + ".");
   auto tenant = auth.tenant_for(in.authorization.value_or(std::string()));
   if (!tenant) return tenant.error();
+  if (static_cast<int64_t>(in.data.size()) > max_body_bytes)
+    return make_error("body_too_large", "The message payload is " + std::to_string(in.data.size()) +
+                                            " bytes, more than max_body_bytes (" +
+                                            std::to_string(max_body_bytes) + ").");
   auto doc = parse_json_body(in.data);
   if (!doc) return doc.error();
   auto key = idempotency_key(in.msg_id);

@@ -23,9 +23,10 @@ struct intake_input {
 
 /// Authenticates, parses and validates one message exactly as `POST /v1/jobs` does (same order:
 /// subject, API key, JSON, idempotency key, document). `job_subject` is the only accepted
-/// subject (`<sp>.submit.job`); another subject under `<sp>.submit.` is `not_found`.
+/// subject (`<sp>.submit.job`); another subject under `<sp>.submit.` is `not_found`; a payload
+/// over `max_body_bytes` (the HTTP body limit) is `body_too_large`.
 result<actors::submission> to_submission(const intake_input& in, std::string_view job_subject,
-                                         const authenticator& auth);
+                                         const authenticator& auth, int64_t max_body_bytes);
 
 /// True when a later delivery may succeed (storage_unavailable, shutting_down, not_ready,
 /// internal_error): the message is nak'ed with a delay instead of answered and terminated.

@@ -53,7 +53,7 @@ bool reply_subject_rule(std::string_view s) {
 /// Runs the message through `auth`; the hash of an accepted submission, nullopt when refused.
 std::optional<std::string> submit(const d::intake_input& in, const sy::api::authenticator& auth,
                                   std::string_view tenant) {
-  auto sub = d::to_submission(in, job_subject, auth);
+  auto sub = d::to_submission(in, job_subject, auth, int64_t{1} << 20);
   if (!sub) {
     sy::fuzz::check_client_error(sub.error());
     // An input error must be answered, never redelivered (which would repeat it forever).

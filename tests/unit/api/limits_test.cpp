@@ -106,7 +106,7 @@ TEST(model_limit, nats_intake_applies_the_same_limits) {
     intake_input in;
     in.subject = subject;
     in.data = data;
-    return to_submission(in, subject, auth);
+    return to_submission(in, subject, auth, int64_t{1} << 20);
   };
   EXPECT_TRUE(run(with_model(std::string(limits::model_max_bytes, 'm')).dump()).ok());
   auto long_model = run(with_model(std::string(limits::model_max_bytes + 1, 'm')).dump());
@@ -115,6 +115,15 @@ TEST(model_limit, nats_intake_applies_the_same_limits) {
   auto deep = run(std::string(300'000, '['));
   ASSERT_FALSE(deep.ok());
   EXPECT_EQ(deep.error().code, "json_too_deep");
+  // The HTTP body limit applies to a payload too, one byte past it.
+  json big = with_model("m");
+  big["body"]["input"] = "";
+  big["body"]["input"] = std::string((size_t{1} << 20) - big.dump().size(), 'x');
+  EXPECT_TRUE(run(big.dump()).ok());
+  big["body"]["input"] = big["body"]["input"].get<std::string>() + "x";
+  auto over = run(big.dump());
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, "body_too_large");
 }
 
 TEST(metadata_limit, counts_characters_not_bytes) {
