@@ -7,6 +7,7 @@
 #include "config/endpoints.hpp"
 #include "config/limits.hpp"
 #include "config/sha256.hpp"
+#include "runtime/webhook_policy.hpp"
 #include "storage/json_text.hpp"
 
 namespace sy::actors {
@@ -89,23 +90,15 @@ result<int> parse_max_attempts(const json& j, int cap) {
   return bad;
 }
 
-/// Syntax only; the engine checks the target against the webhook network policy.
+/// Syntax, by the one webhook URL parser the deliverer uses too; the engine then checks the
+/// target against the webhook network policy.
 result<std::string> parse_webhook_url(const json& j) {
   auto it = j.find("webhook_url");
   if (it == j.end() || it->is_null()) return std::string();
-  auto bad = [](std::string why) {
-    return make_error("invalid_webhook_url", "'webhook_url' " + why, "webhook_url");
-  };
-  if (!it->is_string()) return bad("must be a string.");
+  if (!it->is_string())
+    return make_error("invalid_webhook_url", "'webhook_url' must be a string.", "webhook_url");
   const auto& url = it->get_ref<const std::string&>();
-  if (url.size() > limits::webhook_url_max_bytes) return bad("must be at most 2048 characters.");
-  auto scheme_end = url.find("://");
-  std::string scheme = scheme_end == std::string::npos ? "" : url.substr(0, scheme_end);
-  if (scheme != "http" && scheme != "https") return bad("must be an http:// or https:// URL.");
-  if (url.size() == scheme_end + 3 || url[scheme_end + 3] == '/') return bad("must name a host.");
-  for (char c : url)
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
-      return bad("must not contain spaces or control characters.");
+  if (auto parsed = runtime::parse_webhook_url(url); !parsed) return parsed.error();
   return url;
 }
 

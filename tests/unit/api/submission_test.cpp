@@ -113,6 +113,25 @@ TEST(parse_submission, validates_metadata) {
   EXPECT_EQ(failure(with(many)).code, "invalid_metadata");
 }
 
+TEST(parse_submission, checks_webhook_url_with_the_deliverers_parser) {
+  auto with = [](json url) {
+    auto j = valid();
+    j["webhook_url"] = std::move(url);
+    return j;
+  };
+  EXPECT_TRUE(parse_submission(with("https://example.com/hook?x=1"), "t", "").ok());
+  EXPECT_TRUE(parse_submission(with(nullptr), "t", "").ok());
+  const std::string long_url = "https://example.com/" + std::string(2048, 'p');
+  for (json bad :
+       {json(3), json("ftp://example.com/"), json("http://"), json("http://a b/"),
+        json("http://127.1/"), json("http://user:pw@example.com/"), json("http://example.com:0/"),
+        json("http://example.com/#frag"), json(long_url)}) {
+    auto e = failure(with(bad));
+    EXPECT_EQ(e.code, "invalid_webhook_url") << bad;
+    EXPECT_EQ(e.param, "webhook_url") << bad;
+  }
+}
+
 TEST(parse_submission, validates_max_attempts) {
   for (json bad : {json(0), json(-1), json(11), json(2.5), json("3"), json(true)}) {
     auto j = valid();
