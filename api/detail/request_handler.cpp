@@ -1,4 +1,5 @@
 #include "api/detail/request_handler.hpp"
+#include "api/detail/routes.hpp"
 
 #include <algorithm>
 #include <vector>
@@ -20,28 +21,6 @@ namespace {
 namespace http = boost::beast::http;
 using nlohmann::json;
 using std::chrono::milliseconds;
-
-enum route_id : int {
-  route_submit_job,
-  route_list_jobs,
-  route_get_job,
-  route_cancel_job,
-  route_job_events,
-  route_chat_completions,
-  route_embeddings,
-  route_completions,
-  route_healthz,
-  route_readyz,
-  route_upload_file,
-  route_list_files,
-  route_get_file,
-  route_file_content,
-  route_delete_file,
-  route_create_batch,
-  route_list_batches,
-  route_get_batch,
-  route_cancel_batch,
-};
 
 /// Without `Prefer: wait`: 202 while the job runs (and always for a job this call created),
 /// 200 when an idempotent re-submission finds it terminal. With it: 200 exactly when terminal.
@@ -80,30 +59,10 @@ request_handler::request_handler(const config::settings& settings, actors::job_s
       stopping_(stopping),
       max_wait_ms_(settings.max_wait_ms),
       sync_timeout_ms_(settings.sync_timeout_ms),
-      inline_result_bytes_(settings.webhook_inline_result_bytes) {
-  router_.add(http::verb::post, "/v1/jobs", route_submit_job);
-  router_.add(http::verb::get, "/v1/jobs", route_list_jobs);
-  router_.add(http::verb::get, "/v1/jobs/{id}", route_get_job);
-  router_.add(http::verb::post, "/v1/jobs/{id}/cancel", route_cancel_job);
-  router_.add(http::verb::get, "/v1/jobs/{id}/events", route_job_events);
-  router_.add(http::verb::post, "/v1/chat/completions", route_chat_completions);
-  router_.add(http::verb::post, "/v1/embeddings", route_embeddings);
-  router_.add(http::verb::post, "/v1/completions", route_completions);
-  router_.add(http::verb::get, "/healthz", route_healthz);
-  router_.add(http::verb::get, "/readyz", route_readyz);
-  router_.add(http::verb::post, "/v1/files", route_upload_file);
-  router_.add(http::verb::get, "/v1/files", route_list_files);
-  router_.add(http::verb::get, "/v1/files/{id}", route_get_file);
-  router_.add(http::verb::delete_, "/v1/files/{id}", route_delete_file);
-  router_.add(http::verb::get, "/v1/files/{id}/content", route_file_content);
-  router_.add(http::verb::post, "/v1/batches", route_create_batch);
-  router_.add(http::verb::get, "/v1/batches", route_list_batches);
-  router_.add(http::verb::get, "/v1/batches/{id}", route_get_batch);
-  router_.add(http::verb::post, "/v1/batches/{id}/cancel", route_cancel_batch);
-}
+      inline_result_bytes_(settings.webhook_inline_result_bytes) {}
 
 bool request_handler::is_upload(http::verb method, std::string_view target) const {
-  auto m = router_.match(method, target);
+  auto m = routes().match(method, target);
   return m.outcome == route_match::kind::found && m.route == route_upload_file;
 }
 
@@ -114,7 +73,7 @@ response request_handler::early_error(const sy::error& e, unsigned version, bool
 }
 
 boost::asio::awaitable<reply> request_handler::handle(request req) {
-  auto m = router_.match(req.method(), req.target());
+  auto m = routes().match(req.method(), req.target());
   reply out;
   response& res = out.res;
   if (m.outcome == route_match::kind::not_found) {

@@ -93,7 +93,6 @@ class request_handler {
   response list_batches(const request& req);
   boost::asio::awaitable<response> cancel_batch(const request& req, std::string id);
 
-  router router_;
   authenticator auth_;
   actors::batch_service* batches_;
   int64_t files_max_bytes_;

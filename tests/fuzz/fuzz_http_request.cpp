@@ -30,6 +30,7 @@
 #include "api/detail/prefer.hpp"
 #include "api/detail/query.hpp"
 #include "api/detail/responses.hpp"
+#include "api/detail/routes.hpp"
 #include "api/router.hpp"
 #include "config/settings.hpp"
 #include "config/sha256.hpp"
@@ -42,44 +43,11 @@ namespace http = beast::http;
 using sy::fuzz::check;
 using sy::fuzz::check_client_error;
 
-// The routes of api/detail/request_handler.cpp, in its order. The handler builds its router in
-// its constructor, which needs an engine, so the table is repeated here.
-enum route_id : int { submit_job, list_jobs, other_get, other, sync_call, upload_file };
-struct route_def {
-  http::verb method;
-  const char* pattern;
-  route_id id;
-};
-constexpr route_def route_table[] = {
-    {http::verb::post, "/v1/jobs", submit_job},
-    {http::verb::get, "/v1/jobs", list_jobs},
-    {http::verb::get, "/v1/jobs/{id}", other_get},
-    {http::verb::post, "/v1/jobs/{id}/cancel", other},
-    {http::verb::get, "/v1/jobs/{id}/events", other_get},
-    {http::verb::post, "/v1/chat/completions", sync_call},
-    {http::verb::post, "/v1/embeddings", sync_call},
-    {http::verb::post, "/v1/completions", sync_call},
-    {http::verb::get, "/healthz", other_get},
-    {http::verb::get, "/readyz", other_get},
-    {http::verb::post, "/v1/files", upload_file},
-    {http::verb::get, "/v1/files", other_get},
-    {http::verb::get, "/v1/files/{id}", other_get},
-    {http::verb::delete_, "/v1/files/{id}", other},
-    {http::verb::get, "/v1/files/{id}/content", other_get},
-    {http::verb::post, "/v1/batches", other},
-    {http::verb::get, "/v1/batches", other_get},
-    {http::verb::get, "/v1/batches/{id}", other_get},
-    {http::verb::post, "/v1/batches/{id}/cancel", other},
-};
-
-const sy::api::router& routes() {
-  static const sy::api::router r = [] {
-    sy::api::router built;
-    for (const auto& def : route_table) built.add(def.method, def.pattern, def.id);
-    return built;
-  }();
-  return r;
-}
+// The API's own route table (api/detail/routes.hpp), as the request handler matches it.
+using sy::api::detail::route_count;
+using sy::api::detail::route_list_jobs;
+using sy::api::detail::route_upload_file;
+using sy::api::detail::routes;
 
 /// With one API key configured (the intake harness also covers none).
 const sy::api::authenticator& auth() {
@@ -156,7 +124,7 @@ void check_error(const sy::error& e, const sy::api::detail::request& req) {
 void check_route(const sy::api::route_match& m) {
   using kind = sy::api::route_match::kind;
   if (m.outcome == kind::found) {
-    check(m.route >= submit_job && m.route <= upload_file, "router returned an unknown route");
+    check(m.route >= 0 && m.route < route_count, "router returned an unknown route");
     for (const auto& p : m.params) check(!p.empty(), "router captured an empty segment");
   } else if (m.outcome == kind::method_not_allowed) {
     check(!m.allow.empty(), "405 without an Allow list");
@@ -179,7 +147,7 @@ void handle(const sy::api::detail::request& req) {
   auto m = routes().match(req.method(), req.target());
   check_route(m);
   if (auto q = d::parse_query(req.target()); !q) check_error(q.error(), req);
-  if (m.outcome == sy::api::route_match::kind::found && m.route == list_jobs) {
+  if (m.outcome == sy::api::route_match::kind::found && m.route == route_list_jobs) {
     auto p = d::parse_list_params(req.target());
     if (!p) check_error(p.error(), req);
     if (p) check(p->limit >= 1 && p->limit <= d::list_max_limit, "list limit out of 1..100");
@@ -213,7 +181,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& h = head.get();
   auto m = routes().match(h.method(), h.target());
   check_route(m);
-  if (m.outcome == sy::api::route_match::kind::found && m.route == upload_file) {
+  if (m.outcome == sy::api::route_match::kind::found && m.route == route_upload_file) {
     // Uploads stream through the multipart parser (fuzz_multipart); here only the boundary.
     sy::api::detail::multipart_boundary(h[http::field::content_type]);
     return 0;

@@ -1,0 +1,49 @@
+#include "api/detail/routes.hpp"
+
+#include <utility>
+
+namespace sy::api::detail {
+namespace {
+
+namespace http = boost::beast::http;
+
+struct route_def {
+  http::verb method;
+  const char* pattern;
+  route_id id;
+};
+
+constexpr route_def table[] = {
+    {http::verb::post, "/v1/jobs", route_submit_job},
+    {http::verb::get, "/v1/jobs", route_list_jobs},
+    {http::verb::get, "/v1/jobs/{id}", route_get_job},
+    {http::verb::post, "/v1/jobs/{id}/cancel", route_cancel_job},
+    {http::verb::get, "/v1/jobs/{id}/events", route_job_events},
+    {http::verb::post, "/v1/chat/completions", route_chat_completions},
+    {http::verb::post, "/v1/embeddings", route_embeddings},
+    {http::verb::post, "/v1/completions", route_completions},
+    {http::verb::get, "/healthz", route_healthz},
+    {http::verb::get, "/readyz", route_readyz},
+    {http::verb::post, "/v1/files", route_upload_file},
+    {http::verb::get, "/v1/files", route_list_files},
+    {http::verb::get, "/v1/files/{id}", route_get_file},
+    {http::verb::delete_, "/v1/files/{id}", route_delete_file},
+    {http::verb::get, "/v1/files/{id}/content", route_file_content},
+    {http::verb::post, "/v1/batches", route_create_batch},
+    {http::verb::get, "/v1/batches", route_list_batches},
+    {http::verb::get, "/v1/batches/{id}", route_get_batch},
+    {http::verb::post, "/v1/batches/{id}/cancel", route_cancel_batch},
+};
+
+}  // namespace
+
+const router& routes() {
+  static const router built = [] {
+    router r;
+    for (const auto& def : table) r.add(def.method, def.pattern, def.id);
+    return r;
+  }();
+  return built;
+}
+
+}  // namespace sy::api::detail
