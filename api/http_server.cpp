@@ -47,8 +47,16 @@ using upload_parser_t = http::request_parser<http::buffer_body>;
 /// Reads a request's header, and answers `100 Continue` when the client asked for it.
 asio::awaitable<void> read_header(connection& c, beast::flat_buffer& buffer,
                                   header_parser_t& parser, beast::error_code& ec) {
-  co_await http::async_read_header(c.stream, buffer, parser, use_ec(ec));
+  const size_t header_bytes =
+      co_await http::async_read_header(c.stream, buffer, parser, use_ec(ec));
   if (ec) co_return;
+  // Beast's header_limit is approximate (the start line and the first field are measured apart
+  // from the rest); the limit a client is told of is exact: the bytes of the start line, the
+  // fields and the blank line together.
+  if (header_bytes > limits::http_header_max_bytes) {
+    ec = http::error::header_limit;
+    co_return;
+  }
   if (beast::iequals(parser.get()[http::field::expect], "100-continue")) {
     http::response<http::empty_body> cont{http::status::continue_, parser.get().version()};
     co_await http::async_write(c.stream, cont, use_ec(ec));

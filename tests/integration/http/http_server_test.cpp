@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "config/limits.hpp"
 #include "config/sha256.hpp"
 #include "tests/integration/http/http_client.hpp"
 #include "tests/integration/http/memory_job_service.hpp"
@@ -251,6 +252,31 @@ TEST_F(http_server_test, stop_accepting_lets_an_in_flight_request_finish) {
   EXPECT_EQ(res.result(), http::status::accepted);
   EXPECT_FALSE(res.keep_alive());  // draining: the connection closes after this response
   EXPECT_EQ(client.wait_closed(milliseconds(3000)), boost::asio::error::eof);
+}
+
+TEST_F(http_server_test, headers_up_to_the_limit_are_read_one_byte_more_is_431) {
+  // The request line and headers, with the blank line that ends them, exactly
+  // limits::http_header_max_bytes long, then one byte longer.
+  auto raw = [](size_t total) {
+    const std::string head = "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: ";
+    const std::string tail = "\r\n\r\n";
+    return head + std::string(total - head.size() - tail.size(), 'p') + tail;
+  };
+  for (size_t total :
+       {limits::http_header_max_bytes, limits::http_header_max_bytes + 1, size_t{16'384}}) {
+    http_client client(server_->port());
+    ASSERT_FALSE(client.connect());
+    ASSERT_EQ(raw(total).size(), total);
+    ASSERT_FALSE(client.write_raw(raw(total)));
+    http_response res;
+    ASSERT_FALSE(client.read(res)) << total;
+    if (total <= limits::http_header_max_bytes) {
+      EXPECT_EQ(res.result_int(), 200u) << total << " " << res.body();
+    } else {
+      EXPECT_EQ(res.result_int(), 431u) << total << " " << res.body();
+      EXPECT_EQ(nlohmann::json::parse(res.body())["error"]["code"], "header_too_large");
+    }
+  }
 }
 
 class slow_client_test : public http_server_test {
