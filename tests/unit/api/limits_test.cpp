@@ -11,6 +11,7 @@
 #include "api/auth.hpp"
 #include "api/detail/intake_message.hpp"
 #include "api/detail/json_parse.hpp"
+#include "api/detail/responses.hpp"
 #include "api/detail/sync.hpp"
 #include "api/errors.hpp"
 #include "config/limits.hpp"
@@ -140,6 +141,31 @@ TEST(metadata_limit, counts_characters_not_bytes) {
   EXPECT_FALSE(actors::parse_submission(with({{"k", e513}}), "t", "").ok());
   EXPECT_TRUE(actors::parse_submission(with({{k64, "v"}}), "t", "").ok());
   EXPECT_FALSE(actors::parse_submission(with({{k64 + "\xC3\xA9", "v"}}), "t", "").ok());
+}
+
+TEST(idempotency_key_limit, the_limit_is_accepted_one_more_is_refused) {
+  auto with_key = [](size_t n) {
+    request req;
+    req.set("Idempotency-Key", std::string(n, 'k'));
+    return idempotency_key(req);
+  };
+  EXPECT_TRUE(with_key(limits::idempotency_key_max_chars).ok());
+  auto over = with_key(limits::idempotency_key_max_chars + 1);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, "invalid_idempotency_key");
+}
+
+TEST(webhook_url_limit, the_limit_is_accepted_one_more_is_refused) {
+  auto with_url = [](size_t n) {
+    const std::string head = "https://example.com/";
+    json j = with_model("m");
+    j["webhook_url"] = head + std::string(n - head.size(), 'p');
+    return actors::parse_submission(std::move(j), "t", "");
+  };
+  EXPECT_TRUE(with_url(limits::webhook_url_max_bytes).ok());
+  auto over = with_url(limits::webhook_url_max_bytes + 1);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, "invalid_webhook_url");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "config/api_keys.hpp"
+#include "config/limits.hpp"
 #include "config/sha256.hpp"
 #include "tests/unit/config/temp_dir.hpp"
 
@@ -177,6 +178,11 @@ TEST(Validate, ApiKeysAreNormalizedAndChecked) {
   expect_invalid(s, "api_keys[0].tenant");
   s.api_keys = {{sha256_hex("a"), "has space"}};
   expect_invalid(s, "api_keys[0].tenant");
+  // tenant_max_bytes: a tenant is part of LMDB keys (config/limits.hpp).
+  s.api_keys = {{sha256_hex("a"), std::string(limits::tenant_max_bytes + 1, 't')}};
+  expect_invalid(s, "api_keys[0].tenant");
+  s.api_keys = {{sha256_hex("a"), std::string(limits::tenant_max_bytes, 't')}};
+  EXPECT_TRUE(validate(s).ok());
   s.api_keys = {{sha256_hex("a"), "x"}, {sha256_hex("a"), "y"}};
   expect_invalid(s, "api_keys[1]", "configured twice");
 }
