@@ -5,9 +5,11 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <atomic>
 #include <optional>
 
 #include "tests/integration/gateway/gateway_env.hpp"
+#include "tests/support/wait.hpp"
 
 namespace sy::testing {
 namespace {
@@ -53,7 +55,11 @@ TEST_F(GatewayTest, AbortMidRequestReturnsPromptly) {
   gateway_client client(ioc.get_executor(), s);
   auto abort = std::make_shared<abort_handle>();
   // Abort from the fake's io thread once the request has arrived: "any thread".
-  fake.on_request([abort](const fakes::received_request&) { abort->abort(); });
+  std::atomic<bool> abort_returned{false};
+  fake.on_request([abort, &abort_returned](const fakes::received_request&) {
+    abort->abort();
+    abort_returned = true;
+  });
   const auto start = std::chrono::steady_clock::now();
   auto out = send(client, chat("x", R"({"latency_ms": 5000})"), abort);
   EXPECT_EQ(out.error, "aborted");
@@ -62,6 +68,9 @@ TEST_F(GatewayTest, AbortMidRequestReturnsPromptly) {
   EXPECT_EQ(out.tries, 1);
   EXPECT_LT(elapsed_ms(start), 2'000);
   EXPECT_EQ(client.open_connections(), 0);  // the aborted connection is not pooled
+  // abort() drops the canceller it ran (which holds a strand of `ioc`) on the fake's thread
+  // after the client already answered: let it return before the fixture destroys `ioc`.
+  EXPECT_TRUE(test::wait_for([&] { return abort_returned.load(); }, std::chrono::seconds(5)));
 }
 
 TEST_F(GatewayTest, AbortDuringBackoffReturnsPromptly) {
