@@ -245,6 +245,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   {
     // Each model has a JetStream consumer and a dispatcher of its own, and with one global
     // gateway the client chooses the name: without a bound, distinct names would exhaust them.
+    // Checked and taken in one critical section, so concurrent new models cannot overshoot.
     std::lock_guard lock{models_mu_};
     if (!wanted_models_.count(model) &&
         wanted_models_.size() >= static_cast<size_t>(deps_.cfg.max_models))
@@ -254,6 +255,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
                                " distinct models, its limit (max_models, see docs/limits.md); "
                                "a job for another model is refused.",
                            "body.model");
+    if (wanted_models_.insert(model).second) models_cv_.notify_all();
   }
   const int64_t now = deps_.clock.now_ms();
   storage::job_record job;
@@ -281,10 +283,6 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   storage::outbox_record publish{0, storage::task_message_id(task.id, 1),
                                  deps_.js.task_subject(model),
                                  storage::task_message_payload(task.id, 1)};
-  {
-    std::lock_guard lock{models_mu_};
-    if (wanted_models_.insert(model).second) models_cv_.notify_all();
-  }
   // Named rather than a temporary in the co_await expression: GCC 12 mishandles the lifetime of
   // aggregate temporaries passed to a coroutine inside co_await.
   write_request req{storage::create_job_op{std::move(job), std::move(task), std::move(publish)}};
