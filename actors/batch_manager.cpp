@@ -43,8 +43,11 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 namespace plan = runtime::batch;
 
-constexpr size_t drain_chunk = 1'000;                  ///< error lines per commit when draining
-constexpr std::chrono::milliseconds record_gather{5};  ///< results gathered before a commit
+constexpr size_t drain_chunk = 1'000;  ///< error lines per commit when draining
+/// Results gathered before a commit. A scheduling delay on the real clock, not a time the engine
+/// keeps (it only groups fsyncs), so it does not follow the injected clock: a test that holds its
+/// manual clock still must not stall every result commit.
+constexpr std::chrono::milliseconds record_gather{5};
 constexpr auto sweep_interval = std::chrono::seconds(1);
 
 auto use_ec(boost::system::error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
@@ -193,8 +196,8 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
         id(std::move(id)),
         strand(asio::make_strand(m.ctx_.exec)),
         wake(strand, asio::steady_timer::time_point::max()),
-        deadline(strand, asio::steady_timer::time_point::max()),
-        pause(strand) {}
+        deadline(m.ctx_.clock.make_timer(strand)),
+        pause(m.ctx_.clock.make_timer(strand)) {}
 
   batch_manager& mgr;
   std::string id;
@@ -203,8 +206,8 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
   /// Never expires (set once to the maximum); cancel() wakes every wait on it, each of which
   /// re-checks its condition. Cancelled when a lane, a request or a commit of results ends.
   asio::steady_timer wake;
-  asio::steady_timer deadline;  ///< the completion window's end
-  asio::steady_timer pause;     ///< the wait before a drain or finalization is tried again
+  std::unique_ptr<runtime::timer> deadline;  ///< the completion window's end (ctx.clock's)
+  std::unique_ptr<runtime::timer> pause;     ///< the wait before a drain or finalization is retried
   std::string endpoint;
   std::string stop_code;  ///< set when dispatch must stop (cancel, expiry, failure)
   bool shutting_down = false;
@@ -230,7 +233,7 @@ struct batch_manager::runner : std::enable_shared_from_this<runner> {
   void stop(const std::string& code) {
     if (code.empty()) {
       shutting_down = true;
-      pause.cancel();  // a retry waiting for its backoff ends; the next start resumes the batch
+      pause->cancel();  // a retry waiting for its backoff ends; the next start resumes the batch
     } else if (stop_code.empty()) {
       stop_code = code;
     }
@@ -392,10 +395,8 @@ asio::awaitable<void> batch_manager::runner::watch_deadline(int64_t deadline_ms)
   auto self = shared_from_this();
   int64_t left = deadline_ms - mgr.ctx_.clock.now_ms();
   if (left > 0) {
-    deadline.expires_after(std::chrono::milliseconds(left));
-    boost::system::error_code ec;
-    co_await deadline.async_wait(use_ec(ec));
-    if (ec) co_return;  // the runner ended first
+    if (!co_await runtime::async_wait(*deadline, left, asio::use_awaitable))
+      co_return;  // the runner ended first
   }
   if (stopped()) co_return;
   storage::stop_batch_op op{id, "batch_expired", "", mgr.ctx_.clock.now_ms()};
@@ -416,7 +417,7 @@ asio::awaitable<bool> batch_manager::runner::ingest(const storage::batch_record&
   o.model_known = [ctx](std::string_view model) {
     return ctx->gateway_for(std::string(model)) != nullptr;
   };
-  auto started = std::chrono::steady_clock::now();
+  const int64_t started_ms = mgr.ctx_.clock.now_ms();
   auto scan = [o] { return plan::ingest(o); };
   auto r = co_await blocking(std::move(scan));
   if (!r) {
@@ -429,9 +430,7 @@ asio::awaitable<bool> batch_manager::runner::ingest(const storage::batch_record&
   // The plans and model_map.json are in place, the batch is still validating: a restart must
   // ingest again from scratch rather than trust them.
   if (r->errors.empty()) runtime::failpoint("batch_ingest_map_written");
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
-                                                                  started)
-                .count();
+  const int64_t ms = mgr.ctx_.clock.now_ms() - started_ms;
   storage::batch_ingested_op op;
   op.id = id;
   op.total = r->line_count;
@@ -700,9 +699,7 @@ asio::awaitable<bool> batch_manager::runner::back_off(int tries, const char* wha
   log::warn("batch", std::string("cannot ") + what + " the batch; retrying",
             {{"batch_id", id}, {"try", tries}, {"retry_in_ms", delay}, {"error", failure}});
   if (shutting_down) co_return false;
-  pause.expires_after(std::chrono::milliseconds(delay));
-  boost::system::error_code ec;
-  co_await pause.async_wait(use_ec(ec));
+  co_await runtime::async_wait(*pause, delay, asio::use_awaitable);
   co_return !shutting_down;
 }
 
@@ -752,7 +749,7 @@ asio::awaitable<std::string> batch_manager::runner::finalize(const std::string& 
   // plan's order; OpenAI does not keep input order either), so each line appears exactly once
   // whatever happened before; a crash here redoes finalization from the same lines.
   runtime::failpoint("batch_finalize_start");
-  const auto started = std::chrono::steady_clock::now();
+  const int64_t started_ms = mgr.ctx_.clock.now_ms();
   auto b0 = mgr.get_batch_any(id);
   if (!b0) co_return std::string{};
   const int64_t now_ms = mgr.ctx_.clock.now_ms();
@@ -799,9 +796,7 @@ asio::awaitable<std::string> batch_manager::runner::finalize(const std::string& 
              {"failed", b.failed},
              {"output_file_id", b.output_file_id},
              {"error_file_id", b.error_file_id},
-             {"finalize_ms", std::chrono::duration_cast<std::chrono::milliseconds>(
-                                 std::chrono::steady_clock::now() - started)
-                                 .count()}});
+             {"finalize_ms", mgr.ctx_.clock.now_ms() - started_ms}});
   co_return std::string{};
 }
 
@@ -841,7 +836,7 @@ asio::awaitable<void> batch_manager::runner::finish(const std::optional<plan::in
   }
   if (fd >= 0) ::close(fd);
   fd = -1;
-  deadline.cancel();
+  deadline->cancel();
   co_await finalize_with_retries(std::move(undrained));
 }
 
@@ -1000,8 +995,9 @@ status batch_manager::start() {
   }
   for (const auto& id : active) launch(id);
   if (!active.empty()) log::info("batch", "resuming batches", {{"count", active.size()}});
-  sweep_timer_ = std::make_shared<asio::steady_timer>(ctx_.exec);
-  asio::co_spawn(ctx_.exec, sweep_expired_files(), asio::detached);
+  // On a strand of its own: stop() cancels the timer from another thread, by posting there.
+  sweep_timer_ = ctx_.clock.make_timer(asio::make_strand(ctx_.exec));
+  asio::co_spawn(sweep_timer_->executor(), sweep_expired_files(), asio::detached);
   return ok;
 }
 
@@ -1013,7 +1009,7 @@ void batch_manager::stop(std::chrono::milliseconds grace) {
     for (auto& [id, r] : runners_) all.push_back(r);
   }
   for (auto& r : all) asio::post(r->strand, [r] { r->stop(""); });
-  if (sweep_timer_) asio::post(ctx_.exec, [t = sweep_timer_] { t->cancel(); });
+  if (sweep_timer_) asio::post(sweep_timer_->executor(), [t = sweep_timer_] { t->cancel(); });
   auto until = std::chrono::steady_clock::now() + grace;
   while (running() > 0 && std::chrono::steady_clock::now() < until)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -1034,7 +1030,7 @@ void batch_manager::launch(const std::string& batch_id) {
         log::error("batch", "runner crashed", {{"batch_id", r->id}, {"what", e.what()}});
       }
     }
-    r->deadline.cancel();
+    r->deadline->cancel();  // on the strand: the completion runs there
     if (r->fd >= 0) ::close(r->fd);
     r->fd = -1;
     finished(r->id);
@@ -1062,9 +1058,7 @@ asio::awaitable<void> batch_manager::sweep_expired_files() {
         log::info("batch", "file expired and deleted", {{"file_id", id}});
       }
     }
-    timer->expires_after(sweep_interval);
-    boost::system::error_code ec;
-    co_await timer->async_wait(use_ec(ec));
+    co_await runtime::async_wait(*timer, sweep_interval.count(), asio::use_awaitable);
   }
 }
 

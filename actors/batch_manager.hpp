@@ -107,7 +107,7 @@ class batch_manager final : public batch_service {
   std::atomic<bool> stopping_{false};
   batch_retry_policy retry_;  ///< guarded by mu_
   std::atomic<uint64_t> failed_tries_{0};
-  std::shared_ptr<boost::asio::steady_timer> sweep_timer_;
+  std::shared_ptr<runtime::timer> sweep_timer_;  ///< the file-expiry sweep's wait (on its strand)
 };
 
 }  // namespace sy::actors

@@ -311,40 +311,37 @@ result<storage::job_record> engine::get(const std::string& tenant, const std::st
 
 boost::asio::awaitable<result<storage::job_record>> engine::wait_terminal(
     std::string tenant, std::string id, std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
+  const int64_t until = deps_.clock.now_ms() + timeout.count();
   job_subscription sub{ctx_->watch, id, co_await boost::asio::this_coro::executor};
   for (;;) {
     sub.waiter().changed = false;  // before the read: a change after it wakes the wait below
     auto job = get(tenant, id);
     if (!job || storage::is_terminal(job->status)) co_return job;
-    auto now = std::chrono::steady_clock::now();
-    if (now >= until) co_return job;
+    const int64_t left = until - deps_.clock.now_ms();
+    if (left <= 0) co_return job;
     // Re-read at least every second, whatever happens to the wake-up (belt and braces).
-    co_await job_watch::wait_for_change(sub.waiter(),
-                                        std::min(until, now + std::chrono::seconds(1)));
+    co_await job_watch::wait_for_change(sub.waiter(), std::min<int64_t>(left, 1'000));
   }
 }
 
 boost::asio::awaitable<result<event_batch>> engine::next_events(std::string tenant, std::string id,
                                                                 uint64_t after_seq,
                                                                 std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
+  const int64_t until = deps_.clock.now_ms() + timeout.count();
   job_subscription sub{ctx_->watch, id, co_await boost::asio::this_coro::executor};
   for (;;) {
     sub.waiter().changed = false;
+    int64_t left = 0;
     {
       auto txn = deps_.env.begin_read();
       auto job = storage::get_job(txn, id);
       if (!job || job->tenant != tenant)
         co_return make_error("job_not_found", "no job with id '" + id + "'", "id");
       auto events = storage::read_events(txn, id, after_seq);
-      auto now = std::chrono::steady_clock::now();
-      if (!events.empty() || now >= until)
-        co_return event_batch{std::move(*job), std::move(events)};
+      left = until - deps_.clock.now_ms();
+      if (!events.empty() || left <= 0) co_return event_batch{std::move(*job), std::move(events)};
     }
-    auto now = std::chrono::steady_clock::now();
-    co_await job_watch::wait_for_change(sub.waiter(),
-                                        std::min(until, now + std::chrono::seconds(1)));
+    co_await job_watch::wait_for_change(sub.waiter(), std::min<int64_t>(left, 1'000));
   }
 }
 

@@ -45,6 +45,8 @@ class engine final : public job_service {
   static result<std::unique_ptr<engine>> start(deps d);
   ~engine() override;
 
+  const runtime::clock& clock() const override { return deps_.clock; }
+
   boost::asio::awaitable<result<submit_outcome>> submit(submission s) override;
   result<storage::job_record> get(const std::string& tenant, const std::string& id) override;
   boost::asio::awaitable<result<storage::job_record>> wait_terminal(

@@ -46,7 +46,7 @@ class inflight_registry {
 struct engine_context {
   engine_context(caf::actor_system& s, const config::settings& c, const runtime::clock& k,
                  runtime::js_client& j, boost::asio::io_context& e)
-      : sys(s), cfg(c), clock(k), js(j), exec(e), budget(c.global_concurrency) {}
+      : sys(s), cfg(c), clock(k), js(j), exec(e), budget(c.global_concurrency), watch(k) {}
 
   caf::actor_system& sys;
   const config::settings& cfg;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/result.hpp"
+#include "runtime/clock.hpp"
 #include "storage/records.hpp"
 
 namespace sy::actors {
@@ -52,6 +53,8 @@ struct submit_outcome {
 class job_service {
  public:
   virtual ~job_service() = default;
+  /// The time source the service's waits follow; callers that slice a wait use it too.
+  virtual const runtime::clock& clock() const = 0;
   /// Durably creates the job (or returns the one its idempotency key already names).
   /// Errors: idempotency_conflict, model_not_found, storage_unavailable, shutting_down.
   virtual boost::asio::awaitable<result<submit_outcome>> submit(submission s) = 0;

@@ -1,7 +1,6 @@
 #include "actors/job_watch.hpp"
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 namespace sy::actors {
@@ -10,7 +9,7 @@ namespace asio = boost::asio;
 
 std::shared_ptr<job_waiter> job_watch::subscribe(const std::string& job_id,
                                                  asio::any_io_executor ex) {
-  auto w = std::make_shared<job_waiter>(std::move(ex));
+  auto w = std::make_shared<job_waiter>(clock_, std::move(ex));
   std::lock_guard lock{mu_};
   waiters_.emplace(job_id, w);
   return w;
@@ -36,17 +35,14 @@ void job_watch::notify(const std::vector<std::string>& job_ids) {
       if (!w) continue;
       w->changed = true;
       // On the waiter's own executor: timers are not thread-safe.
-      asio::post(w->timer.get_executor(), [w] { w->timer.cancel(); });
+      asio::post(w->timer->executor(), [w] { w->timer->cancel(); });
     }
   }
 }
 
-asio::awaitable<void> job_watch::wait_for_change(job_waiter& w,
-                                                 std::chrono::steady_clock::time_point until) {
+asio::awaitable<void> job_watch::wait_for_change(job_waiter& w, int64_t wait_ms) {
   if (w.changed) co_return;
-  boost::system::error_code ec;
-  w.timer.expires_at(until);
-  co_await w.timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  co_await runtime::async_wait(*w.timer, wait_ms, asio::use_awaitable);
 }
 
 }  // namespace sy::actors

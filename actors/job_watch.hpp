@@ -19,29 +19,35 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
+
+#include "runtime/clock.hpp"
 
 namespace sy::actors {
 
-/// One waiting coroutine's wake-up: a timer that `notify` cancels.
+/// One waiting coroutine's wake-up: a timer (of the engine's clock) that `notify` cancels.
 struct job_waiter {
-  explicit job_waiter(boost::asio::any_io_executor ex) : timer(std::move(ex)) {}
-  boost::asio::steady_timer timer;
+  job_waiter(const runtime::clock& c, boost::asio::any_io_executor ex)
+      : timer(c.make_timer(std::move(ex))) {}
+  std::unique_ptr<runtime::timer> timer;
   std::atomic<bool> changed{false};  ///< set by notify; the waiter clears it before reading
 };
 
 class job_watch {
  public:
+  explicit job_watch(const runtime::clock& c) : clock_(c) {}
+  /// The clock every waiter's timer follows.
+  const runtime::clock& clock() const { return clock_; }
   std::shared_ptr<job_waiter> subscribe(const std::string& job_id, boost::asio::any_io_executor ex);
   void unsubscribe(const std::string& job_id, const std::shared_ptr<job_waiter>& w);
   /// Marks every waiter of these jobs changed and wakes it.
   void notify(const std::vector<std::string>& job_ids);
 
-  /// Returns when `w` is marked changed (at once if it already is) or at `until`.
-  static boost::asio::awaitable<void> wait_for_change(job_waiter& w,
-                                                      std::chrono::steady_clock::time_point until);
+  /// Returns when `w` is marked changed (at once if it already is) or after `wait_ms` of the
+  /// clock's time.
+  static boost::asio::awaitable<void> wait_for_change(job_waiter& w, int64_t wait_ms);
 
  private:
+  const runtime::clock& clock_;
   std::mutex mu_;
   std::unordered_multimap<std::string, std::weak_ptr<job_waiter>> waiters_;
 };

@@ -5,7 +5,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "actors/write.hpp"
@@ -34,7 +33,7 @@ webhook_deliverer::webhook_deliverer(engine_context& ctx, storage::environment& 
       strand_(asio::make_strand(ctx.exec)),
       client_(strand_, std::move(policy), std::move(secret)),
       max_in_flight_(max_in_flight == 0 ? 1 : max_in_flight),
-      timer_(strand_) {}
+      timer_(ctx.clock.make_timer(strand_)) {}
 
 void webhook_deliverer::start() {
   asio::co_spawn(strand_, loop(), [this](std::exception_ptr e) {
@@ -44,7 +43,7 @@ void webhook_deliverer::start() {
 }
 
 void webhook_deliverer::wake() {
-  asio::post(strand_, [this] { timer_.cancel(); });
+  asio::post(strand_, [this] { timer_->cancel(); });
 }
 
 void webhook_deliverer::stop(std::chrono::milliseconds timeout) {
@@ -75,16 +74,12 @@ asio::awaitable<void> webhook_deliverer::loop() {
       // Full, or everything due is already in flight: a finishing delivery wakes us.
       wait_ms = max_idle_ms;
     }
-    boost::system::error_code ec;
-    timer_.expires_after(std::chrono::milliseconds(wait_ms));
-    co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await runtime::async_wait(*timer_, wait_ms, asio::use_awaitable);
   }
-  // Let the deliveries in flight finish (each is bounded by webhook_timeout_ms).
-  while (!in_flight_.empty()) {
-    boost::system::error_code ec;
-    timer_.expires_after(std::chrono::milliseconds(20));
-    co_await timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  }
+  // Let the deliveries in flight finish (each is bounded by webhook_timeout_ms); each one that
+  // ends cancels the wait.
+  while (!in_flight_.empty())
+    co_await runtime::async_wait(*timer_, max_idle_ms, asio::use_awaitable);
 }
 
 asio::awaitable<void> webhook_deliverer::deliver(storage::webhook_record w) {
@@ -125,7 +120,7 @@ asio::awaitable<void> webhook_deliverer::deliver(storage::webhook_record w) {
     log::error("webhooks", "could not record a delivery's outcome; it will be sent again",
                {{"job_id", w.job_id}, {"error", r ? r->err.message : r.error().message}});
   in_flight_.erase(w.seq);
-  timer_.cancel();  // a slot is free: look again
+  timer_->cancel();  // a slot is free: look again
 }
 
 }  // namespace sy::actors

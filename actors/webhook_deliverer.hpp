@@ -14,7 +14,6 @@
 #include <set>
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
 #include "actors/engine_context.hpp"
@@ -45,8 +44,8 @@ class webhook_deliverer {
   boost::asio::strand<boost::asio::io_context::executor_type> strand_;
   runtime::webhook_client client_;
   size_t max_in_flight_;
-  boost::asio::steady_timer timer_;
-  std::set<uint64_t> in_flight_;  ///< on the strand
+  std::unique_ptr<runtime::timer> timer_;  ///< the loop's wait (ctx.clock's); on the strand
+  std::set<uint64_t> in_flight_;           ///< on the strand
   std::atomic<bool> stopping_{false};
   std::promise<void> done_;
 };

@@ -1,12 +1,121 @@
 #include "runtime/clock.hpp"
 
 #include <chrono>
+#include <vector>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 namespace sy::runtime {
+namespace asio = boost::asio;
 
 int64_t system_clock_source::now_ms() const {
   using namespace std::chrono;
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
+}
+
+namespace {
+
+class steady_timer_adapter final : public timer {
+ public:
+  explicit steady_timer_adapter(asio::any_io_executor ex) : timer_(std::move(ex)) {}
+  void wait(int64_t delay_ms, std::function<void(bool)> done) override {
+    timer_.expires_after(std::chrono::milliseconds(std::max<int64_t>(delay_ms, 0)));
+    timer_.async_wait([done = std::move(done)](const boost::system::error_code& ec) { done(!ec); });
+  }
+  void cancel() override { timer_.cancel(); }
+  asio::any_io_executor executor() const override { return timer_.get_executor(); }
+
+ private:
+  mutable asio::steady_timer timer_;  // get_executor() is not const in Boost 1.74
+};
+
+}  // namespace
+
+std::unique_ptr<timer> system_clock_source::make_timer(asio::any_io_executor ex) const {
+  return std::make_unique<steady_timer_adapter>(std::move(ex));
+}
+
+/// One armed wait: its completion and executor. Completed at most once, by whoever takes `done`
+/// first under the clock's lock (the clock firing it, or its timer cancelling it).
+struct manual_clock::armed_wait {
+  asio::any_io_executor ex;
+  std::function<void(bool)> done;
+};
+
+/// A timer of a manual_clock: its armed wait lives in the clock's table until it fires or is
+/// cancelled.
+class manual_timer final : public timer {
+ public:
+  manual_timer(const manual_clock& c, asio::any_io_executor ex) : clock_(c), ex_(std::move(ex)) {}
+  ~manual_timer() override { cancel(); }
+  void wait(int64_t delay_ms, std::function<void(bool)> done) override {
+    cancel();
+    auto w =
+        std::make_shared<manual_clock::armed_wait>(manual_clock::armed_wait{ex_, std::move(done)});
+    {
+      std::lock_guard lock{clock_.mu_};
+      if (delay_ms > 0) {
+        key_ = {clock_.now_ms() + delay_ms, clock_.next_seq_++};
+        clock_.waits_.emplace(key_, w);
+        armed_ = true;
+        return;
+      }
+    }
+    asio::post(ex_, [w] { w->done(true); });
+  }
+  void cancel() override {
+    std::shared_ptr<manual_clock::armed_wait> w;
+    {
+      std::lock_guard lock{clock_.mu_};
+      if (!armed_) return;
+      armed_ = false;
+      auto it = clock_.waits_.find(key_);
+      if (it == clock_.waits_.end()) return;  // it fired already
+      w = std::move(it->second);
+      clock_.waits_.erase(it);
+    }
+    asio::post(w->ex, [w] { w->done(false); });
+  }
+  asio::any_io_executor executor() const override { return ex_; }
+
+ private:
+  const manual_clock& clock_;
+  asio::any_io_executor ex_;
+  std::pair<int64_t, uint64_t> key_{};
+  bool armed_ = false;  ///< guarded by the clock's lock
+};
+
+std::unique_ptr<timer> manual_clock::make_timer(asio::any_io_executor ex) const {
+  return std::make_unique<manual_timer>(*this, std::move(ex));
+}
+
+void manual_clock::advance(int64_t delta_ms) {
+  now_.fetch_add(delta_ms, std::memory_order_acq_rel);
+  fire_due();
+}
+
+void manual_clock::set(int64_t ms) {
+  now_.store(ms, std::memory_order_release);
+  fire_due();
+}
+
+size_t manual_clock::armed() const {
+  std::lock_guard lock{mu_};
+  return waits_.size();
+}
+
+void manual_clock::fire_due() {
+  std::vector<std::shared_ptr<armed_wait>> due;
+  {
+    std::lock_guard lock{mu_};
+    const int64_t now = now_ms();
+    while (!waits_.empty() && waits_.begin()->first.first <= now) {
+      due.push_back(std::move(waits_.begin()->second));
+      waits_.erase(waits_.begin());
+    }
+  }
+  for (auto& w : due) asio::post(w->ex, [w] { w->done(true); });
 }
 
 }  // namespace sy::runtime

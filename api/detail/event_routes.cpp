@@ -14,7 +14,6 @@ namespace {
 
 namespace http = boost::beast::http;
 using std::chrono::milliseconds;
-using std::chrono::steady_clock;
 
 }  // namespace
 
@@ -52,9 +51,10 @@ reply request_handler::job_events(const request& req, const std::string& id) {
 
 boost::asio::awaitable<void> request_handler::stream_events(stream_writer& out, std::string tenant,
                                                             std::string id, uint64_t after_seq) {
-  auto last_write = steady_clock::now();
+  const runtime::clock& clock = service_.clock();
+  int64_t last_write = clock.now_ms();
   while (!out.stopping()) {
-    auto silent = std::chrono::duration_cast<milliseconds>(steady_clock::now() - last_write);
+    const milliseconds silent{clock.now_ms() - last_write};
     milliseconds wait =
         std::clamp(milliseconds(sse_keepalive_ms) - silent, milliseconds(0), stop_check_interval);
     auto batch = co_await service_.next_events(tenant, id, after_seq, wait);
@@ -75,11 +75,10 @@ boost::asio::awaitable<void> request_handler::stream_events(stream_writer& out, 
     if (chunk.empty() && storage::is_terminal(batch->job.status) &&
         after_seq >= batch->job.event_seq)
       co_return;
-    if (chunk.empty() && steady_clock::now() - last_write >= milliseconds(sse_keepalive_ms))
-      chunk = sse_keepalive;
+    if (chunk.empty() && clock.now_ms() - last_write >= sse_keepalive_ms) chunk = sse_keepalive;
     if (!chunk.empty()) {
       if (!co_await out.write(std::move(chunk))) co_return;
-      last_write = steady_clock::now();
+      last_write = clock.now_ms();
     }
     if (terminal) co_return;
   }

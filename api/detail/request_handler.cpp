@@ -217,9 +217,9 @@ response request_handler::readyz(const request& req) const {
 
 boost::asio::awaitable<result<storage::job_record>> request_handler::wait_terminal(
     std::string tenant, std::string id, milliseconds timeout) {
-  auto until = std::chrono::steady_clock::now() + timeout;
+  const int64_t until = service_.clock().now_ms() + timeout.count();
   for (;;) {
-    auto left = std::chrono::duration_cast<milliseconds>(until - std::chrono::steady_clock::now());
+    const milliseconds left{until - service_.clock().now_ms()};
     milliseconds slice = std::clamp(left, milliseconds(0), stop_check_interval);
     auto job = co_await service_.wait_terminal(tenant, id, slice);
     if (!job || storage::is_terminal(job->status) || left <= slice || stopping_.load())

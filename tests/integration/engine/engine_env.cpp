@@ -38,6 +38,13 @@ engine_env::engine_env() {
 
 engine_env::~engine_env() { stop(); }
 
+runtime::manual_clock& engine_env::use_manual_clock(int64_t start_ms) {
+  auto c = std::make_unique<runtime::manual_clock>(start_ms);
+  auto& ref = *c;
+  clock_ = std::move(c);
+  return ref;
+}
+
 storage::environment& engine_env::open_store() {
   if (!env_) {
     auto e = storage::environment::open(settings_.data_dir, settings_.lmdb_initial_map_bytes);
@@ -57,7 +64,7 @@ void engine_env::start() {
     js_ = std::move(js.value());
     if (auto st = js_->ensure_layout(); !st) throw std::runtime_error(st.error().message);
   }
-  auto eng = actors::engine::start({settings_, *env_, *js_, clock_});
+  auto eng = actors::engine::start({settings_, *env_, *js_, *clock_});
   if (!eng) throw std::runtime_error("engine: " + eng.error().message);
   engine_ = std::move(eng.value());
   auto* e = engine_.get();

@@ -32,6 +32,11 @@ class engine_env {
   actors::engine& engine() { return *engine_; }
   uint16_t port() const { return http_->port(); }
 
+  /// Runs the engine on a manual clock starting at `start_ms` (call before start()): deadlines,
+  /// lease expiry, heartbeats, webhook backoff and waits then move only when the test advances
+  /// it. Returns the clock.
+  runtime::manual_clock& use_manual_clock(int64_t start_ms = 1'800'000'000'000);
+
   /// Opens the LMDB store without starting the engine (start() does it too).
   storage::environment& open_store();
   /// Starts (or, after stop(), restarts) the engine and HTTP server over the same data.
@@ -56,7 +61,7 @@ class engine_env {
   std::unique_ptr<runtime::nats_server> nats_;
   std::unique_ptr<storage::environment> env_;
   std::unique_ptr<runtime::js_client> js_;
-  runtime::system_clock_source clock_;
+  std::unique_ptr<runtime::clock> clock_ = std::make_unique<runtime::system_clock_source>();
   std::unique_ptr<actors::engine> engine_;
   std::unique_ptr<api::http_server> http_;
 };

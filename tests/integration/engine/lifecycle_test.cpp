@@ -16,23 +16,34 @@ namespace {
 using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
+// The deadline tests run on the engine's manual clock: a timeout of an hour passes when the test
+// advances the clock, not after an hour (or a second) of real time.
+
 TEST(lifecycle, a_running_job_past_its_timeout_expires_and_its_request_is_aborted) {
   engine_env env;
+  auto& clock = env.use_manual_clock();
+  env.settings().lease_ttl_ms = 10'000'000;  // the leases outlive every advance below
   env.settings().global_concurrency = 1;  // the slow job holds the only slot until aborted
   env.start();
   http_client c(env.port());
   auto slow =
-      env.submit(c, "slow", {{"latency_ms", 20'000}, {"key", "slow"}}, {}, {{"timeout", 1}});
+      env.submit(c, "slow", {{"latency_ms", 20'000}, {"key", "slow"}}, {}, {{"timeout", 3'600}});
   ASSERT_EQ(slow.status, 202) << slow.body;
   ASSERT_TRUE(wait_for([&] { return env.gateway().requests() == 1; }, 10s));
   auto next = env.submit(c, "next", {{"key", "next"}});
   ASSERT_EQ(next.status, 202) << next.body;
   const auto t0 = steady::now();
+  // Not yet: a minute short of the hour, the request is still running.
+  clock.advance(3'540'000);
+  auto still = c.get("/v1/jobs/" + slow.json()["id"].get<std::string>());
+  EXPECT_EQ(still.json()["status"], "in_progress") << still.body;
+  clock.advance(61'000);
   auto expired = env.wait_terminal(c, slow.json()["id"], 10s);
   EXPECT_EQ(expired["status"], "expired") << expired.dump();
   EXPECT_EQ(expired["error"]["code"], "deadline_exceeded");
-  EXPECT_NE(expired["error"]["message"].get<std::string>().find("timeout of 1 s"),
-            std::string::npos);
+  EXPECT_NE(expired["error"]["message"].get<std::string>().find("timeout of 3600 s"),
+            std::string::npos)
+      << expired.dump();
   // The second job ran long before the slow answer (20 s) could have come: the slot was freed
   // because the in-flight request was aborted.
   auto done = env.wait_terminal(c, next.json()["id"], 10s);
@@ -42,13 +53,16 @@ TEST(lifecycle, a_running_job_past_its_timeout_expires_and_its_request_is_aborte
 
 TEST(lifecycle, a_queued_job_past_its_timeout_expires_without_reaching_the_gateway) {
   engine_env env;
+  auto& clock = env.use_manual_clock();
+  env.settings().lease_ttl_ms = 10'000'000;  // the leases outlive every advance below
   env.settings().global_concurrency = 1;
   env.start();
   http_client c(env.port());
   auto blocker = env.submit(c, "blocker", {{"latency_ms", 3'000}, {"key", "blocker"}});
   ASSERT_TRUE(wait_for([&] { return env.gateway().requests() == 1; }, 10s));
-  auto queued = env.submit(c, "queued", {{"key", "queued"}}, {}, {{"timeout", 0.5}});
+  auto queued = env.submit(c, "queued", {{"key", "queued"}}, {}, {{"timeout", 600}});
   ASSERT_EQ(queued.status, 202) << queued.body;
+  clock.advance(601'000);  // the reaper's next scan finds it past its deadline
   auto expired = env.wait_terminal(c, queued.json()["id"], 10s);
   EXPECT_EQ(expired["status"], "expired") << expired.dump();
   EXPECT_EQ(env.wait_terminal(c, blocker.json()["id"], 10s)["status"], "completed");

@@ -87,6 +87,39 @@ TEST(webhooks, a_failing_receiver_is_retried_until_it_accepts) {
   EXPECT_TRUE(storage::read_due_webhooks(txn, INT64_MAX, 10).empty());
 }
 
+TEST(webhooks, a_retry_waits_for_its_backoff_on_the_engine_clock) {
+  webhook_env w;
+  auto& clock = w.env.use_manual_clock();
+  w.env.settings().lease_ttl_ms = 10'000'000;
+  w.env.settings().webhook_initial_backoff_ms = 3'600'000;  // an hour: 30–60 min with jitter
+  w.env.settings().webhook_max_backoff_ms = 3'600'000;
+  w.env.start();
+  w.receiver.fail_next(2, 503);  // each transition's first delivery is refused
+  http_client c(w.env.port());
+  auto r = w.env.submit(c, "later", nullptr, {}, {{"webhook_url", w.receiver.url()}});
+  std::string id = r.json()["id"];
+  ASSERT_EQ(w.env.wait_terminal(c, id)["status"], "completed");
+  auto pending = [&] {
+    auto txn = w.env.store().begin_read();
+    return storage::read_due_webhooks(txn, INT64_MAX, 10);
+  };
+  ASSERT_TRUE(wait_for(
+      [&] {
+        auto p = pending();
+        return p.size() == 2 && p[0].attempts == 1 && p[1].attempts == 1;
+      },
+      10s));
+  EXPECT_EQ(w.receiver.delivered(), 2);
+  for (const auto& p : pending()) {
+    EXPECT_GE(p.next_at_ms, clock.now_ms() + 1'800'000);
+    EXPECT_LE(p.next_at_ms, clock.now_ms() + 3'600'000);
+  }
+  clock.advance(3'600'000);  // the deliverer's wait ends and both are due
+  ASSERT_TRUE(wait_for([&] { return w.counter("webhooks_delivered") == 2; }, 10s));
+  EXPECT_EQ(w.receiver.delivered(), 4);
+  EXPECT_TRUE(pending().empty());
+}
+
 TEST(webhooks, deliveries_are_dropped_and_counted_after_max_attempts_and_the_job_is_untouched) {
   webhook_env w;
   w.env.settings().webhook_max_attempts = 3;

@@ -20,6 +20,7 @@ namespace sy::testing {
 
 class memory_job_service final : public actors::job_service {
  public:
+  const runtime::clock& clock() const override { return clock_; }
   boost::asio::awaitable<result<actors::submit_outcome>> submit(actors::submission s) override;
   result<storage::job_record> get(const std::string& tenant, const std::string& id) override;
   boost::asio::awaitable<result<storage::job_record>> wait_terminal(
@@ -45,6 +46,7 @@ class memory_job_service final : public actors::job_service {
   bool wait_suspended(int n, std::chrono::milliseconds deadline);
 
  private:
+  runtime::system_clock_source clock_;
   result<actors::submit_outcome> submit_locked(actors::submission s);
 
   std::atomic<bool> held_{false};
