@@ -7,8 +7,6 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
@@ -41,14 +39,12 @@ std::string excerpt(const std::string& body) {
 /// Keeps the lease and the JetStream message alive while the gateway works: every third of the
 /// lease TTL, commit a later expiry and send an in-progress ack.
 asio::awaitable<void> heartbeat(engine_context& ctx, storage::extend_lease_op op,
-                                std::shared_ptr<runtime::js_message> msg,
-                                std::shared_ptr<asio::steady_timer> timer) {
-  const auto period = std::chrono::milliseconds(std::max<int64_t>(ctx.cfg.lease_ttl_ms / 3, 50));
+                                std::shared_ptr<const runtime::delivery> msg,
+                                std::shared_ptr<runtime::timer> timer) {
+  const int64_t period_ms = std::max<int64_t>(ctx.cfg.lease_ttl_ms / 3, 50);
   for (;;) {
-    boost::system::error_code ec;
-    timer->expires_after(period);
-    co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) co_return;  // cancelled: the attempt is over
+    if (!co_await runtime::async_wait(*timer, period_ms, asio::use_awaitable))
+      co_return;  // cancelled: the attempt is over
     op.expires_at_ms = ctx.clock.now_ms() + ctx.cfg.lease_ttl_ms;
     write_request req{op};
     auto r = co_await write(ctx.writer, std::move(req));
@@ -57,7 +53,7 @@ asio::awaitable<void> heartbeat(engine_context& ctx, storage::extend_lease_op op
                 {{"task_id", op.task_id}, {"attempt", op.attempt}});
       co_return;
     }
-    (void)msg->in_progress();
+    (void)ctx.js.in_progress(*msg);
   }
 }
 
@@ -81,22 +77,24 @@ attempt_verdict judge(const runtime::gateway_outcome& o, bool releasing) {
 }
 
 asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
-                                  std::shared_ptr<runtime::js_message> msg,
-                                  std::function<void()> on_answered) {
+                                  runtime::delivery delivery, std::function<void()> on_answered) {
+  // Shared with the heartbeat, which may outlive this frame by one wake-up.
+  auto msg = std::make_shared<const runtime::delivery>(std::move(delivery));
+  auto& js = ctx.js;
   ++ctx.running;
   struct running_guard {
     engine_context& ctx;
     ~running_guard() { --ctx.running; }
   } guard{ctx};
-  auto parsed = storage::parse_task_message(msg->data());
+  auto parsed = storage::parse_task_message(msg->data);
   if (!parsed) {
-    log::error("attempt", "not a task message; terminated", {{"subject", msg->subject()}});
-    (void)msg->term();
+    log::error("attempt", "not a task message; terminated", {{"subject", msg->subject}});
+    (void)js.term(*msg);
     co_return;
   }
   auto [task_id, attempt] = *parsed;
   if (ctx.stopping) {
-    (void)msg->nak_with_delay(0);  // shutdown began after the fetch: leave it to the next run
+    (void)js.nak(*msg, 0);  // shutdown began after the fetch: leave it to the next run
     co_return;
   }
   storage::start_attempt_op start{
@@ -107,20 +105,20 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
     log::warn("attempt", "could not start; redelivering later",
               {{"task_id", task_id},
                {"error", started ? started->err.message : started.error().message}});
-    (void)msg->nak_with_delay(1'000);
+    (void)js.nak(*msg, 1'000);
     co_return;
   }
   const auto& rep = *started->reply;
   using kind = storage::op_reply::kind;
   if (rep.what == kind::not_yet) {
-    (void)msg->nak_with_delay(rep.delay_ms);
+    (void)js.nak(*msg, rep.delay_ms);
     co_return;
   }
   if (rep.what != kind::done) {
     log::debug("attempt", "stale delivery dropped", [&] {
       return nlohmann::json{{"task_id", task_id}, {"attempt", attempt}};
     });
-    (void)msg->ack();
+    (void)js.ack(*msg);
     co_return;
   }
   const auto& job = *rep.job;
@@ -140,16 +138,15 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
       auto now = storage::get_job(txn, job.id);
       if (now && now->status == storage::job_status::cancelling) abort->abort();
     }
-    auto timer = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
+    const auto ex = co_await asio::this_coro::executor;
+    std::shared_ptr<runtime::timer> timer = ctx.clock.make_timer(ex);
     storage::extend_lease_op extend{task_id, attempt, start.token, 0};
     asio::co_spawn(ctx.exec, heartbeat(ctx, std::move(extend), msg, timer), asio::detached);
-    std::shared_ptr<asio::steady_timer> deadline;
+    std::unique_ptr<runtime::timer> deadline;
     if (job.deadline_ms > 0) {  // the job's timeout: abort the request when it passes
-      deadline = std::make_shared<asio::steady_timer>(co_await asio::this_coro::executor);
-      deadline->expires_after(
-          std::chrono::milliseconds(std::max<int64_t>(job.deadline_ms - ctx.clock.now_ms(), 0)));
-      deadline->async_wait([deadline, abort](const boost::system::error_code& ec) {
-        if (!ec) abort->abort();
+      deadline = ctx.clock.make_timer(ex);
+      deadline->wait(job.deadline_ms - ctx.clock.now_ms(), [abort](bool fired) {
+        if (fired) abort->abort();
       });
     }
     log::debug("attempt", "sending", [&] {
@@ -183,7 +180,7 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
     // The outcome is not recorded; the lease will expire and the reaper re-queues the task.
     log::error("attempt", "could not record the outcome",
                {{"job_id", job.id}, {"error", done ? done->err.message : done.error().message}});
-    (void)msg->nak_with_delay(ctx.cfg.lease_ttl_ms);
+    (void)js.nak(*msg, ctx.cfg.lease_ttl_ms);
     co_return;
   }
   log::debug("attempt", "finished", [&] {
@@ -196,9 +193,9 @@ asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
   });
   runtime::failpoint("attempt_result_committed");
   if (verdict.end == storage::attempt_end::released) {
-    (void)msg->nak_with_delay(0);
+    (void)js.nak(*msg, 0);
   } else {
-    (void)msg->ack();
+    (void)js.ack(*msg);
   }
 }
 

@@ -21,7 +21,7 @@ namespace sy::actors {
 /// aborted) and before the outcome is committed — so the request's slot can serve another while
 /// the commit waits for its group — and never when the attempt ends before sending.
 boost::asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
-                                         std::shared_ptr<runtime::js_message> msg,
+                                         runtime::delivery msg,
                                          std::function<void()> on_answered = {});
 
 /// How a gateway outcome ends an attempt (pure; unit-tested).

@@ -1,13 +1,20 @@
 #pragma once
-/// The model dispatcher: one actor per model. It owns the model's concurrency budget and takes
-/// from the model's JetStream pull consumer only as many tasks as it has free slots (and the
-/// global budget allows), then runs each as an attempt on the engine's Asio executor. An attempt
-/// that ends sends `done`, which frees its slot. Runs detached because a fetch blocks.
+/// The model dispatcher: one actor per model. It takes from the model's JetStream pull consumer
+/// only as many tasks as it has free slots of the model's budget and the global one, then runs
+/// each as an attempt on the engine's Asio executor. An attempt that ends sends `done` (and
+/// `answered` once the gateway exchange is over), which frees its slot.
+///
+/// No handler blocks: the blocking JetStream fetch runs in the model's task fetcher, a detached
+/// actor (its own thread) linked to the dispatcher, which owns the pull subscription. The
+/// dispatcher asks it for up to N messages (`fetch`, N) and gets them back as values
+/// (`fetched_tasks`); one fetch is outstanding at a time.
 
 #include <utility>
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
@@ -17,13 +24,33 @@
 
 namespace sy::actors {
 
+/// The fetcher's answer to (`fetch`, asked): up to `asked` deliveries of the model's queue, or
+/// why the fetch failed (`error` set, `got` empty).
+struct fetched_tasks {
+  int32_t asked = 0;
+  std::vector<runtime::delivery> got;
+  std::string error;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, fetched_tasks& x) {
+  return f(x.asked, x.got, x.error);
+}
+
+/// Receives: `fetch` (look for work now), `fetched_tasks` (its fetcher's answer), `answered`
+/// (an attempt's gateway exchange is over: its slot is free) and (`done`, answered) (an attempt
+/// ended; when it never sent, its slot is freed now).
 using model_dispatcher_actor =
-    caf::typed_actor<caf::reacts_to<fetch_atom>, caf::reacts_to<answered_atom>,
-                     caf::reacts_to<done_atom, bool>>;
+    caf::typed_actor<caf::reacts_to<fetch_atom>, caf::reacts_to<fetched_tasks>,
+                     caf::reacts_to<answered_atom>, caf::reacts_to<done_atom, bool>>;
+
+/// The task fetcher of one model: receives (`fetch`, max) and answers its dispatcher with
+/// `fetched_tasks` after one blocking fetch (up to 250 ms).
+using task_fetcher_actor = caf::typed_actor<caf::reacts_to<fetch_atom, int32_t>>;
 
 /// Spawns the dispatcher for `model` over its pull subscription, bound while the JetStream
 /// layout was at `generation` (js_client::layout_generation()). When the layout is made again
-/// (after a reconnect) the dispatcher binds its consumer again before its next fetch: a server
+/// (after a reconnect) the fetcher binds the consumer again before its next fetch: a server
 /// that came back without its store has lost the consumer, and a fetch from it would never
 /// return a message.
 model_dispatcher_actor spawn_model_dispatcher(engine_context& ctx, std::string model,

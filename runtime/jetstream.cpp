@@ -277,6 +277,16 @@ status js_message::term() {
   return check(natsMsg_Term(msg_, nullptr), "Term");
 }
 
+delivery js_message::to_delivery() const {
+  delivery d;
+  d.subject = std::string(subject());
+  d.data = std::string(data());
+  if (msg_ != nullptr && natsMsg_GetReply(msg_) != nullptr) d.reply = natsMsg_GetReply(msg_);
+  d.delivered = delivered_;
+  d.stream_seq = stream_seq_;
+  return d;
+}
+
 // ---------------------------------------------------------------------------------------------
 // pull_subscription
 
@@ -490,6 +500,35 @@ status js_client::publish(const pub_msg& m) {
   if (s != NATS_OK) return nats_error("Publishing on " + m.subject, s);
   return sy::ok;
 }
+
+namespace {
+
+/// Sends one JetStream acknowledgement: `body` on the delivery's reply subject.
+status send_ack(natsConnection* nc, const delivery& d, std::string_view body, const char* what) {
+  if (d.reply.empty()) return make_error("nats_error", std::string(what) + ": no reply subject.");
+  natsStatus s =
+      natsConnection_Publish(nc, d.reply.c_str(), body.data(), static_cast<int>(body.size()));
+  if (s != NATS_OK)
+    return nats_error(std::string(what) + " of stream message " + std::to_string(d.stream_seq), s);
+  return sy::ok;
+}
+
+}  // namespace
+
+status js_client::ack(const delivery& d) { return send_ack(conn_->nc, d, "+ACK", "Ack"); }
+
+status js_client::nak(const delivery& d, int64_t delay_ms) {
+  if (delay_ms <= 0) return send_ack(conn_->nc, d, "-NAK", "Nak");
+  // The server reads the delay as a Go duration: nanoseconds.
+  const std::string body = "-NAK {\"delay\": " + std::to_string(delay_ms * 1'000'000) + "}";
+  return send_ack(conn_->nc, d, body, "Nak with delay");
+}
+
+status js_client::in_progress(const delivery& d) {
+  return send_ack(conn_->nc, d, "+WPI", "In-progress ack");
+}
+
+status js_client::term(const delivery& d) { return send_ack(conn_->nc, d, "+TERM", "Term"); }
 
 status js_client::publish_reply(const std::string& subject, std::string_view payload,
                                 const std::vector<std::pair<std::string, std::string>>& headers) {

@@ -65,6 +65,23 @@ struct js_conn;
 struct js_sub;
 }  // namespace detail
 
+/// A message delivered by a pull consumer, as a value: its subject, payload and the reply
+/// subject JetStream's ack protocol answers on (`$JS.ACK.…`). It is acknowledged through the
+/// js_client (ack/nak/in_progress/term publish to `reply`), so it needs no nats.c message
+/// alive, can be copied into actor messages and serialized (inspect below).
+struct delivery {
+  std::string subject;
+  std::string data;
+  std::string reply;
+  uint64_t delivered = 0;   ///< how many times JetStream has delivered it (1 on the first)
+  uint64_t stream_seq = 0;  ///< its stream sequence number (logs)
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, delivery& x) {
+  return f(x.subject, x.data, x.reply, x.delivered, x.stream_seq);
+}
+
 /// A message delivered by a pull consumer. Move-only owner of the underlying `natsMsg`.
 /// Exactly one of ack / nak_with_delay / term ends the delivery; in_progress may come before.
 class js_message {
@@ -95,6 +112,9 @@ class js_message {
   status in_progress();
   /// Never redeliver (a poisoned message).
   status term();
+  /// The message as a value (copies payload and reply subject); acknowledge it through
+  /// js_client from then on, not through this object.
+  delivery to_delivery() const;
 
  private:
   friend class pull_subscription;
@@ -184,6 +204,13 @@ class js_client {
   /// acked). Never throws; when disconnected (before or during the wait) it returns quickly with
   /// false for every message not yet acked. Call from ONE thread only (the outbox relay).
   std::vector<bool> publish_batch(const std::vector<pub_msg>& msgs, int64_t timeout_ms);
+
+  /// The acknowledgements of a `delivery` (JetStream's ack protocol on its reply subject; any
+  /// thread): done, redeliver after `delay_ms`, still working (restarts AckWait), never again.
+  status ack(const delivery& d);
+  status nak(const delivery& d, int64_t delay_ms);
+  status in_progress(const delivery& d);
+  status term(const delivery& d);
 
   /// Core NATS publish without a JetStream ack (events); msg_id, when set, is still sent as
   /// Nats-Msg-Id so a stream capturing the subject deduplicates it.

@@ -123,5 +123,57 @@ TEST(JetStreamAck, AckFromAnotherThreadAfterTheClientIsGone) {
   EXPECT_TRUE(st) << st.error().message;
 }
 
+// The same protocol through a delivery (a value detached from the nats.c message), acknowledged
+// by the client on its reply subject: what the engine's attempts do.
+
+TEST(JetStreamDeliveryAck, ADeliveryCarriesTheMessageAsAValue) {
+  delivered_once d;
+  const delivery v = d.msg->to_delivery();
+  d.msg.reset();  // the nats.c message is gone; the value still acknowledges
+  EXPECT_EQ(v.data, "x");
+  EXPECT_EQ(v.subject, d.env.client->task_subject("m"));
+  EXPECT_EQ(v.reply.rfind("$JS.ACK.", 0), 0u) << v.reply;
+  EXPECT_EQ(v.delivered, 1u);
+  EXPECT_GT(v.stream_seq, 0u);
+  ASSERT_TRUE(d.env.client->ack(v));
+  auto none = d.sub->fetch(1, 1000);  // twice the ack wait: acked, so never redelivered
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+}
+
+TEST(JetStreamDeliveryAck, NakWithDelayRedeliversAfterTheDelay) {
+  delivered_once d;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(d.env.client->nak(d.msg->to_delivery(), 300));
+  auto early = d.sub->fetch(1, 150);
+  ASSERT_TRUE(early);
+  EXPECT_TRUE(early->empty());
+  auto again = fetch_one(*d.sub, 3s);
+  ASSERT_TRUE(again);
+  EXPECT_GE(ms_since(start), 250);
+  EXPECT_EQ(again->delivered(), 2u);
+  ASSERT_TRUE(d.env.client->nak(again->to_delivery(), 0));  // no delay: at once
+  auto third = fetch_one(*d.sub, 3s);
+  ASSERT_TRUE(third);
+  EXPECT_EQ(third->delivered(), 3u);
+}
+
+TEST(JetStreamDeliveryAck, InProgressExtendsTheAckWaitAndTermEndsIt) {
+  delivered_once d(1000);
+  const delivery v = d.msg->to_delivery();
+  auto quiet = d.sub->fetch(1, 300);
+  ASSERT_TRUE(quiet);
+  ASSERT_TRUE(quiet->empty());
+  ASSERT_TRUE(d.env.client->in_progress(v));
+  auto still_quiet = d.sub->fetch(1, 800);  // past the original ack wait
+  ASSERT_TRUE(still_quiet);
+  EXPECT_TRUE(still_quiet->empty());
+  ASSERT_TRUE(d.env.client->term(v));
+  auto none = d.sub->fetch(1, 1500);  // past the extended wait too: terminated
+  ASSERT_TRUE(none);
+  EXPECT_TRUE(none->empty());
+  EXPECT_FALSE(d.env.client->ack(delivery{}));  // no reply subject: a clear error
+}
+
 }  // namespace
 }  // namespace sy::runtime
