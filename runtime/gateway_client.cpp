@@ -44,14 +44,17 @@ struct wire_request {
 // abort_handle
 
 void abort_handle::abort() {
-  std::function<void()> fn;
-  {
-    std::lock_guard lock(mu_);
-    if (aborted_) return;
-    aborted_ = true;
-    fn = std::move(canceller_);
-  }
-  if (fn) fn();  // outside the lock: the canceller only posts to the client's strand
+  // The canceller is run and destroyed under the lock: it holds a copy of the client's strand,
+  // and clear_canceller() (which the send calls on that strand before it answers) must wait until
+  // this thread has dropped that copy. Dropped after the lock, the copy could be the strand's last
+  // reference once the send has answered and its owner destroyed the client and io_context: a use
+  // after free in ~strand_impl on this (foreign) thread. Running it here cannot deadlock: the
+  // canceller only posts to the strand, and post never runs the handler inline.
+  std::lock_guard lock(mu_);
+  if (aborted_) return;
+  aborted_ = true;
+  if (canceller_) canceller_();
+  canceller_ = nullptr;
 }
 
 bool abort_handle::aborted() const {
