@@ -13,6 +13,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/attempt.hpp"
+#include "actors/dispatch_state.hpp"
 #include "runtime/log.hpp"
 #include "runtime/thread_name.hpp"
 
@@ -82,18 +83,8 @@ struct dispatcher_state {
   engine_context* ctx = nullptr;
   std::string model;
   task_fetcher_actor fetcher;
-  global_budget* model_budget = nullptr;  ///< the per-model limit, shared with batches
-  /// A delivery fetched while idle that waits for a slot (at most one).
-  std::optional<runtime::delivery> pending;
-  bool fetch_scheduled = false;  ///< a `fetch` to self is on its way
-  bool fetch_out = false;        ///< the fetcher is fetching for us
-  int held = 0;                  ///< slots taken for the outstanding fetch (0: an idle fetch)
-  bool last_fetch_empty = true;  ///< an idle model asks for one message at a time
-  bool error_logged = false;
-  /// Attempts whose gateway exchange is over and whose slots are back, waiting for their outcome
-  /// to commit. Bounded by the per-model limit (no fetch while it is reached), so at most twice
-  /// the limit of this model's attempts are alive at once.
-  int finishing = 0;
+  std::optional<dispatch_state> logic;  ///< the decisions (actors/dispatch_state.hpp)
+  bool fetch_scheduled = false;         ///< a `fetch` to self is on its way
   static inline const char* name = "model_dispatcher";
 };
 
@@ -101,7 +92,7 @@ using dispatcher_ptr = model_dispatcher_actor::stateful_pointer<dispatcher_state
 
 void schedule_fetch(dispatcher_ptr self) {
   auto& st = self->state;
-  if (st.fetch_scheduled || st.fetch_out || st.ctx->stopping) return;
+  if (st.fetch_scheduled || st.logic->fetch_outstanding() || st.ctx->stopping) return;
   st.fetch_scheduled = true;
   self->send(self, fetch_atom::value);
 }
@@ -131,98 +122,49 @@ void launch(dispatcher_ptr self, runtime::delivery d) {
                         });
 }
 
-/// Takes up to `want` slots of both budgets (per-model first, then global); 0 when none is free,
-/// and then the dispatcher is woken with fetch_atom once one frees up.
-int take_slots(dispatcher_ptr self, int want) {
+/// Carries out what the logic decided.
+void carry_out(dispatcher_ptr self, dispatch_actions a) {
   auto& st = self->state;
+  if (a.fetch > 0) self->send(st.fetcher, fetch_atom::value, static_cast<int32_t>(a.fetch));
+  for (auto& d : a.hand_back) (void)st.ctx->js.nak(d, 0);
+  for (auto& d : a.start) launch(self, std::move(d));
+}
+
+/// The budgets as the logic sees them: per-model first, then global; a dispatcher that gets no
+/// slot is queued as a waiter and woken with `fetch` once one is handed to it.
+dispatch_state::slot_source slots_of(dispatcher_ptr self) {
+  engine_context* ctx = self->state.ctx;
+  global_budget* model_budget = &ctx->model_budget(self->state.model);
   model_dispatcher_actor me = self;
+  const uint64_t id = self->id();
   auto wake = [me] { caf::anon_send(me, fetch_atom::value); };
-  int got_model = st.model_budget->acquire(want, self->id(), wake);
-  if (got_model == 0) return 0;
-  int got = st.ctx->budget.acquire(got_model, self->id(), wake);
-  st.model_budget->release(got_model - got);
-  return got;
+  return {
+      [ctx, model_budget, id, wake](int want) {
+        const int got_model = model_budget->acquire(want, id, wake);
+        if (got_model == 0) return 0;
+        const int got = ctx->budget.acquire(got_model, id, wake);
+        model_budget->release(got_model - got);
+        return got;
+      },
+      [ctx, model_budget](int n) {
+        if (n <= 0) return;
+        ctx->budget.release(n);
+        model_budget->release(n);
+      },
+  };
 }
 
-void release_slots(dispatcher_ptr self, int n) {
-  if (n <= 0) return;
-  self->state.ctx->budget.release(n);
-  self->state.model_budget->release(n);
-}
-
-void ask_fetcher(dispatcher_ptr self, int max, int held) {
+void on_fetched(dispatcher_ptr self, fetched_tasks& r) {
   auto& st = self->state;
-  st.fetch_out = true;
-  st.held = held;
-  self->send(st.fetcher, fetch_atom::value, static_cast<int32_t>(max));
-}
-
-/// `fetch`: start the next fetch if slots (or, when idle, none) allow.
-void fetch(dispatcher_ptr self) {
-  auto& st = self->state;
-  st.fetch_scheduled = false;
-  if (st.fetch_out) return;  // its answer schedules the next
-  if (st.ctx->stopping) {
-    if (st.pending) (void)st.ctx->js.nak(*st.pending, 0);
-    st.pending.reset();
-    return;
-  }
-  // Enough answered attempts still committing: woken by their `done`.
-  if (st.finishing >= std::max(1, st.ctx->cfg.per_model_concurrency)) return;
-  if (st.pending) {
-    if (take_slots(self, 1) == 0) return;  // woken when a slot frees up
-    auto d = std::move(*st.pending);
-    st.pending.reset();
-    launch(self, std::move(d));
-    schedule_fetch(self);
-    return;
-  }
-  if (st.last_fetch_empty) {
-    // Idle: wait for one message without holding a slot, so a model with nothing to do keeps no
-    // slot from batches or other models. A message that arrives when no slot is free waits here.
-    return ask_fetcher(self, 1, 0);
-  }
-  // Busy: take slots first, then fetch at most that many.
-  int got_slots = take_slots(self, st.ctx->cfg.per_model_concurrency);
-  if (got_slots == 0) return;  // woken when a slot frees up
-  ask_fetcher(self, got_slots, got_slots);
-}
-
-/// `fetched_tasks`: the fetcher's answer.
-void fetched(dispatcher_ptr self, fetched_tasks& r) {
-  auto& st = self->state;
-  st.fetch_out = false;
-  const int held = std::exchange(st.held, 0);
-  if (!r.error.empty()) {
-    release_slots(self, held);
-    if (!st.error_logged)
+  auto a = st.logic->on_fetched(std::move(r.got), r.error, st.ctx->stopping);
+  if (a.pause) {
+    if (!st.logic->error_reported(true))
       log::warn("dispatcher", "fetch failed; retrying", {{"model", st.model}, {"error", r.error}});
-    st.error_logged = true;
     st.fetch_scheduled = true;
     self->delayed_send(self, error_pause, fetch_atom::value);
     return;
   }
-  st.error_logged = false;
-  const int n = static_cast<int>(r.got.size());
-  if (st.ctx->stopping) {
-    // Fetched while shutdown began: hand the messages straight back for the next run.
-    for (auto& d : r.got) (void)st.ctx->js.nak(d, 0);
-    release_slots(self, held);
-    return;
-  }
-  if (held == 0) {  // an idle fetch of one
-    if (n == 0) return schedule_fetch(self);
-    st.last_fetch_empty = false;
-    if (take_slots(self, 1) == 0) {
-      st.pending = std::move(r.got.front());
-      return;
-    }
-    launch(self, std::move(r.got.front()));
-    return schedule_fetch(self);
-  }
-  release_slots(self, held - n);
-  st.last_fetch_empty = n == 0;
-  for (auto& d : r.got) launch(self, std::move(d));
+  carry_out(self, std::move(a));
   schedule_fetch(self);
 }
 
@@ -232,25 +174,27 @@ model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, engine_con
   auto& st = self->state;
   st.ctx = ctx;
   st.model = std::move(model);
-  st.model_budget = &ctx->model_budget(st.model);
+  st.logic.emplace(ctx->cfg.per_model_concurrency, slots_of(self));
   model_dispatcher_actor me = self;
   st.fetcher =
       self->spawn<caf::detached + caf::linked>(fetcher, ctx, st.model, sub, generation, me);
   schedule_fetch(self);
   return {
-      [=](fetch_atom) { fetch(self); },
-      [=](fetched_tasks& r) { fetched(self, r); },
+      [=](fetch_atom) {
+        auto& s = self->state;
+        s.fetch_scheduled = false;
+        auto a = s.logic->on_fetch(s.ctx->stopping);
+        const bool started = !a.start.empty();
+        carry_out(self, std::move(a));
+        if (started) schedule_fetch(self);  // else: its answer, a slot or a `done` wakes us
+      },
+      [=](fetched_tasks& r) { on_fetched(self, r); },
       [=](answered_atom) {
-        release_slots(self, 1);
-        ++self->state.finishing;
+        self->state.logic->on_answered();
         schedule_fetch(self);
       },
       [=](done_atom, bool answered) {
-        if (answered) {
-          --self->state.finishing;
-        } else {
-          release_slots(self, 1);
-        }
+        self->state.logic->on_done(answered);
         schedule_fetch(self);
       },
   };
