@@ -145,17 +145,14 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   });
   e->reaper_ = spawn_lease_reaper(ctx, d.env, node_prefix);
 
-  e->webhooks_ =
-      std::make_unique<webhook_deliverer>(ctx, d.env, e->webhook_policy_, std::move(*secret));
-
   e->work_.emplace(e->exec_.get_executor());
   for (int i = 0; i < d.cfg.exec_threads; ++i)
     e->exec_threads_.emplace_back([self] {
       runtime::name_this_thread("sy-exec");
       self->exec_.run();
     });
-  e->webhooks_->start();
-  e->webhooks_live_ = e->webhooks_.get();
+  e->webhooks_ = spawn_webhook_deliverer(ctx, d.env, e->webhook_policy_, std::move(*secret));
+  e->webhooks_ready_ = true;  // the writer's hook may wake it from now on
   e->batches_ = std::make_unique<batch_manager>(ctx, d.env);
   if (auto st = e->batches_->start(); !st) {
     e->shutdown();
@@ -394,7 +391,7 @@ result<job_page> engine::list(const std::string& tenant, std::optional<storage::
 }
 
 void engine::wake_webhooks() {
-  if (auto* w = webhooks_live_.load()) w->wake();
+  if (webhooks_ready_.load()) caf::anon_send(webhooks_, wake_atom::value);
 }
 
 // Ready means work flows: NATS is connected and its streams are in place on this connection
@@ -433,8 +430,19 @@ void engine::shutdown() {
         .receive([](const write_reply&) {},
                  [](caf::error&) { log::warn("engine", "last outbox deletions timed out"); });
   }
-  webhooks_live_ = nullptr;
-  if (webhooks_) webhooks_->stop(std::chrono::milliseconds(deps_.cfg.webhook_timeout_ms + 1'000));
+  if (webhooks_ready_) {
+    // Deliveries in flight end within webhook_timeout_ms; pending ones stay for the next start.
+    caf::scoped_actor self{*sys_};
+    self->request(webhooks_, std::chrono::milliseconds(deps_.cfg.webhook_timeout_ms + 1'000),
+                  drain_atom::value)
+        .receive([](bool) {},
+                 [](caf::error&) {
+                   log::warn("webhooks",
+                             "deliveries still running at shutdown; they are retried on next start",
+                             {});
+                 });
+    caf::anon_send_exit(webhooks_, caf::exit_reason::user_shutdown);
+  }
   {
     std::lock_guard lock{models_mu_};
     stop_watcher_ = true;

@@ -85,8 +85,8 @@ class engine final : public job_service {
   std::atomic<bool> relay_ready_{false};
   lease_reaper_actor reaper_;
   runtime::webhook_policy webhook_policy_;
-  std::unique_ptr<webhook_deliverer> webhooks_;
-  std::atomic<webhook_deliverer*> webhooks_live_{nullptr};  ///< set while it may be woken
+  webhook_deliverer_actor webhooks_;         ///< set once at start, kept until destruction
+  std::atomic<bool> webhooks_ready_{false};  ///< webhooks_ is set: the writer's hook may wake it
   std::unique_ptr<batch_manager> batches_;
 
   // Models with a dispatcher, and models wanted (the watcher thread subscribes them, since a

@@ -1,15 +1,22 @@
 #include "actors/webhook_deliverer.hpp"
 
+#include <algorithm>
+#include <memory>
+#include <optional>
 #include <random>
+#include <set>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/strand.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/write.hpp"
 #include "runtime/backoff.hpp"
 #include "runtime/log.hpp"
+#include "runtime/webhook_client.hpp"
 
 namespace sy::actors {
 namespace asio = boost::asio;
@@ -23,68 +30,37 @@ double random_unit() {
   return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
 }
 
-}  // namespace
+/// What the deliveries share with the actor: shared, so that a delivery still running when the
+/// actor is gone (shutdown past its drain timeout) keeps its client alive.
+struct delivery_context {
+  delivery_context(engine_context& c, runtime::webhook_policy policy, std::string secret)
+      : ctx(c),
+        strand(asio::make_strand(c.exec)),
+        client(strand, std::move(policy), std::move(secret)),
+        timer(c.clock.make_timer(strand)) {}
+  engine_context& ctx;
+  asio::strand<asio::io_context::executor_type> strand;
+  runtime::webhook_client client;         ///< on the strand
+  std::unique_ptr<runtime::timer> timer;  ///< the wait between scans; on the strand
+};
 
-webhook_deliverer::webhook_deliverer(engine_context& ctx, storage::environment& env,
-                                     runtime::webhook_policy policy, std::string secret,
-                                     size_t max_in_flight)
-    : ctx_(ctx),
-      env_(env),
-      strand_(asio::make_strand(ctx.exec)),
-      client_(strand_, std::move(policy), std::move(secret)),
-      max_in_flight_(max_in_flight == 0 ? 1 : max_in_flight),
-      timer_(ctx.clock.make_timer(strand_)) {}
+struct deliverer_state {
+  std::shared_ptr<delivery_context> dc;
+  storage::environment* env = nullptr;
+  size_t max_in_flight = 16;
+  std::set<uint64_t> in_flight;
+  bool draining = false;
+  caf::typed_response_promise<bool> drained;  ///< pending `drain`, answered when in_flight empties
+  bool drain_pending = false;
+  static inline const char* name = "webhook_deliverer";
+};
 
-void webhook_deliverer::start() {
-  asio::co_spawn(strand_, loop(), [this](std::exception_ptr e) {
-    if (e) log::error("webhooks", "the delivery loop ended unexpectedly", {});
-    done_.set_value();
-  });
-}
+using deliverer_ptr = webhook_deliverer_actor::stateful_pointer<deliverer_state>;
 
-void webhook_deliverer::wake() {
-  asio::post(strand_, [this] { timer_->cancel(); });
-}
-
-void webhook_deliverer::stop(std::chrono::milliseconds timeout) {
-  stopping_ = true;
-  wake();
-  if (done_.get_future().wait_for(timeout) != std::future_status::ready)
-    log::warn("webhooks", "deliveries still running at shutdown; they are retried on next start",
-              {});
-}
-
-asio::awaitable<void> webhook_deliverer::loop() {
-  while (!stopping_) {
-    const int64_t now = ctx_.clock.now_ms();
-    std::vector<storage::webhook_record> due;
-    std::optional<int64_t> next_due;
-    {
-      auto txn = env_.begin_read();
-      due = storage::read_due_webhooks(txn, now, max_in_flight_ + in_flight_.size(), &next_due);
-    }
-    for (auto& w : due) {
-      if (in_flight_.size() >= max_in_flight_) break;
-      if (!in_flight_.insert(w.seq).second) continue;  // already being delivered
-      asio::co_spawn(strand_, deliver(std::move(w)), asio::detached);
-    }
-    int64_t wait_ms = max_idle_ms;
-    if (next_due) wait_ms = std::clamp<int64_t>(*next_due - now, 0, max_idle_ms);
-    if (in_flight_.size() >= max_in_flight_ || (next_due && *next_due <= now)) {
-      // Full, or everything due is already in flight: a finishing delivery wakes us.
-      wait_ms = max_idle_ms;
-    }
-    co_await runtime::async_wait(*timer_, wait_ms, asio::use_awaitable);
-  }
-  // Let the deliveries in flight finish (each is bounded by webhook_timeout_ms); each one that
-  // ends cancels the wait.
-  while (!in_flight_.empty())
-    co_await runtime::async_wait(*timer_, max_idle_ms, asio::use_awaitable);
-}
-
-asio::awaitable<void> webhook_deliverer::deliver(storage::webhook_record w) {
-  const auto& cfg = ctx_.cfg;
-  auto outcome = co_await client_.deliver(w.url, w.body, "whd_" + std::to_string(w.seq));
+/// The outcome of one delivery attempt, as the writer records it.
+storage::webhook_result_op judge_delivery(const config::settings& cfg, const runtime::clock& clock,
+                                          const storage::webhook_record& w,
+                                          const runtime::webhook_outcome& outcome) {
   storage::webhook_result_op op;
   op.seq = w.seq;
   op.attempts = w.attempts + 1;
@@ -104,23 +80,110 @@ asio::awaitable<void> webhook_deliverer::deliver(storage::webhook_record w) {
   } else {
     op.what = kind::retry;
     op.error = outcome.error;
-    op.next_at_ms = ctx_.clock.now_ms() +
-                    runtime::backoff_delay_ms(op.attempts - 1, cfg.webhook_initial_backoff_ms,
-                                              cfg.webhook_max_backoff_ms, random_unit());
+    const int64_t delay = runtime::backoff_delay_ms(op.attempts - 1, cfg.webhook_initial_backoff_ms,
+                                                    cfg.webhook_max_backoff_ms, random_unit());
+    op.next_at_ms = clock.now_ms() + delay;
     log::warn("webhooks", "delivery failed; will retry",
               {{"job_id", w.job_id},
                {"url", w.url},
                {"attempt", op.attempts},
-               {"retry_in_ms", op.next_at_ms - ctx_.clock.now_ms()},
+               {"retry_in_ms", delay},
                {"error", outcome.error}});
   }
-  write_request req{std::move(op)};
-  auto r = co_await write(ctx_.writer, std::move(req));
+  return op;
+}
+
+asio::awaitable<void> deliver(std::shared_ptr<delivery_context> dc, storage::webhook_record w) {
+  auto outcome = co_await dc->client.deliver(w.url, w.body, "whd_" + std::to_string(w.seq));
+  write_request req{judge_delivery(dc->ctx.cfg, dc->ctx.clock, w, outcome)};
+  auto r = co_await write(dc->ctx.writer, std::move(req));
   if (!r || !r->reply)
     log::error("webhooks", "could not record a delivery's outcome; it will be sent again",
                {{"job_id", w.job_id}, {"error", r ? r->err.message : r.error().message}});
-  in_flight_.erase(w.seq);
-  timer_->cancel();  // a slot is free: look again
+}
+
+/// Arms the wait for the next scan (on the strand: the timer lives there); a wait still armed
+/// ends unfired.
+void arm(deliverer_ptr self, int64_t wait_ms) {
+  webhook_deliverer_actor me = self;
+  auto dc = self->state.dc;
+  asio::post(dc->strand, [dc, me, wait_ms] {
+    dc->timer->wait(wait_ms, [me](bool fired) {
+      if (fired) caf::anon_send(me, wake_atom::value);
+    });
+  });
+}
+
+/// Starts the deliveries that are due, up to the in-flight limit, and arms the next wait.
+void scan(deliverer_ptr self) {
+  auto& st = self->state;
+  if (st.draining) return;
+  const int64_t now = st.dc->ctx.clock.now_ms();
+  std::vector<storage::webhook_record> due;
+  std::optional<int64_t> next_due;
+  {
+    auto txn = st.env->begin_read();
+    due = storage::read_due_webhooks(txn, now, st.max_in_flight + st.in_flight.size(), &next_due);
+  }
+  webhook_deliverer_actor me = self;
+  for (auto& w : due) {
+    if (st.in_flight.size() >= st.max_in_flight) break;
+    const uint64_t seq = w.seq;
+    if (!st.in_flight.insert(seq).second) continue;  // already being delivered
+    asio::co_spawn(st.dc->strand, deliver(st.dc, std::move(w)), [me, seq](std::exception_ptr e) {
+      if (e) log::error("webhooks", "a delivery ended unexpectedly", {{"seq", seq}});
+      caf::anon_send(me, done_atom::value, seq);
+    });
+  }
+  int64_t wait_ms = max_idle_ms;
+  if (next_due) wait_ms = std::clamp<int64_t>(*next_due - now, 0, max_idle_ms);
+  // Full, or everything due is already in flight: a finishing delivery wakes us.
+  if (st.in_flight.size() >= st.max_in_flight || (next_due && *next_due <= now))
+    wait_ms = max_idle_ms;
+  arm(self, wait_ms);
+}
+
+webhook_deliverer_actor::behavior_type deliverer(deliverer_ptr self,
+                                                 std::shared_ptr<delivery_context> dc,
+                                                 storage::environment* env, size_t max_in_flight) {
+  self->state.dc = std::move(dc);
+  self->state.env = env;
+  self->state.max_in_flight = max_in_flight == 0 ? 1 : max_in_flight;
+  self->send(self, wake_atom::value);
+  return {
+      [=](wake_atom) { scan(self); },
+      [=](done_atom, uint64_t seq) {
+        auto& st = self->state;
+        st.in_flight.erase(seq);
+        if (!st.draining) return scan(self);  // a slot is free: look again
+        if (st.in_flight.empty() && st.drain_pending) {
+          st.drain_pending = false;
+          st.drained.deliver(true);
+        }
+      },
+      [=](drain_atom) -> caf::typed_response_promise<bool> {
+        auto& st = self->state;
+        st.draining = true;
+        auto dc = st.dc;
+        asio::post(dc->strand, [dc] { dc->timer->cancel(); });
+        st.drained = self->make_response_promise<bool>();
+        if (st.in_flight.empty()) {
+          st.drained.deliver(true);
+        } else {
+          st.drain_pending = true;
+        }
+        return st.drained;
+      },
+  };
+}
+
+}  // namespace
+
+webhook_deliverer_actor spawn_webhook_deliverer(engine_context& ctx, storage::environment& env,
+                                                runtime::webhook_policy policy, std::string secret,
+                                                size_t max_in_flight) {
+  auto dc = std::make_shared<delivery_context>(ctx, std::move(policy), std::move(secret));
+  return ctx.sys.spawn(deliverer, std::move(dc), &env, max_in_flight);
 }
 
 }  // namespace sy::actors

@@ -2,52 +2,40 @@
 /// The webhook deliverer (DESIGN.md): delivers the deliveries that state changes committed to
 /// `db::webhooks`, at least once — a restart finds them still there — with exponential backoff
 /// and jitter between attempts, up to `webhook_max_attempts`; then the delivery is dropped and
-/// counted (`counter/webhooks_dropped` in meta). It never changes a job. Runs as a coroutine on
-/// the engine's executor (a strand of it); deliveries run concurrently, a bounded number at once.
+/// counted (`counter/webhooks_dropped` in meta). It never changes a job.
+///
+/// A typed actor (event-based) that owns which deliveries are in flight (at most
+/// `max_in_flight`). Each delivery runs as a coroutine on a strand of the engine's executor (the
+/// webhook client is Asio), records its outcome through the writer and reports `done` back.
+/// Between scans it waits on a timer of the engine's clock, until the next delivery is due or a
+/// commit wakes it.
 
 #include <utility>  // before any Asio header
 
-#include <atomic>
 #include <cstdint>
-#include <future>
-#include <memory>
-#include <set>
+#include <string>
 
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/strand.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
+#include "actors/atoms.hpp"
 #include "actors/engine_context.hpp"
-#include "runtime/webhook_client.hpp"
+#include "runtime/webhook_policy.hpp"
 #include "storage/lmdb_env.hpp"
 
 namespace sy::actors {
 
-class webhook_deliverer {
- public:
-  /// `max_in_flight`: deliveries running at once.
-  webhook_deliverer(engine_context& ctx, storage::environment& env, runtime::webhook_policy policy,
-                    std::string secret, size_t max_in_flight = 16);
-  /// Starts the loop. Call once.
-  void start();
-  /// Something new was committed: look now instead of at the next due time. Any thread.
-  void wake();
-  /// Stops taking deliveries and waits (up to `timeout`) for those in flight. Pending deliveries
-  /// stay in storage for the next start.
-  void stop(std::chrono::milliseconds timeout);
+/// Receives: `wake` (deliveries were committed, or a delivery came due: scan now),
+/// (`done`, seq) (delivery `seq` ended; its outcome is committed or logged), and `drain` (take no
+/// more; answered true once the deliveries in flight have ended — pending ones stay in storage
+/// for the next start).
+using webhook_deliverer_actor =
+    caf::typed_actor<caf::reacts_to<wake_atom>, caf::reacts_to<done_atom, uint64_t>,
+                     caf::replies_to<drain_atom>::with<bool>>;
 
- private:
-  boost::asio::awaitable<void> loop();
-  boost::asio::awaitable<void> deliver(storage::webhook_record w);
-
-  engine_context& ctx_;
-  storage::environment& env_;
-  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
-  runtime::webhook_client client_;
-  size_t max_in_flight_;
-  std::unique_ptr<runtime::timer> timer_;  ///< the loop's wait (ctx.clock's); on the strand
-  std::set<uint64_t> in_flight_;           ///< on the strand
-  std::atomic<bool> stopping_{false};
-  std::promise<void> done_;
-};
+/// Spawns the deliverer; it scans at once. `max_in_flight`: deliveries running at once.
+webhook_deliverer_actor spawn_webhook_deliverer(engine_context& ctx, storage::environment& env,
+                                                runtime::webhook_policy policy, std::string secret,
+                                                size_t max_in_flight = 16);
 
 }  // namespace sy::actors
