@@ -13,7 +13,15 @@ struct error {
   std::string code;     ///< stable, snake_case, e.g. "invalid_json", "storage_unavailable"
   std::string message;  ///< full sentence: what failed and why
   std::string param;    ///< the request parameter at fault, empty when none
+
+  bool operator==(const error&) const = default;
 };
+
+/// CAF 0.17's inspector concept (storage/inspect.hpp): an error travels in messages as a value.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, error& x) {
+  return f(x.code, x.message, x.param);
+}
 
 template <class T>
 class [[nodiscard]] result {

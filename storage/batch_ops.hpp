@@ -25,6 +25,8 @@ class write_txn;
 /// Store the record of a file whose bytes are already on disk (fsynced).
 struct create_file_op {
   file_record file;
+
+  bool operator==(const create_file_op&) const = default;
 };
 
 /// Delete a file of `tenant`: its record and index entries (the caller removes the bytes after
@@ -33,11 +35,15 @@ struct create_file_op {
 struct delete_file_op {
   std::string tenant;
   std::string id;
+
+  bool operator==(const delete_file_op&) const = default;
 };
 
 /// Create a batch in `validating` (its input file must exist: not_found otherwise).
 struct create_batch_op {
   batch_record batch;
+
+  bool operator==(const create_batch_op&) const = default;
 };
 
 /// Ingestion ended: validating → in_progress with `total` lines, or → failed with `errors` (not
@@ -48,6 +54,8 @@ struct batch_ingested_op {
   int64_t total = 0;
   std::vector<batch_error> errors;
   int64_t now_ms = 0;
+
+  bool operator==(const batch_ingested_op&) const = default;
 };
 
 /// One result line of a batch (output when `ok`, error otherwise).
@@ -56,6 +64,8 @@ struct batch_line {
   bool ok = false;
   std::string text;                  ///< the line, OpenAI batch output format, without '\n'
   std::optional<token_usage> usage;  ///< the response's usage, empty when none
+
+  bool operator==(const batch_line&) const = default;
 };
 
 /// Record result lines; first write per slot wins. Answers stale (changing nothing) when the
@@ -63,6 +73,8 @@ struct batch_line {
 struct batch_lines_op {
   std::string id;
   std::vector<batch_line> lines;
+
+  bool operator==(const batch_lines_op&) const = default;
 };
 
 /// A client cancels: validating, in_progress or finalizing → cancelling (stop code
@@ -72,6 +84,8 @@ struct cancel_batch_op {
   std::string tenant;
   std::string id;
   int64_t now_ms = 0;
+
+  bool operator==(const cancel_batch_op&) const = default;
 };
 
 /// The engine stops a running batch: its completion window passed (`batch_expired`) or a system
@@ -82,6 +96,8 @@ struct stop_batch_op {
   std::string code;
   std::string message;
   int64_t now_ms = 0;
+
+  bool operator==(const stop_batch_op&) const = default;
 };
 
 /// Every line has a result: in_progress (or cancelling) → finalizing, recording the time.
@@ -89,6 +105,8 @@ struct stop_batch_op {
 struct batch_finalizing_op {
   std::string id;
   int64_t now_ms = 0;
+
+  bool operator==(const batch_finalizing_op&) const = default;
 };
 
 /// Finalization: the output and error files (written to disk and fsynced by the caller, absent
@@ -103,7 +121,62 @@ struct batch_finish_op {
   std::optional<file_record> error;
   int64_t now_ms = 0;
   std::optional<batch_error> failure;
+
+  bool operator==(const batch_finish_op&) const = default;
 };
+
+// --- inspect (storage/inspect.hpp)
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, create_file_op& x) {
+  return f(x.file);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, delete_file_op& x) {
+  return f(x.tenant, x.id);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, create_batch_op& x) {
+  return f(x.batch);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_ingested_op& x) {
+  return f(x.id, x.total, x.errors, x.now_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_line& x) {
+  return f(x.slot, x.ok, x.text, optional_field{x.usage});
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_lines_op& x) {
+  return f(x.id, x.lines);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cancel_batch_op& x) {
+  return f(x.tenant, x.id, x.now_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stop_batch_op& x) {
+  return f(x.id, x.code, x.message, x.now_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_finalizing_op& x) {
+  return f(x.id, x.now_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_finish_op& x) {
+  return f(x.id, optional_field{x.output}, optional_field{x.error}, x.now_ms,
+           optional_field{x.failure});
+}
 
 // --- Typed reads
 

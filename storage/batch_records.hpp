@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "storage/inspect.hpp"
+
 namespace sy::storage {
 
 /// A file of the Files API. Times are Unix seconds, as OpenAI shows them.
@@ -22,6 +24,8 @@ struct file_record {
   int64_t bytes = 0;
   int64_t created_at = 0;
   int64_t expires_at = 0;  ///< 0: never
+
+  bool operator==(const file_record&) const = default;
 };
 
 /// Batch states, as OpenAI names them.
@@ -46,6 +50,8 @@ struct batch_error {
   std::string message;
   std::string param;
   int64_t line = 0;
+
+  bool operator==(const batch_error&) const = default;
 };
 
 struct batch_record {
@@ -77,12 +83,35 @@ struct batch_record {
   /// Why dispatch stopped before every line ran: "" (it did not), or the code undispatched lines
   /// get — batch_cancelled, batch_expired, batch_failed.
   std::string stop_code;
+
+  bool operator==(const batch_record&) const = default;
 };
 
 nlohmann::json to_json(const file_record& r);
 file_record file_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const batch_record& r);
 batch_record batch_from_json(const nlohmann::json& j);
+
+// --- inspect (storage/inspect.hpp)
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_record& x) {
+  return f(x.id, x.tenant, x.filename, x.purpose, x.bytes, x.created_at, x.expires_at);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_error& x) {
+  return f(x.code, x.message, x.param, x.line);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_record& x) {
+  return f(x.id, x.tenant, x.endpoint, x.input_file_id, x.completion_window, x.status,
+           x.output_file_id, x.error_file_id, x.created_at, x.in_progress_at, x.expires_at,
+           x.finalizing_at, x.completed_at, x.failed_at, x.expired_at, x.cancelling_at,
+           x.cancelled_at, x.deadline_ms, x.total, x.completed, x.failed, x.errors,
+           json_field{x.usage}, json_field{x.metadata}, x.output_expires_after, x.stop_code);
+}
 
 /// The token counts of gateway responses. Chat and completions report prompt/completion tokens,
 /// embeddings prompt tokens only, the Responses API input/output tokens; a batch names them
@@ -102,7 +131,14 @@ struct token_usage {
     reasoning += o.reasoning;
     return *this;
   }
+
+  bool operator==(const token_usage&) const = default;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, token_usage& x) {
+  return f(x.input, x.output, x.total, x.cached, x.reasoning);
+}
 
 /// Reads one response's usage through `count(parent, key)`: the integer at `key` of the usage
 /// object itself (`parent` null) or of its object `parent`; 0 when absent or not an integer.

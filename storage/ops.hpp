@@ -26,6 +26,8 @@ struct create_job_op {
   job_record job;
   task_record task;
   outbox_record publish;  ///< the task's first message
+
+  bool operator==(const create_job_op&) const = default;
 };
 
 /// Try to start attempt `attempt` of a task under a new lease.
@@ -36,6 +38,8 @@ struct start_attempt_op {
   std::string holder;
   int64_t now_ms = 0;
   int64_t lease_ttl_ms = 0;
+
+  bool operator==(const start_attempt_op&) const = default;
 };
 
 /// Push the lease of a running attempt further out.
@@ -44,6 +48,8 @@ struct extend_lease_op {
   int attempt = 0;
   std::string token;
   int64_t expires_at_ms = 0;
+
+  bool operator==(const extend_lease_op&) const = default;
 };
 
 /// How an attempt ended.
@@ -66,6 +72,8 @@ struct finish_attempt_op {
   int64_t backoff_ms = 0;                  ///< for retry
   int64_t now_ms = 0;
   std::string subject;  ///< for retry: where the next attempt's message goes
+
+  bool operator==(const finish_attempt_op&) const = default;
 };
 
 /// Queue the current attempt's message again (the reconcile sweeper, DESIGN.md rule 6: the
@@ -76,11 +84,15 @@ struct republish_op {
   int attempt = 0;
   int64_t now_ms = 0;
   std::string subject;
+
+  bool operator==(const republish_op&) const = default;
 };
 
 /// Delete outbox records that JetStream has acknowledged.
 struct outbox_ack_op {
   std::vector<uint64_t> seqs;
+
+  bool operator==(const outbox_ack_op&) const = default;
 };
 
 /// A client cancels a job of `tenant`: queued → cancelled at once; in_progress → cancelling (the
@@ -89,6 +101,8 @@ struct cancel_job_op {
   std::string tenant;
   std::string job_id;
   int64_t now_ms = 0;
+
+  bool operator==(const cancel_job_op&) const = default;
 };
 
 /// The deadline index says job `job_id` is due at `deadline_ms`: expire it if it is still not
@@ -97,12 +111,16 @@ struct expire_job_op {
   std::string job_id;
   int64_t deadline_ms = 0;
   int64_t now_ms = 0;
+
+  bool operator==(const expire_job_op&) const = default;
 };
 
 /// Retention: delete terminal jobs whose time has come — job, task, lease, idempotency key,
 /// events and index entries. Entries are (delete_at_ms, job_id) from the retention index.
 struct purge_jobs_op {
   std::vector<std::pair<int64_t, std::string>> due;
+
+  bool operator==(const purge_jobs_op&) const = default;
 };
 
 /// The outcome of one webhook delivery attempt.
@@ -113,6 +131,8 @@ struct webhook_result_op {
   int attempts = 0;        ///< deliveries tried, including this one
   int64_t next_at_ms = 0;  ///< retry: not before
   std::string error;       ///< retry/dropped: why the last attempt failed
+
+  bool operator==(const webhook_result_op&) const = default;
 };
 
 using write_op =
@@ -156,7 +176,69 @@ struct op_reply {
   std::optional<file_record> file;        ///< file operations: the file
   std::optional<batch_record> batch;      ///< batch operations: the batch after the operation
   size_t lines_added = 0;                 ///< batch_lines: lines that were new
+
+  bool operator==(const op_reply&) const = default;
 };
+
+// --- inspect (storage/inspect.hpp): the operations and the reply as message values
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, create_job_op& x) {
+  return f(x.job, x.task, x.publish);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, start_attempt_op& x) {
+  return f(x.task_id, x.attempt, x.token, x.holder, x.now_ms, x.lease_ttl_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, extend_lease_op& x) {
+  return f(x.task_id, x.attempt, x.token, x.expires_at_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, finish_attempt_op& x) {
+  return f(x.task_id, x.attempt, x.token, x.end, optional_field{x.response}, x.error_code,
+           x.error_message, x.backoff_ms, x.now_ms, x.subject);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, republish_op& x) {
+  return f(x.task_id, x.attempt, x.now_ms, x.subject);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, outbox_ack_op& x) {
+  return f(x.seqs);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cancel_job_op& x) {
+  return f(x.tenant, x.job_id, x.now_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, expire_job_op& x) {
+  return f(x.job_id, x.deadline_ms, x.now_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, purge_jobs_op& x) {
+  return f(x.due);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, webhook_result_op& x) {
+  return f(x.seq, x.what, x.attempts, x.next_at_ms, x.error);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, op_reply& x) {
+  return f(x.what, optional_field{x.job}, optional_field{x.task}, x.delay_ms, x.outbox_appended,
+           x.webhooks_appended, x.abort_inflight, x.changed_jobs, x.purged, optional_field{x.file},
+           optional_field{x.batch}, x.lines_added);
+}
 
 /// The Files and Batch API operations (storage/batch_ops.cpp), dispatched by `apply`.
 template <class T>

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "storage/inspect.hpp"
+
 namespace sy::storage {
 
 /// Client-visible job states (docs/state-machine.md).
@@ -29,12 +31,16 @@ std::optional<task_state> task_state_from(std::string_view s);
 struct gateway_result {
   int status_code = 0;
   std::string body;  ///< the response body as the gateway sent it (usually JSON text)
+
+  bool operator==(const gateway_result&) const = default;
 };
 
 /// Why a job failed: a stable code and a human-readable message.
 struct job_error {
   std::string code;
   std::string message;
+
+  bool operator==(const job_error&) const = default;
 };
 
 /// A job: what a client submitted, and where it is in its life.
@@ -62,6 +68,8 @@ struct job_record {
   int64_t deadline_ms = 0;     ///< absolute; not finished by then → expired. 0: none
   uint64_t event_seq = 0;      ///< sequence number of the job's latest event (1 = created)
   bool input_dropped = false;  ///< `body` was deleted after the job ended (retain_inputs: false)
+
+  bool operator==(const job_record&) const = default;
 };
 
 /// One state change of a job (kept in db::events; shown by SSE, webhooks and NATS events).
@@ -101,6 +109,8 @@ struct task_record {
   int64_t not_before_ms = 0;  ///< earliest time the current attempt may start (retry backoff)
   int64_t queued_at_ms = 0;   ///< when the current attempt's message was last queued (reconcile)
   std::string last_error;
+
+  bool operator==(const task_record&) const = default;
 };
 
 /// The right to run one attempt of a task until `expires_at_ms`. Only the holder of the current
@@ -126,6 +136,8 @@ struct outbox_record {
   std::string msg_id;   ///< Nats-Msg-Id, deterministic (e.g. "<task_id>:<attempt>")
   std::string subject;  ///< e.g. sy.tasks.<model>
   std::string payload;
+
+  bool operator==(const outbox_record&) const = default;
 };
 
 /// The stored values of jobs, tasks, leases and events (schema 3): `\x01`, then every field in
@@ -166,5 +178,34 @@ nlohmann::json to_json(const event_record& r);
 event_record event_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const webhook_record& r);
 webhook_record webhook_from_json(const nlohmann::json& j);
+
+// --- inspect (storage/inspect.hpp): the records that travel in messages to the storage writer
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, gateway_result& x) {
+  return f(x.status_code, x.body);
+}
+
+/// As its stored encoding (encode_job), so the field list lives in one place.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_record& x) {
+  return inspect_encoded(
+      f, x, [](const job_record& r) { return encode_job(r); },
+      [](std::string_view v) { return decode_job(v); });
+}
+
+/// As its stored encoding (encode_task).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, task_record& x) {
+  return inspect_encoded(
+      f, x, [](const task_record& r) { return encode_task(r); },
+      [](std::string_view v) { return decode_task(v); });
+}
+
+/// Field by field: the stored outbox value leaves out `seq` (it is the key).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, outbox_record& x) {
+  return f(x.seq, x.msg_id, x.subject, x.payload);
+}
 
 }  // namespace sy::storage
