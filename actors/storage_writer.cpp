@@ -10,6 +10,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/detail/write_tickets.hpp"
 #include "runtime/log.hpp"
 #include "runtime/thread_name.hpp"
 
@@ -18,19 +19,12 @@ namespace {
 
 using promise = caf::typed_response_promise<write_reply>;
 
-/// One operation waiting for the next commit, and whom to answer: a CAF requester or a callback.
+/// One operation waiting for the next commit, and whom to answer: a CAF requester, or the
+/// waiter filed under `ticket` (a write_call) in write_tickets.
 struct pending_op {
   storage::write_op op;
   std::optional<promise> rp;
-  std::function<void(write_reply)> done;
-
-  void answer(write_reply r) {
-    if (done) {
-      done(std::move(r));
-    } else if (rp) {
-      rp->deliver(std::move(r));
-    }
-  }
+  uint64_t ticket = 0;  ///< 0: answer `rp`
 };
 
 struct writer_state {
@@ -38,6 +32,7 @@ struct writer_state {
   size_t max_ops = 4096;
   storage::store_policy policy;
   writer_hooks hooks;
+  detail::writer_key key = nullptr;  ///< this writer's slot in write_tickets
   std::vector<pending_op> pending;
   bool flush_scheduled = false;
   static inline const char* name = "storage_writer";
@@ -45,8 +40,31 @@ struct writer_state {
 
 using writer_ptr = storage_writer_actor::stateful_pointer<writer_state>;
 
-void fail_all(std::vector<pending_op>& batch, const sy::error& e) {
-  for (auto& p : batch) p.answer(write_reply{std::nullopt, e});
+/// Answers `batch[i]` with `replies[i]`. The waiters of write_calls are taken from
+/// write_tickets under one lock for the whole commit, and complete into the completion_batch
+/// the caller has open.
+void answer_all(writer_ptr self, std::vector<pending_op>& batch,
+                std::vector<write_reply>& replies) {
+  std::vector<uint64_t> tickets;
+  for (const auto& p : batch)
+    if (p.ticket != 0) tickets.push_back(p.ticket);
+  std::vector<detail::write_waiter_ptr> waiters;
+  if (!tickets.empty()) detail::write_tickets::process().take(self->state.key, tickets, waiters);
+  size_t next_waiter = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].ticket == 0) {
+      if (batch[i].rp) batch[i].rp->deliver(std::move(replies[i]));
+      continue;
+    }
+    // Missing: the waiter was already failed (the writer's slot closed).
+    if (auto& w = waiters[next_waiter++]) w->complete(result<write_reply>(std::move(replies[i])));
+  }
+}
+
+void fail_all(writer_ptr self, std::vector<pending_op>& batch, const sy::error& e) {
+  std::vector<write_reply> replies(batch.size(), write_reply{std::nullopt, e});
+  completion_batch continuations;
+  answer_all(self, batch, replies);
 }
 
 /// Per operation of one commit: its reply, or the error of that operation alone.
@@ -141,8 +159,9 @@ void flush(writer_ptr self) {
                {{"ops", batch.size()},
                 {"code", outcomes.error().code},
                 {"error", outcomes.error().message}});
-    fail_all(batch, make_error("storage_unavailable",
-                               "the job store could not commit: " + outcomes.error().message));
+    fail_all(self, batch,
+             make_error("storage_unavailable",
+                        "the job store could not commit: " + outcomes.error().message));
     return;
   }
   bool wake_relay = false;
@@ -157,16 +176,18 @@ void flush(writer_ptr self) {
   size_t failed = 0;
   std::optional<sy::error> first_failure;
   {
-    completion_batch continuations;  // one post per executor for all the answers below
-    for (size_t i = 0; i < batch.size(); ++i) {
-      auto& r = outcomes.value()[i];
+    std::vector<write_reply> replies;
+    replies.reserve(batch.size());
+    for (auto& r : outcomes.value()) {
       if (r) {
-        batch[i].answer(write_reply{std::move(r.value()), {}});
+        replies.push_back(write_reply{std::move(r.value()), {}});
         continue;
       }
       if (failed++ == 0) first_failure = r.error();
-      batch[i].answer(write_reply{std::nullopt, answer_for(r.error())});
+      replies.push_back(write_reply{std::nullopt, answer_for(r.error())});
     }
+    completion_batch continuations;  // one post per executor for all the answers
+    answer_all(self, batch, replies);
   }
   if (failed > 0)  // one line per commit, however many of its operations failed
     log::warn("storage", "operations failed on their own; the rest of their commit went ahead",
@@ -187,6 +208,7 @@ storage_writer_actor::behavior_type writer(writer_ptr self, storage::environment
   self->state.max_ops = max_ops == 0 ? 1 : max_ops;
   self->state.policy = std::move(policy);
   self->state.hooks = std::move(hooks);
+  self->state.key = static_cast<caf::abstract_actor*>(self);
   // The flush message queues behind every request already in the mailbox, so all of them join
   // this commit: that is the group commit.
   auto schedule_flush = [self] {
@@ -198,13 +220,12 @@ storage_writer_actor::behavior_type writer(writer_ptr self, storage::environment
   return {
       [=](write_request& req) -> promise {
         auto rp = self->make_response_promise<write_reply>();
-        self->state.pending.push_back(pending_op{std::move(req.op), rp, nullptr});
+        self->state.pending.push_back(pending_op{std::move(req.op), rp, 0});
         schedule_flush();
         return rp;
       },
       [=](write_call& call) {
-        self->state.pending.push_back(
-            pending_op{std::move(call.op), std::nullopt, std::move(call.done)});
+        self->state.pending.push_back(pending_op{std::move(call.op), std::nullopt, call.ticket});
         schedule_flush();
       },
       [=](flush_atom) { flush(self); },
@@ -245,8 +266,14 @@ void completion_batch::add_erased(boost::asio::any_io_executor ex,
 storage_writer_actor spawn_storage_writer(caf::actor_system& sys, storage::environment& env,
                                           size_t max_ops_per_commit, storage::store_policy policy,
                                           writer_hooks hooks) {
-  return sys.spawn<caf::detached>(writer, &env, max_ops_per_commit, std::move(policy),
-                                  std::move(hooks));
+  auto w = sys.spawn<caf::detached>(writer, &env, max_ops_per_commit, std::move(policy),
+                                    std::move(hooks));
+  // The slot opens before anyone can send a write_call, and closes once the writer has ended
+  // and dropped its mailbox (attached to a writer already gone, the functor runs at once).
+  auto key = detail::key_of(w);
+  detail::write_tickets::process().open(key);
+  w->attach_functor([key] { detail::write_tickets::process().close(key); });
+  return w;
 }
 
 }  // namespace sy::actors

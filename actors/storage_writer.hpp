@@ -9,6 +9,7 @@
 
 #include <utility>  // before any Asio header (Boost 1.74)
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -17,39 +18,65 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
-#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/detail/caf_inspect.hpp"
 #include "config/result.hpp"
 #include "storage/lmdb_env.hpp"
 #include "storage/ops.hpp"
 
 namespace sy::actors {
 
+/// The messages are plain values with `inspect` overloads (storage/inspect.hpp for the storage
+/// types), so that they can be serialized and compared; none carries a callback.
+
 /// One state-machine operation to apply (storage/ops.hpp).
 struct write_request {
   storage::write_op op;
+
+  bool operator==(const write_request&) const = default;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_request& x) {
+  return f(storage::variant_field{x.op});
+}
 
 /// Its outcome once committed: the reply, or why the batch failed.
 struct write_reply {
   std::optional<storage::op_reply> reply;
   sy::error err;  ///< set when `reply` is empty
+
+  bool operator==(const write_reply&) const = default;
 };
 
-/// The same request from outside CAF (see write() in actors/write.hpp): `done` is called once,
-/// on the writer's thread, with the outcome, and must not block (it posts to an executor). This
-/// spares a caller the short-lived actor, the request and the timeout an `ask` costs.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_reply& x) {
+  return f(storage::optional_field{x.reply}, x.err);
+}
+
+/// The same request from outside CAF (see write() in actors/write.hpp): `ticket` names the
+/// caller's waiter in this writer's slot of the process's write_tickets table
+/// (actors/detail/write_tickets.hpp), which the writer completes after the commit. This spares
+/// a caller the short-lived actor, the request and the timeout an `ask` costs. A ticket means
+/// something only to the writer of this process it was sent to.
 struct write_call {
   storage::write_op op;
-  std::function<void(write_reply)> done;
+  uint64_t ticket = 0;
+
+  bool operator==(const write_call&) const = default;
 };
 
-/// The writer answers one commit's operations inside a completion_batch: a `done` callback may
-/// hand it the continuation to run on `ex` instead of posting it there itself, and the batch posts
-/// everything bound for one executor as one handler when the answers are out — one post (one
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, write_call& x) {
+  return f(storage::variant_field{x.op}, x.ticket);
+}
+
+/// The writer answers one commit's operations inside a completion_batch: a write_call's waiter
+/// may hand it the continuation to run on `ex` instead of posting it there itself, and the batch
+/// posts everything bound for one executor as one handler when the answers are out — one post (one
 /// scheduler lock, at most one wake-up) per executor and commit instead of one per operation.
 /// Continuations for one executor run in the order they were added.
 class completion_batch {
@@ -98,13 +125,10 @@ struct writer_hooks {
   std::function<void(const std::vector<std::string>&)> on_changed;
 };
 
-/// Spawns the writer; `policy` is handed to every operation (storage/ops.hpp).
+/// Spawns the writer; `policy` is handed to every operation (storage/ops.hpp). Opens the writer's
+/// slot in write_tickets before returning the handle; the slot closes when the writer ends.
 storage_writer_actor spawn_storage_writer(caf::actor_system& sys, storage::environment& env,
                                           size_t max_ops_per_commit, storage::store_policy policy,
                                           writer_hooks hooks);
 
 }  // namespace sy::actors
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sy::actors::write_request)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sy::actors::write_reply)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sy::actors::write_call)

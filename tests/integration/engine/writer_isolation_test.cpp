@@ -3,18 +3,25 @@
 // answered alone with its own error, and every other write of the same group commit succeeds.
 // Real LMDB in a temp dir, the real storage writer actor.
 
-#include <condition_variable>
-#include <mutex>
+#include <utility>  // before any Asio header (Boost 1.74)
+
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/send.hpp>
 
 #include "actors/storage_writer.hpp"
+#include "actors/write.hpp"
 #include "storage/lmdb_env.hpp"
 #include "storage/ops.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -40,6 +47,18 @@ storage::create_job_op make_job(const std::string& id, const std::string& model)
   return op;
 }
 
+/// Commits the creation of job `i` (a refused one when `bad`) through write() and records the
+/// outcome; the last answer stops `ioc`.
+boost::asio::awaitable<void> write_one(storage_writer_actor writer, size_t i, bool bad,
+                                       std::optional<write_reply>& reply, size_t& answered,
+                                       size_t total, boost::asio::io_context& ioc) {
+  // Named, not a temporary in the co_await expression (GCC 12 destroys such temporaries twice).
+  write_request req{make_job("job-" + std::to_string(i), bad ? std::string(600, 'm') : "m")};
+  auto r = co_await write(writer, std::move(req));
+  reply = r ? std::move(r.value()) : write_reply{std::nullopt, r.error()};
+  if (++answered == total) ioc.stop();
+}
+
 TEST(writer_isolation, failing_writes_are_answered_alone_and_their_commits_go_ahead) {
   test::temp_dir dir;
   auto env = storage::environment::open(dir.path(), 64 << 20);
@@ -48,29 +67,22 @@ TEST(writer_isolation, failing_writes_are_answered_alone_and_their_commits_go_ah
   caf::actor_system sys{cfg};
   auto writer = spawn_storage_writer(sys, **env, 4096, {}, {});
 
-  // 1,000 valid creations and 10 that LMDB refuses, interleaved and sent at once, so that they
-  // share group commits.
+  // 1,000 valid creations and 10 that LMDB refuses, interleaved and sent at once (write(), as
+  // the engine's coroutines do), so that they share group commits.
   constexpr size_t total = 1010;
   auto is_bad = [](size_t i) { return i % 101 == 50; };
-  std::mutex mu;
-  std::condition_variable cv;
+  boost::asio::io_context ioc;
+  auto keep = boost::asio::make_work_guard(ioc);
   std::vector<std::optional<write_reply>> replies(total);
   size_t answered = 0;
   for (size_t i = 0; i < total; ++i) {
-    const std::string model = is_bad(i) ? std::string(600, 'm') : "m";
-    caf::anon_send(writer,
-                   write_call{make_job("job-" + std::to_string(i), model), [&, i](write_reply r) {
-                                std::lock_guard lock(mu);
-                                replies[i] = std::move(r);
-                                ++answered;
-                                cv.notify_all();
-                              }});
+    boost::asio::co_spawn(ioc, write_one(writer, i, is_bad(i), replies[i], answered, total, ioc),
+                          boost::asio::detached);
   }
-  {
-    std::unique_lock lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return answered == total; }))
-        << answered << " of " << total << " answered";
-  }
+  boost::asio::steady_timer give_up(ioc, std::chrono::seconds(60));  // only if answers are lost
+  give_up.async_wait([&](auto) { ioc.stop(); });
+  ioc.run();
+  ASSERT_EQ(answered, total) << answered << " of " << total << " answered";
   size_t good = 0, refused = 0;
   for (size_t i = 0; i < total; ++i) {
     const auto& r = *replies[i];
