@@ -1,0 +1,307 @@
+// The storage writer's messages are values: each round-trips through CAF's binary serializer
+// unchanged. Every field of every value below differs from its default, so an `inspect`
+// overload that forgets a field fails the comparison (the defaulted operator== compares all).
+// Also: the write_tickets table, which lets a write_call carry a ticket instead of a callback.
+
+#include <utility>  // before any Asio header (Boost 1.74)
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/deep_to_string.hpp>
+
+#include "actors/detail/write_tickets.hpp"
+#include "actors/storage_writer.hpp"
+#include "actors/write.hpp"
+
+namespace sy::actors {
+namespace {
+
+namespace asio = boost::asio;
+namespace st = storage;
+
+st::gateway_result gateway() { return {429, R"({"error":"slow down"})"}; }
+
+st::job_record job() {
+  st::job_record j;
+  j.id = "job_01";
+  j.tenant = "acme";
+  j.endpoint = "/v1/chat/completions";
+  j.model = "m1";
+  j.body = R"({"model":"m1"})";
+  j.metadata = {{"k", "v"}};
+  j.idempotency_key = "idem";
+  j.request_hash = "abc123";
+  j.task_id = "job_01-0";
+  j.max_attempts = 5;
+  j.attempts = 2;
+  j.status = st::job_status::cancelling;
+  j.created_at_ms = 11;
+  j.started_at_ms = 12;
+  j.finished_at_ms = 13;
+  j.updated_at_ms = 14;
+  j.result = gateway();
+  j.error = st::job_error{"boom", "it broke"};
+  j.webhook_url = "https://example.test/hook";
+  j.deadline_ms = 15;
+  j.event_seq = 16;
+  j.input_dropped = true;
+  return j;
+}
+
+st::task_record task() {
+  st::task_record t;
+  t.id = "job_01-0";
+  t.job_id = "job_01";
+  t.tenant = "acme";
+  t.model = "m1";
+  t.index = 3;
+  t.attempt = 4;
+  t.max_attempts = 6;
+  t.state = st::task_state::leased;
+  t.not_before_ms = 21;
+  t.queued_at_ms = 22;
+  t.last_error = "timeout";
+  return t;
+}
+
+st::file_record file(const std::string& id) {
+  return {id, "acme", "in.jsonl", "batch", 1234, 31, 32};
+}
+
+st::batch_error batch_error(const std::string& code) { return {code, "bad line", "body", 7}; }
+
+st::batch_record batch() {
+  st::batch_record b;
+  b.id = "batch_01";
+  b.tenant = "acme";
+  b.endpoint = "/v1/embeddings";
+  b.input_file_id = "file-in";
+  b.completion_window = "24h";
+  b.status = st::batch_status::finalizing;
+  b.output_file_id = "file-out";
+  b.error_file_id = "file-err";
+  b.created_at = 41;
+  b.in_progress_at = 42;
+  b.expires_at = 43;
+  b.finalizing_at = 44;
+  b.completed_at = 45;
+  b.failed_at = 46;
+  b.expired_at = 47;
+  b.cancelling_at = 48;
+  b.cancelled_at = 49;
+  b.deadline_ms = 50;
+  b.total = 51;
+  b.completed = 52;
+  b.failed = 53;
+  b.errors = {batch_error("e1"), batch_error("e2")};
+  b.usage = {{"input_tokens", 9}};
+  b.metadata = {{"team", "x"}};
+  b.output_expires_after = 54;
+  b.stop_code = "batch_failed";
+  return b;
+}
+
+st::create_job_op create_job() {
+  return {job(), task(), st::outbox_record{61, "job_01-0:1", "sy.tasks.m1", "payload"}};
+}
+
+st::finish_attempt_op finish_attempt() {
+  st::finish_attempt_op op;
+  op.task_id = "job_01-0";
+  op.attempt = 2;
+  op.token = "tok";
+  op.end = st::attempt_end::retry;
+  op.response = gateway();
+  op.error_code = "rate_limited";
+  op.error_message = "429";
+  op.backoff_ms = 71;
+  op.now_ms = 72;
+  op.subject = "sy.tasks.m1";
+  return op;
+}
+
+st::batch_lines_op batch_lines() {
+  st::batch_lines_op op;
+  op.id = "batch_01";
+  op.lines = {{5, true, R"({"id":"r1"})", st::token_usage{1, 2, 3, 4, 5}},
+              {6, true, R"({"id":"r2"})", std::nullopt}};
+  return op;
+}
+
+/// One of each alternative, in the variant's order (checked below).
+std::vector<st::write_op> every_op() {
+  return {
+      create_job(),
+      st::start_attempt_op{"job_01-0", 2, "tok", "node-a", 81, 82},
+      st::extend_lease_op{"job_01-0", 2, "tok", 83},
+      finish_attempt(),
+      st::republish_op{"job_01-0", 2, 84, "sy.tasks.m1"},
+      st::outbox_ack_op{{1, 2, 3}},
+      st::cancel_job_op{"acme", "job_01", 85},
+      st::expire_job_op{"job_01", 86, 87},
+      st::purge_jobs_op{{{88, "job_01"}, {89, "job_02"}}},
+      st::webhook_result_op{90, st::webhook_result_op::outcome::retry, 3, 91, "refused"},
+      st::create_file_op{file("file-1")},
+      st::delete_file_op{"acme", "file-1"},
+      st::create_batch_op{batch()},
+      st::batch_ingested_op{"batch_01", 92, {batch_error("e3")}, 93},
+      batch_lines(),
+      st::cancel_batch_op{"acme", "batch_01", 94},
+      st::stop_batch_op{"batch_01", "batch_expired", "window passed", 95},
+      st::batch_finalizing_op{"batch_01", 96},
+      st::batch_finish_op{"batch_01", file("file-out"), file("file-err"), 97,
+                          batch_error("finalize")},
+  };
+}
+
+st::op_reply reply() {
+  st::op_reply r;
+  r.what = st::op_reply::kind::not_yet;
+  r.job = job();
+  r.task = task();
+  r.delay_ms = 101;
+  r.outbox_appended = true;
+  r.webhooks_appended = true;
+  r.abort_inflight = true;
+  r.changed_jobs = {"job_01", "job_02"};
+  r.purged = 102;
+  r.file = file("file-1");
+  r.batch = batch();
+  r.lines_added = 103;
+  return r;
+}
+
+class messages : public ::testing::Test {
+ protected:
+  template <class T>
+  std::vector<char> save(T x) {
+    std::vector<char> buf;
+    caf::binary_serializer sink{sys, buf};
+    auto err = sink(x);
+    EXPECT_FALSE(err) << sys.render(err);
+    return buf;
+  }
+
+  template <class T>
+  T round_trip(const T& in) {
+    auto buf = save(in);
+    caf::binary_deserializer source{sys, buf};
+    T out;
+    auto err = source(out);
+    EXPECT_FALSE(err) << sys.render(err);
+    EXPECT_EQ(source.remaining(), 0u);
+    return out;
+  }
+
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+};
+
+TEST_F(messages, the_test_has_one_op_of_each_alternative) {
+  auto ops = every_op();
+  ASSERT_EQ(ops.size(), std::variant_size_v<st::write_op>);
+  for (size_t i = 0; i < ops.size(); ++i) EXPECT_EQ(ops[i].index(), i);
+}
+
+TEST_F(messages, every_write_request_round_trips) {
+  for (auto& op : every_op()) {
+    write_request in{op};
+    auto out = round_trip(in);
+    EXPECT_TRUE(out == in) << "alternative " << op.index() << ": " << caf::deep_to_string(in)
+                           << "\nbecame " << caf::deep_to_string(out);
+  }
+}
+
+TEST_F(messages, every_write_call_round_trips_with_its_ticket) {
+  for (auto& op : every_op()) {
+    write_call in{op, 0x0123456789abcdefu};
+    auto out = round_trip(in);
+    EXPECT_TRUE(out == in) << "alternative " << op.index();
+  }
+}
+
+TEST_F(messages, a_write_reply_round_trips_with_a_reply_and_with_an_error) {
+  write_reply with_reply{reply(), make_error("code", "message", "param")};
+  EXPECT_TRUE(round_trip(with_reply) == with_reply) << caf::deep_to_string(with_reply);
+  write_reply with_error{std::nullopt, make_error("storage_unavailable", "gone", "op")};
+  EXPECT_TRUE(round_trip(with_error) == with_error);
+  st::op_reply empty;  // the optionals of a reply that has none stay empty
+  write_reply bare{empty, {}};
+  EXPECT_TRUE(round_trip(bare) == bare);
+}
+
+TEST_F(messages, loading_refuses_an_index_past_the_alternatives) {
+  auto buf = save(write_request{st::cancel_job_op{"t", "j", 1}});
+  ASSERT_FALSE(buf.empty());
+  buf[0] = static_cast<char>(std::variant_size_v<st::write_op>);  // the index comes first
+  caf::binary_deserializer source{sys, buf};
+  write_request out;
+  EXPECT_TRUE(source(out));
+}
+
+// --- write_tickets
+
+struct answers {
+  std::vector<std::string> codes;  ///< "" for a reply
+};
+
+auto waiter(asio::io_context& ctx, answers& a) {
+  auto handler = [&a](result<write_reply> r) { a.codes.push_back(r ? "" : r.error().code); };
+  auto bound = asio::bind_executor(ctx.get_executor(), handler);
+  return std::make_unique<detail::reply_once<decltype(bound)>>(bound);
+}
+
+TEST(write_tickets, a_taken_waiter_is_completed_once_and_a_closed_slot_fails_the_rest) {
+  asio::io_context ctx;
+  auto keep = asio::make_work_guard(ctx);
+  answers a;
+  detail::write_tickets table;
+  int writer = 0;
+  auto key = reinterpret_cast<detail::writer_key>(&writer);
+  table.open(key);
+  auto t1 = table.add(key, waiter(ctx, a));
+  auto t2 = table.add(key, waiter(ctx, a));
+  ASSERT_TRUE(t1 && t2);
+  EXPECT_NE(*t1, *t2);
+  std::vector<detail::write_waiter_ptr> taken;
+  table.take(key, {*t1, 999}, taken);  // 999: no such ticket
+  ASSERT_EQ(taken.size(), 2u);
+  ASSERT_TRUE(taken[0]);
+  EXPECT_FALSE(taken[1]);
+  taken[0]->complete(write_reply{st::op_reply{}, {}});
+  taken.clear();
+  EXPECT_EQ(table.waiting(key), 1u);
+  table.close(key);  // the writer ended with t2 unanswered
+  ctx.poll();
+  EXPECT_EQ(a.codes, (std::vector<std::string>{"", "storage_unavailable"}));
+}
+
+TEST(write_tickets, a_writer_without_a_slot_fails_the_waiter_at_once) {
+  asio::io_context ctx;
+  auto keep = asio::make_work_guard(ctx);
+  answers a;
+  detail::write_tickets table;
+  int writer = 0;
+  auto key = reinterpret_cast<detail::writer_key>(&writer);
+  EXPECT_FALSE(table.add(key, waiter(ctx, a)));  // never opened
+  table.open(key);
+  table.close(key);
+  EXPECT_FALSE(table.add(key, waiter(ctx, a)));  // gone
+  ctx.poll();
+  EXPECT_EQ(a.codes, (std::vector<std::string>{"storage_unavailable", "storage_unavailable"}));
+}
+
+}  // namespace
+}  // namespace sy::actors
