@@ -96,16 +96,21 @@ TEST(system, kill9_during_a_batch_keeps_every_line_exactly_once) {
   env.start_engine();
   const int n = 400;
   std::string id;
+  int recorded_before = 0;  // lines recorded at the last look before the kill (at most)
   {
     http_client c(env.port());
     id = create(c, upload(c, input(n, "k")));
     ASSERT_FALSE(id.empty()) << env.engine_log();
-    ASSERT_TRUE(wait_for([&] { return batch(c, id)["request_counts"].value("completed", 0) >= 60; },
-                         std::chrono::seconds(60)))
+    ASSERT_TRUE(wait_for(
+        [&] {
+          recorded_before = batch(c, id)["request_counts"].value("completed", 0);
+          return recorded_before >= 60;
+        },
+        std::chrono::seconds(60)))
         << env.engine_log();
   }
-  auto before = env.gateway_counts();
   env.kill_engine();
+  auto before = env.gateway_counts();  // every request the killed engine sent
   ASSERT_LT(before.size(), static_cast<size_t>(n)) << "the crash came too late to test anything";
 
   env.start_engine();
@@ -118,13 +123,17 @@ TEST(system, kill9_during_a_batch_keeps_every_line_exactly_once) {
   auto seen = result_ids(c, b);
   EXPECT_EQ(seen.size(), static_cast<size_t>(n));
   for (const auto& [cid, count] : seen) EXPECT_EQ(count, 1) << cid;
-  // Only requests in flight at the crash (at most the per-model limit, 10) went out twice.
+  // Only requests whose result was not recorded at the crash went out twice: those in flight
+  // (at most the per-model limit) and those answered but still gathering for their group commit
+  // (their slot is free once answered, so under a slow fsync there can be more of them). The
+  // lines recorded at the kill were at least `recorded_before`, so at most the rest of what the
+  // killed engine sent can be sent again.
   int twice = 0;
   for (const auto& [key, count] : env.gateway_counts()) {
     EXPECT_LE(count, 2) << key;
     twice += count == 2;
   }
-  EXPECT_LE(twice, 10);
+  EXPECT_LE(twice, static_cast<int>(before.size()) - recorded_before);
 }
 
 // A kill from outside at once after the create lands anywhere early — while the batch

@@ -33,6 +33,8 @@ json chat(const std::string& content, json fake = nullptr) {
 class unavailable_service final : public actors::job_service {
  public:
   std::atomic<int> submits{0};
+  runtime::system_clock_source time;
+  const runtime::clock& clock() const override { return time; }
   boost::asio::awaitable<result<actors::submit_outcome>> submit(actors::submission) override {
     ++submits;
     co_return make_error("storage_unavailable", "Storage is down (test).");
