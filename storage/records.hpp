@@ -1,7 +1,9 @@
 #pragma once
-/// Records kept in LMDB. Every record is stored as compact JSON text so that a write batch is
-/// self-describing (the cluster changelog replays them) and an operator can read the store with
-/// `mdb_dump`. Owner: the storage writer writes them; anyone may read them in a read transaction.
+/// Records kept in LMDB. Jobs, tasks, leases and events are stored in a compact binary encoding
+/// (encode_* below, schema 3; the compact JSON of older stores is still read); the other records
+/// as compact JSON. Each has an `inspect` overload so that the operations carrying them travel in
+/// actor messages as values. Owner: the storage writer writes them; anyone may read them in a
+/// read transaction.
 
 #include <cstdint>
 #include <optional>

@@ -1,7 +1,8 @@
-// The storage writer's messages are values: each round-trips through CAF's binary serializer
-// unchanged. Every field of every value below differs from its default, so an `inspect`
-// overload that forgets a field fails the comparison (the defaulted operator== compares all).
-// Also: the write_tickets table, which lets a write_call carry a ticket instead of a callback.
+// The actors' messages are values (the storage writer's, the model dispatcher's): each round-trips
+// through CAF's binary serializer unchanged. Every field of every value below differs from its
+// default, so an `inspect` overload that forgets a field fails the comparison (the defaulted
+// operator== compares all). Also: the write_tickets table, which lets a write_call carry a ticket
+// instead of a callback.
 
 #include <utility>  // before any Asio header (Boost 1.74)
 
@@ -22,6 +23,7 @@
 #include <caf/deep_to_string.hpp>
 
 #include "actors/detail/write_tickets.hpp"
+#include "actors/model_dispatcher.hpp"
 #include "actors/storage_writer.hpp"
 #include "actors/write.hpp"
 
@@ -240,6 +242,28 @@ TEST_F(messages, a_write_reply_round_trips_with_a_reply_and_with_an_error) {
   st::op_reply empty;  // the optionals of a reply that has none stay empty
   write_reply bare{empty, {}};
   EXPECT_TRUE(round_trip(bare) == bare);
+}
+
+TEST_F(messages, the_dispatchers_fetched_tasks_round_trip_with_their_deliveries) {
+  runtime::delivery d;
+  d.subject = "sy.tasks.m1";
+  d.data = "task:job_01-0:2";
+  d.reply = "$JS.ACK.SY_TASKS.tasks_m1.2.7.9.1764000000000000000.3";
+  d.delivered = 2;
+  d.stream_seq = 7;
+  fetched_tasks in{3, {d, d}, "fetch failed"};
+  in.got[1].stream_seq = 8;
+  auto out = round_trip(in);
+  EXPECT_EQ(out.asked, in.asked);
+  EXPECT_EQ(out.error, in.error);
+  ASSERT_EQ(out.got.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(out.got[i].subject, in.got[i].subject);
+    EXPECT_EQ(out.got[i].data, in.got[i].data);
+    EXPECT_EQ(out.got[i].reply, in.got[i].reply);
+    EXPECT_EQ(out.got[i].delivered, in.got[i].delivered);
+    EXPECT_EQ(out.got[i].stream_seq, in.got[i].stream_seq);
+  }
 }
 
 TEST_F(messages, loading_refuses_an_index_past_the_alternatives) {
