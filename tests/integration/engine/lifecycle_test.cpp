@@ -23,7 +23,7 @@ TEST(lifecycle, a_running_job_past_its_timeout_expires_and_its_request_is_aborte
   engine_env env;
   auto& clock = env.use_manual_clock();
   env.settings().lease_ttl_ms = 10'000'000;  // the leases outlive every advance below
-  env.settings().global_concurrency = 1;  // the slow job holds the only slot until aborted
+  env.settings().global_concurrency = 1;     // the slow job holds the only slot until aborted
   env.start();
   http_client c(env.port());
   auto slow =
