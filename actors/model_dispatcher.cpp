@@ -57,6 +57,12 @@ fetched_tasks fetch_now(fetcher_state& st, int32_t max) {
     out.error = msgs.error().message;
     return out;
   }
+  if (st.ctx->stopping) {
+    // Shutdown began during the fetch; the dispatcher may be gone already, so hand the messages
+    // back here (else they would wait out the consumer's AckWait before the next run sees them).
+    for (auto& m : *msgs) (void)m.nak_with_delay(0);
+    return out;
+  }
   out.got.reserve(msgs->size());
   for (const auto& m : *msgs) out.got.push_back(m.to_delivery());
   return out;
