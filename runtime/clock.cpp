@@ -3,6 +3,10 @@
 #include <chrono>
 #include <vector>
 
+#include <boost/asio/execution/context.hpp>
+#include <boost/asio/execution_context.hpp>
+#include <boost/asio/query.hpp>
+
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 
@@ -36,12 +40,67 @@ std::unique_ptr<timer> system_clock_source::make_timer(asio::any_io_executor ex)
   return std::make_unique<steady_timer_adapter>(std::move(ex));
 }
 
-/// One armed wait: its completion and executor. Completed at most once, by whoever takes `done`
-/// first under the clock's lock (the clock firing it, or its timer cancelling it).
+/// One armed wait: its completion and executor. Completed at most once, by whoever takes it out
+/// of the clock's table first under the clock's lock (the clock firing it, its timer cancelling
+/// it, or its executor's context shutting down).
 struct manual_clock::armed_wait {
   asio::any_io_executor ex;
   std::function<void(bool)> done;
+  const manual_clock* clock = nullptr;
+  std::pair<int64_t, uint64_t> key{};
+
+  /// The executor's context shuts down (it is about to be destroyed): the wait is dropped and its
+  /// completion destroyed uncalled, as Asio destroys its own timers' pending waits then, so that
+  /// nothing bound to the context outlives it (a coroutine's handler destroyed after its
+  /// io_context would post into freed memory).
+  static void abandon(const std::shared_ptr<armed_wait>& w) {
+    std::function<void(bool)> gone;
+    {
+      std::lock_guard lock{w->clock->mu_};
+      auto it = w->clock->waits_.find(w->key);
+      if (it == w->clock->waits_.end() || it->second != w) return;  // fired or cancelled
+      w->clock->waits_.erase(it);
+      gone = std::move(w->done);
+    }
+  }  // `gone` is destroyed here, outside the lock
 };
+
+namespace {
+
+/// Per execution context: the manual-clock waits bound to it, abandoned when it shuts down.
+class manual_wait_service final : public asio::execution_context::service {
+ public:
+  static asio::execution_context::id id;
+  explicit manual_wait_service(asio::execution_context& c) : asio::execution_context::service(c) {}
+
+  void track(const std::shared_ptr<manual_clock::armed_wait>& w) {
+    std::lock_guard lock{mu_};
+    if (waits_.size() >= 2 * kept_ + 64) {  // forget the ended ones now and then
+      std::erase_if(waits_, [](const auto& p) { return p.expired(); });
+      kept_ = waits_.size();
+    }
+    waits_.push_back(w);
+  }
+
+ private:
+  void shutdown() override {
+    std::vector<std::weak_ptr<manual_clock::armed_wait>> all;
+    {
+      std::lock_guard lock{mu_};
+      all.swap(waits_);
+    }
+    for (auto& p : all)
+      if (auto w = p.lock()) manual_clock::armed_wait::abandon(w);
+  }
+
+  std::mutex mu_;
+  std::vector<std::weak_ptr<manual_clock::armed_wait>> waits_;
+  size_t kept_ = 0;
+};
+
+asio::execution_context::id manual_wait_service::id;
+
+}  // namespace
 
 /// A timer of a manual_clock: its armed wait lives in the clock's table until it fires or is
 /// cancelled.
@@ -51,16 +110,17 @@ class manual_timer final : public timer {
   ~manual_timer() override { cancel(); }
   void wait(int64_t delay_ms, std::function<void(bool)> done) override {
     cancel();
-    auto w =
-        std::make_shared<manual_clock::armed_wait>(manual_clock::armed_wait{ex_, std::move(done)});
-    {
+    auto w = std::make_shared<manual_clock::armed_wait>(
+        manual_clock::armed_wait{ex_, std::move(done), &clock_, {}});
+    if (delay_ms > 0) {
+      auto& ctx = asio::query(ex_, asio::execution::context);
+      asio::use_service<manual_wait_service>(ctx).track(w);
       std::lock_guard lock{clock_.mu_};
-      if (delay_ms > 0) {
-        key_ = {clock_.now_ms() + delay_ms, clock_.next_seq_++};
-        clock_.waits_.emplace(key_, w);
-        armed_ = true;
-        return;
-      }
+      key_ = {clock_.now_ms() + delay_ms, clock_.next_seq_++};
+      w->key = key_;
+      clock_.waits_.emplace(key_, w);
+      armed_ = true;
+      return;
     }
     asio::post(ex_, [w] { w->done(true); });
   }

@@ -131,6 +131,30 @@ TEST(ManualClockTimer, ACoroutineSleepsUntilTheClockIsAdvanced) {
   EXPECT_EQ(stage, 2);
 }
 
+TEST(ManualClockTimer, AWaitIsDroppedWhenItsExecutorsContextGoesAway) {
+  manual_clock c;
+  std::unique_ptr<timer> t;
+  bool ended = false;
+  {
+    boost::asio::io_context io;
+    t = c.make_timer(io.get_executor());
+    boost::asio::co_spawn(
+        io,
+        [&]() -> boost::asio::awaitable<void> {
+          co_await async_wait(*t, 1'000, boost::asio::use_awaitable);
+          ended = true;
+        },
+        boost::asio::detached);
+    io.poll();
+    EXPECT_EQ(c.armed(), 1u);
+  }  // destroyed with a coroutine waiting on the manual clock (an engine stopped mid-wait)
+  EXPECT_EQ(c.armed(), 0u);  // its wait went with the context, not later with the clock
+  EXPECT_FALSE(ended);
+  c.advance(2'000);  // nothing left to fire
+  t.reset();
+  EXPECT_FALSE(ended);
+}
+
 TEST(SystemClockTimer, FiresAfterItsDelayAndCancelEndsItUnfired) {
   boost::asio::io_context io;
   system_clock_source c;
