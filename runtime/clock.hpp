@@ -54,7 +54,8 @@ class system_clock_source final : public clock {
 
 /// A clock that only moves when told to; safe to read and advance from any thread. Advancing it
 /// fires, in due order, every timer that came due (each completion is posted to its timer's
-/// executor).
+/// executor). A wait whose executor's context shuts down is dropped with it, uncalled, as Asio
+/// drops its own timers' waits, so an engine can stop while its coroutines wait on the clock.
 class manual_clock final : public clock {
  public:
   explicit manual_clock(int64_t start_ms = 0) : now_(start_ms) {}
