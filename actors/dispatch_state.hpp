@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/budget.hpp"
 #include "runtime/jetstream.hpp"
 
 namespace sy::actors {
@@ -30,6 +31,13 @@ struct dispatch_actions {
 
 class dispatch_state {
  public:
+  struct slot_source;
+  /// The slots of a model's budget and the global one together: the model's first, then as many
+  /// global ones; a caller that gets none is queued in the budget that refused as `id`, and
+  /// `wake` is called once a slot is handed to it.
+  static slot_source both(global_budget& model, global_budget& global, uint64_t id,
+                          std::function<void()> wake);
+
   struct slot_source {
     std::function<int(int want)>
         take;  ///< up to `want` slots of both budgets; 0: none (woken later)

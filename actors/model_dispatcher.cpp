@@ -140,24 +140,9 @@ void carry_out(dispatcher_ptr self, dispatch_actions a) {
 /// slot is queued as a waiter and woken with `fetch` once one is handed to it.
 dispatch_state::slot_source slots_of(dispatcher_ptr self) {
   engine_context* ctx = self->state.ctx;
-  global_budget* model_budget = &ctx->model_budget(self->state.model);
   model_dispatcher_actor me = self;
-  const uint64_t id = self->id();
-  auto wake = [me] { caf::anon_send(me, fetch_atom::value); };
-  return {
-      [ctx, model_budget, id, wake](int want) {
-        const int got_model = model_budget->acquire(want, id, wake);
-        if (got_model == 0) return 0;
-        const int got = ctx->budget.acquire(got_model, id, wake);
-        model_budget->release(got_model - got);
-        return got;
-      },
-      [ctx, model_budget](int n) {
-        if (n <= 0) return;
-        ctx->budget.release(n);
-        model_budget->release(n);
-      },
-  };
+  return dispatch_state::both(ctx->model_budget(self->state.model), ctx->budget, self->id(),
+                              [me] { caf::anon_send(me, fetch_atom::value); });
 }
 
 void on_fetched(dispatcher_ptr self, fetched_tasks& r) {

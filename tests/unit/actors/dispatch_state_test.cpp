@@ -27,18 +27,7 @@ struct rig {
   rig(int per_model, int global, uint64_t id = 1)
       : model(per_model), shared_global(global), logic(per_model, slots(id)) {}
   dispatch_state::slot_source slots(uint64_t id) {
-    return {[this, id](int want) {
-              const int m = model.acquire(want, id, [this] { ++wakes; });
-              if (m == 0) return 0;
-              const int g = shared_global.acquire(m, id, [this] { ++wakes; });
-              model.release(m - g);
-              return g;
-            },
-            [this](int n) {
-              if (n <= 0) return;
-              shared_global.release(n);
-              model.release(n);
-            }};
+    return dispatch_state::both(model, shared_global, id, [this] { ++wakes; });
   }
   global_budget model;
   global_budget shared_global;
@@ -170,21 +159,9 @@ TEST(DispatchState, AHotModelDoesNotStarveAColdOneOfTheGlobalBudget) {
   global_budget hot_model(4), cold_model(4);
   int cold_woken = 0;
   auto slots = [&](global_budget& model, uint64_t id, int* woken) {
-    return dispatch_state::slot_source{[&model, &global, id, woken](int want) {
-                                         const int m = model.acquire(want, id, [woken] {
-                                           if (woken) ++*woken;
-                                         });
-                                         if (m == 0) return 0;
-                                         const int g = global.acquire(m, id, [woken] {
-                                           if (woken) ++*woken;
-                                         });
-                                         model.release(m - g);
-                                         return g;
-                                       },
-                                       [&model, &global](int n) {
-                                         global.release(n);
-                                         model.release(n);
-                                       }};
+    return dispatch_state::both(model, global, id, [woken] {
+      if (woken) ++*woken;
+    });
   };
   dispatch_state hot(4, slots(hot_model, 1, nullptr));
   dispatch_state cold(4, slots(cold_model, 2, &cold_woken));
