@@ -12,5 +12,10 @@ using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
 using done_atom = caf::atom_constant<caf::atom("done")>;
 using answered_atom = caf::atom_constant<caf::atom("answered")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using expire_atom = caf::atom_constant<caf::atom("expire")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+using beat_atom = caf::atom_constant<caf::atom("beat")>;
+using register_atom = caf::atom_constant<caf::atom("register")>;
 
 }  // namespace sy::actors

@@ -1,35 +1,80 @@
 #pragma once
-/// One attempt of one task, from a JetStream delivery to a fenced result (docs/architecture.md):
-/// start (commit a lease) → call the gateway while heartbeating the lease and the JetStream
-/// message → commit the outcome under the lease token → ack. Every path acks, naks or terms the
-/// message; a stale or duplicate delivery is acked and dropped.
+/// One attempt of one task, as plain decisions (no actor, no I/O): the job actor
+/// (actors/job_actor.hpp) carries them out, unit tests drive them directly.
+///
+/// An attempt goes from a JetStream delivery to a fenced result (docs/architecture.md): start
+/// (commit a lease) → call the gateway while heartbeating the lease and the JetStream message →
+/// commit the outcome under the lease token → ack. Every path acks, naks or terms the message; a
+/// stale or duplicate delivery is acked and dropped.
 
-#include <utility>
+#include <cstdint>
+#include <string>
 
-#include <functional>
-#include <memory>
-
-#include <boost/asio/awaitable.hpp>
-
-#include "actors/engine_context.hpp"
-#include "runtime/jetstream.hpp"
+#include "runtime/gateway_client.hpp"
 #include "storage/ops.hpp"
 
 namespace sy::actors {
 
-/// `on_answered`, when given, is called once the gateway exchange is over (answered, failed or
-/// aborted) and before the outcome is committed — so the request's slot can serve another while
-/// the commit waits for its group — and never when the attempt ends before sending.
-boost::asio::awaitable<void> run_attempt(engine_context& ctx, std::string model,
-                                         runtime::delivery msg,
-                                         std::function<void()> on_answered = {});
-
-/// How a gateway outcome ends an attempt (pure; unit-tested).
+/// How a gateway outcome ends an attempt (pure; unit-tested). `released`: the engine is shutting
+/// down and aborted the request, so the task goes back to the queue uncounted.
 struct attempt_verdict {
   storage::attempt_end end;
   std::string error_code;
   std::string error_message;
 };
-attempt_verdict judge(const runtime::gateway_outcome& o, bool releasing);
+attempt_verdict judge(const runtime::gateway_outcome& o, bool released);
+
+/// What to do with a delivery once its start was committed (or refused).
+enum class start_verdict {
+  send,       ///< the lease is ours: send the request
+  nak_later,  ///< the attempt's backoff has not elapsed: nak with the reply's delay
+  drop,       ///< stale or duplicate (fenced, finished, leased elsewhere): ack and forget
+};
+start_verdict judge_start(const storage::op_reply& r);
+
+/// Why a running attempt is to stop early.
+enum class abort_reason {
+  none,
+  cancel,    ///< the job's cancel was committed
+  deadline,  ///< the job's timeout passed
+  shutdown,  ///< the engine stops: the task goes back to the queue, the attempt uncounted
+};
+const char* to_string(abort_reason r);
+
+/// Where one attempt stands, and what an abort means at each point. Owner: its job actor.
+class attempt_state {
+ public:
+  enum class phase {
+    starting,    ///< the start is being committed
+    sending,     ///< the request is with the gateway (abortable)
+    committing,  ///< the gateway exchange is over; the outcome is being committed
+  };
+
+  phase now() const { return phase_; }
+  /// An abort arrived. True when the request in flight is to be aborted now; an abort that
+  /// arrives while starting is kept and applied when sending begins (on_sending); one that
+  /// arrives after the exchange is over changes nothing. The first reason wins, except that a
+  /// shutdown always marks the attempt released (its outcome then gives the task back).
+  bool on_abort(abort_reason why);
+  /// The start committed and the request goes out. True when it is to be aborted at once (an
+  /// abort came while starting).
+  bool on_sending();
+  /// The gateway exchange is over (answered, failed or aborted).
+  void on_answered() { phase_ = phase::committing; }
+
+  abort_reason reason() const { return reason_; }
+  /// The engine's shutdown aborted the request: its outcome is `released`.
+  bool released() const { return released_; }
+  /// Heartbeats keep the lease while the request is out, not before or after.
+  bool beating() const { return phase_ == phase::sending && !lease_lost_; }
+  /// A heartbeat found the lease gone (another attempt was started): beat no more.
+  void on_lease_lost() { lease_lost_ = true; }
+
+ private:
+  phase phase_ = phase::starting;
+  abort_reason reason_ = abort_reason::none;
+  bool released_ = false;
+  bool lease_lost_ = false;
+};
 
 }  // namespace sy::actors

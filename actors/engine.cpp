@@ -126,6 +126,7 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   ctx.writer =
       spawn_storage_writer(*e->sys_, d.env, static_cast<size_t>(d.cfg.group_commit_max_ops),
                            std::move(policy), std::move(hooks));
+  ctx.jobs = spawn_job_registry(*e->sys_);
   e->relay_ = spawn_outbox_relay(*e->sys_, d.env, ctx.writer, d.js, {});
   e->relay_ready_ = true;
 
@@ -359,10 +360,7 @@ boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string t
                              std::string(storage::to_string(rep.job->status)) +
                              "; only queued or running jobs can be cancelled",
                          "id");
-  if (rep.abort_inflight && rep.task) {
-    bool here = ctx_->inflight.abort_task(rep.task->id);
-    log::info("engine", "cancelling a running job", {{"job_id", id}, {"aborted_here", here}});
-  }
+  if (rep.abort_inflight && rep.task) caf::anon_send(ctx_->jobs, cancel_atom::value, rep.task->id);
   co_return std::move(*rep.job);
 }
 
@@ -402,17 +400,24 @@ void engine::shutdown() {
   if (shut_down_.exchange(true)) return;
   auto& ctx = *ctx_;
   ctx.stopping = true;
-  log::info("engine", "shutting down", {{"running_attempts", ctx.running.load()}});
+  log::info("engine", "shutting down", {});
   auto grace = std::chrono::milliseconds(deps_.cfg.shutdown_timeout_ms);
+  // True once no job has work in flight here (the registry answers when its last job ends).
+  auto jobs_drained = [&](std::chrono::milliseconds within) {
+    bool drained = false;
+    caf::scoped_actor self{*sys_};
+    self->request(ctx.jobs, within, drain_atom::value)
+        .receive([&](bool) { drained = true; }, [](caf::error&) {});
+    return drained;
+  };
   // Batches stop at once: their in-flight requests are aborted unrecorded and run again after
   // the restart (a batch's lines are recorded one by one, so nothing finished is redone).
   if (batches_) batches_->stop(grace);
-  if (!wait_until([&] { return ctx.running == 0; }, grace)) {
-    log::warn("engine", "shutdown timeout: returning running attempts to the queue",
-              {{"running_attempts", ctx.running.load()}});
-    ctx.releasing = true;
-    ctx.inflight.abort_all();
-    wait_until([&] { return ctx.running == 0; }, std::chrono::seconds(5));
+  if (!jobs_drained(grace)) {
+    log::warn("engine", "shutdown timeout: returning running attempts to the queue", {});
+    caf::anon_send(ctx.jobs, release_atom::value);
+    if (!jobs_drained(std::chrono::seconds(5)))
+      log::warn("engine", "attempts still running after they were released", {});
   }
   {
     caf::scoped_actor self{*sys_};
@@ -453,6 +458,7 @@ void engine::shutdown() {
   caf::anon_send_exit(reaper_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(relay_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(ctx.writer, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(ctx.jobs, caf::exit_reason::user_shutdown);
   // A detached actor's thread ends only when the last handle to it is gone.
   relay_ready_ = false;
   dispatchers_.clear();
@@ -460,6 +466,7 @@ void engine::shutdown() {
   reaper_ = nullptr;
   relay_ = nullptr;
   ctx.writer = nullptr;
+  ctx.jobs = nullptr;
   if (!wait_until([&] { return sys_->registry().running() == 0; }, std::chrono::seconds(5)))
     log::warn("engine", "actors still running at shutdown",
               {{"running", sys_->registry().running()}});

@@ -14,6 +14,7 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/budget.hpp"
+#include "actors/job_registry.hpp"
 #include "actors/job_watch.hpp"
 #include "actors/storage_writer.hpp"
 #include "config/settings.hpp"
@@ -22,26 +23,6 @@
 #include "runtime/jetstream.hpp"
 
 namespace sy::actors {
-
-/// The attempts running right now, so that shutdown, cancel and deadlines can abort them.
-class inflight_registry {
- public:
-  uint64_t add(std::string task_id, std::shared_ptr<runtime::abort_handle> h);
-  void remove(uint64_t id);
-  /// Aborts every running attempt (each then releases its task back to the queue).
-  void abort_all();
-  /// Aborts the running attempt of `task_id` on this node, if any; true when one was found.
-  bool abort_task(const std::string& task_id);
-
- private:
-  struct entry {
-    std::string task_id;
-    std::shared_ptr<runtime::abort_handle> handle;
-  };
-  mutable std::mutex mu_;
-  uint64_t next_ = 1;
-  std::map<uint64_t, entry> running_;
-};
 
 struct engine_context {
   engine_context(caf::actor_system& s, const config::settings& c, const runtime::clock& k,
@@ -58,13 +39,11 @@ struct engine_context {
   global_budget budget;
   std::string holder;  ///< lease holder id of this process: "<node>/<boot ULID>"
   std::map<std::string, std::unique_ptr<runtime::gateway_client>> gateways;  ///< by model; "*"
-  inflight_registry inflight;
+  job_registry_actor jobs;  ///< the jobs with work in flight here (set once at start)
   std::mutex model_budgets_mu;
   std::map<std::string, std::unique_ptr<global_budget>> model_budgets;
-  job_watch watch;                     ///< wakes waiters (Prefer: wait, SSE) when a job changes
-  std::atomic<bool> stopping{false};   ///< shutdown began: dispatchers fetch no more
-  std::atomic<bool> releasing{false};  ///< aborted attempts give their task back, uncounted
-  std::atomic<size_t> running{0};      ///< attempts between delivery and ack
+  job_watch watch;                    ///< wakes waiters (Prefer: wait, SSE) when a job changes
+  std::atomic<bool> stopping{false};  ///< shutdown began: dispatchers fetch no more
 
   /// The per-model concurrency budget of `model` (created on first use), shared by the model's
   /// dispatcher and every batch that runs requests for it, so the per-model limit holds for

@@ -1,6 +1,7 @@
 #include "actors/lease_reaper.hpp"
 
 #include <caf/actor_system.hpp>
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -125,10 +126,10 @@ void expire_due(reaper_ptr self, int64_t now) {
             return;
           }
           if (r.reply->what != storage::op_reply::kind::done) return;
-          bool aborted = r.reply->abort_inflight && r.reply->task &&
-                         ctx.inflight.abort_task(r.reply->task->id);
+          const bool running = r.reply->abort_inflight && r.reply->task;
+          if (running) caf::anon_send(ctx.jobs, expire_atom::value, r.reply->task->id);
           log::info("reaper", "job expired: its timeout passed",
-                    {{"job_id", id}, {"aborted_request_here", aborted}});
+                    {{"job_id", id}, {"was_running", running}});
         });
   }
 }

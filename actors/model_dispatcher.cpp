@@ -6,14 +6,13 @@
 #include <atomic>
 #include <optional>
 
-#include <boost/asio/co_spawn.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "actors/attempt.hpp"
 #include "actors/dispatch_state.hpp"
+#include "actors/job_actor.hpp"
 #include "runtime/log.hpp"
 #include "runtime/thread_name.hpp"
 
@@ -103,29 +102,26 @@ void schedule_fetch(dispatcher_ptr self) {
   self->send(self, fetch_atom::value);
 }
 
-/// Runs one attempt on the execution context holding one slot of each budget. The slots go back
-/// when the gateway has answered (`answered`), or when the attempt ends if it never sent
+/// Starts one attempt as a job actor holding one slot of each budget. The slots go back when
+/// the gateway has answered (`answered`), or when the attempt ends if it never sent
 /// (`done`, false); an answered attempt ends with `done`, true.
 void launch(dispatcher_ptr self, runtime::delivery d) {
-  auto& ctx = *self->state.ctx;
-  model_dispatcher_actor me = self;
-  // Set and read on the execution context only: by the attempt, then by its completion.
-  auto answered = std::make_shared<std::atomic<bool>>(false);
-  auto on_answered = [me, answered] {
-    answered->store(true);
-    caf::anon_send(me, answered_atom::value);
-  };
-  boost::asio::co_spawn(ctx.exec, run_attempt(ctx, self->state.model, std::move(d), on_answered),
-                        [me, answered](std::exception_ptr e) {
-                          if (e) {
-                            try {
-                              std::rethrow_exception(e);
-                            } catch (const std::exception& ex) {
-                              log::error("dispatcher", "attempt crashed", {{"what", ex.what()}});
-                            }
-                          }
-                          caf::anon_send(me, done_atom::value, answered->load());
-                        });
+  auto& st = self->state;
+  auto& ctx = *st.ctx;
+  auto parsed = storage::parse_task_message(d.data);
+  if (!parsed) {
+    log::error("dispatcher", "not a task message; terminated", {{"subject", d.subject}});
+    (void)ctx.js.term(d);
+    st.logic->on_done(false);
+    return;
+  }
+  if (ctx.stopping) {
+    (void)ctx.js.nak(d, 0);  // shutdown began after the fetch: leave it to the next run
+    st.logic->on_done(false);
+    return;
+  }
+  spawn_job_actor(ctx, st.model, std::move(d), std::move(parsed->first), parsed->second,
+                  model_dispatcher_actor{self});
 }
 
 /// Carries out what the logic decided.

@@ -1,8 +1,8 @@
 #pragma once
 /// The model dispatcher: one actor per model. It takes from the model's JetStream pull consumer
-/// only as many tasks as it has free slots of the model's budget and the global one, then runs
-/// each as an attempt on the engine's Asio executor. An attempt that ends sends `done` (and
-/// `answered` once the gateway exchange is over), which frees its slot.
+/// only as many tasks as it has free slots of the model's budget and the global one, then spawns
+/// a job actor for each (actors/job_actor.hpp). The job actor sends `answered` once the gateway
+/// exchange is over, which frees its slots, and `done` when it ends.
 ///
 /// No handler blocks: the blocking JetStream fetch runs in the model's task fetcher, a detached
 /// actor (its own thread) linked to the dispatcher, which owns the pull subscription. The

@@ -35,7 +35,15 @@ struct gateway_outcome {
   bool retryable = false;     ///< transport failure, 408, 429 or 5xx (never for "aborted")
   std::string error;          ///< what failed and why; empty on a 2xx
   int tries = 0;              ///< HTTP exchanges made (1 + retries)
+
+  bool operator==(const gateway_outcome&) const = default;
 };
+
+/// CAF 0.17's inspector concept: an outcome travels to its job actor as a message value.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, gateway_outcome& x) {
+  return f(x.got_response, x.status_code, x.body, x.request_id, x.retryable, x.error, x.tries);
+}
 
 /// Lets another party stop a `send()` early, from any thread: the in-flight exchange's socket is
 /// closed and any backoff or pool wait is cancelled, and the outcome's error is "aborted". Used by

@@ -1,0 +1,292 @@
+#include "actors/job_actor.hpp"
+
+#include <utility>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/attempt.hpp"
+#include "actors/engine_context.hpp"
+#include "runtime/backoff.hpp"
+#include "runtime/failpoint.hpp"
+#include "runtime/log.hpp"
+
+namespace sy::actors {
+namespace asio = boost::asio;
+namespace {
+
+std::string random_token() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+double random_unit() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+}
+
+struct job_state {
+  engine_context* ctx = nullptr;
+  std::string model;
+  runtime::delivery msg;
+  model_dispatcher_actor dispatcher;
+  std::string task_id;
+  int attempt = 0;
+  std::string token;                       ///< the lease token of this attempt
+  std::optional<storage::job_record> job;  ///< as the start committed it
+  attempt_state at;
+  std::shared_ptr<runtime::abort_handle> abort;
+  std::shared_ptr<runtime::timer> beat;      ///< the heartbeat's timer (on its strand)
+  std::shared_ptr<runtime::timer> deadline;  ///< the job's timeout, when it has one
+  std::shared_ptr<bool> answered = std::make_shared<bool>(false);  ///< read when it ends
+  static inline const char* name = "job";
+};
+
+using job_ptr = job_actor::stateful_pointer<job_state>;
+
+/// Arms `t` (its methods run on its strand), sending `Atom` to `me` when it fires.
+template <class Atom>
+void arm(const std::shared_ptr<runtime::timer>& t, int64_t delay_ms, job_actor me) {
+  asio::post(t->executor(), [t, delay_ms, me = std::move(me)] {
+    t->wait(delay_ms, [me](bool fired) {
+      if (fired) caf::anon_send(me, Atom::value);
+    });
+  });
+}
+
+void disarm(const std::shared_ptr<runtime::timer>& t) {
+  if (t) asio::post(t->executor(), [t] { t->cancel(); });
+}
+
+/// The attempt is over for this node: timers off, and the actor ends (its dispatcher hears
+/// `done` and the registry forgets it, both through what is attached to its exit).
+void end(job_ptr self) {
+  disarm(self->state.beat);
+  disarm(self->state.deadline);
+  self->quit();
+}
+
+int64_t beat_period_ms(const config::settings& cfg) {
+  return std::max<int64_t>(cfg.lease_ttl_ms / 3, 50);
+}
+
+/// Every third of the lease TTL while the request is out: commit a later expiry and send an
+/// in-progress ack, so neither the lease nor the JetStream message runs out.
+void heartbeat(job_ptr self) {
+  auto& st = self->state;
+  if (!st.at.beating()) return;
+  auto& ctx = *st.ctx;
+  storage::extend_lease_op op{st.task_id, st.attempt, st.token,
+                              ctx.clock.now_ms() + ctx.cfg.lease_ttl_ms};
+  self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
+      .then(
+          [self](write_reply& r) {
+            auto& s = self->state;
+            if (r.reply && r.reply->what != storage::op_reply::kind::done) {
+              log::warn("attempt", "lease lost while running",
+                        {{"task_id", s.task_id}, {"attempt", s.attempt}});
+              s.at.on_lease_lost();
+              return;
+            }
+            if (!s.at.beating()) return;
+            (void)s.ctx->js.in_progress(s.msg);
+            arm<beat_atom>(s.beat, beat_period_ms(s.ctx->cfg), self);
+          },
+          [self](caf::error&) {
+            // The writer is gone (shutdown): the lease runs out and the task is queued again.
+            self->state.at.on_lease_lost();
+          });
+}
+
+void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome);
+
+/// The request goes out on the gateway client's executor; its outcome comes back as a message.
+void send_request(job_ptr self) {
+  auto& st = self->state;
+  auto& ctx = *st.ctx;
+  const auto& job = *st.job;
+  auto* gw = ctx.gateway_for(st.model);
+  if (gw == nullptr) {
+    st.at.on_sending();
+    st.at.on_answered();
+    runtime::gateway_outcome o;
+    o.got_response = true;
+    o.status_code = 404;
+    o.body = R"({"error":{"message":"no gateway serves this model","code":"model_not_found"}})";
+    commit_outcome(self, o);
+    return;
+  }
+  st.abort = std::make_shared<runtime::abort_handle>();
+  if (st.at.on_sending()) st.abort->abort();  // cancelled or expired while starting
+  job_actor me = self;
+  auto strand = asio::make_strand(ctx.exec);
+  st.beat = ctx.clock.make_timer(strand);
+  arm<beat_atom>(st.beat, beat_period_ms(ctx.cfg), me);
+  if (job.deadline_ms > 0) {  // the job's timeout: abort the request when it passes
+    st.deadline = ctx.clock.make_timer(strand);
+    arm<expire_atom>(st.deadline, job.deadline_ms - ctx.clock.now_ms(), me);
+  }
+  log::debug("attempt", "sending", [&] {
+    return nlohmann::json{{"job_id", job.id}, {"attempt", st.attempt}};
+  });
+  asio::co_spawn(gw->executor(),
+                 gw->send(runtime::gateway_request{job.endpoint, job.body}, st.abort),
+                 [me](std::exception_ptr e, runtime::gateway_outcome o) {
+                   if (e) {
+                     o = {};
+                     o.error = "the request failed inside the engine";
+                   }
+                   caf::anon_send(me, std::move(o));
+                 });
+}
+
+/// Records how the attempt ended, under its lease token, then acks (or naks a released task).
+void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
+  auto& st = self->state;
+  auto& ctx = *st.ctx;
+  *st.answered = true;
+  self->send(st.dispatcher, answered_atom::value);
+  runtime::failpoint("attempt_response_received");
+  auto verdict = judge(outcome, st.at.released());
+  storage::finish_attempt_op finish;
+  finish.task_id = st.task_id;
+  finish.attempt = st.attempt;
+  finish.token = st.token;
+  finish.end = verdict.end;
+  if (outcome.got_response)
+    finish.response = storage::gateway_result{outcome.status_code, outcome.body};
+  finish.error_code = verdict.error_code;
+  finish.error_message = verdict.error_message;
+  finish.backoff_ms = runtime::backoff_delay_ms(st.attempt - 1, ctx.cfg.requeue_initial_backoff_ms,
+                                                ctx.cfg.requeue_max_backoff_ms, random_unit());
+  finish.now_ms = ctx.clock.now_ms();
+  finish.subject = ctx.js.task_subject(st.model);
+  const bool released = verdict.end == storage::attempt_end::released;
+  auto failed = [self](const std::string& why) {
+    // Not recorded: the lease will expire and the reaper queues the task again.
+    auto& s = self->state;
+    log::error("attempt", "could not record the outcome", {{"job_id", s.job->id}, {"error", why}});
+    (void)s.ctx->js.nak(s.msg, s.ctx->cfg.lease_ttl_ms);
+    end(self);
+  };
+  self->request(ctx.writer, caf::infinite, write_request{std::move(finish)})
+      .then(
+          [self, released, failed, code = verdict.error_code](write_reply& r) {
+            if (!r.reply) return failed(r.err.message);
+            auto& s = self->state;
+            log::debug("attempt", "finished", [&] {
+              return nlohmann::json{
+                  {"job_id", s.job->id},
+                  {"attempt", s.attempt},
+                  {"end", code.empty() ? "succeeded" : code},
+                  {"status", r.reply->job ? storage::to_string(r.reply->job->status) : ""},
+                  {"fenced", r.reply->what == storage::op_reply::kind::stale}};
+            });
+            runtime::failpoint("attempt_result_committed");
+            (void)(released ? s.ctx->js.nak(s.msg, 0) : s.ctx->js.ack(s.msg));
+            end(self);
+          },
+          [self, failed](caf::error& e) { failed(self->system().render(e)); });
+}
+
+void on_started(job_ptr self, write_reply& r) {
+  auto& st = self->state;
+  auto& js = st.ctx->js;
+  if (!r.reply) {
+    log::warn("attempt", "could not start; redelivering later",
+              {{"task_id", st.task_id}, {"error", r.err.message}});
+    (void)js.nak(st.msg, 1'000);
+    return end(self);
+  }
+  switch (judge_start(*r.reply)) {
+    case start_verdict::nak_later:
+      (void)js.nak(st.msg, r.reply->delay_ms);
+      return end(self);
+    case start_verdict::drop:
+      log::debug("attempt", "stale delivery dropped", [&] {
+        return nlohmann::json{{"task_id", st.task_id}, {"attempt", st.attempt}};
+      });
+      (void)js.ack(st.msg);
+      return end(self);
+    case start_verdict::send:
+      st.job = std::move(r.reply->job);
+      return send_request(self);
+  }
+}
+
+/// Registers the job, then commits the attempt's start (its lease).
+void begin(job_ptr self) {
+  auto& st = self->state;
+  auto& ctx = *st.ctx;
+  self->send(ctx.jobs, register_atom::value, st.task_id, job_actor{self});
+  st.token = random_token();
+  storage::start_attempt_op start{st.task_id, st.attempt,         st.token,
+                                  ctx.holder, ctx.clock.now_ms(), ctx.cfg.lease_ttl_ms};
+  self->request(ctx.writer, caf::infinite, write_request{std::move(start)})
+      .then([self](write_reply& r) { on_started(self, r); },
+            [self](caf::error& e) {
+              write_reply r;
+              r.err = make_error("storage_unavailable", self->system().render(e));
+              on_started(self, r);
+            });
+}
+
+/// Cancel, deadline or shutdown: abort the request if it is out (else remembered or moot).
+void abort_for(job_ptr self, abort_reason why) {
+  auto& st = self->state;
+  if (st.at.on_abort(why) && st.abort) {
+    log::info("attempt", "aborting the request",
+              {{"task_id", st.task_id}, {"attempt", st.attempt}, {"why", to_string(why)}});
+    st.abort->abort();
+  }
+}
+
+job_actor::behavior_type job(job_ptr self, engine_context* ctx, std::string model,
+                             runtime::delivery d, std::string task_id, int attempt,
+                             model_dispatcher_actor dispatcher) {
+  auto& st = self->state;
+  st.ctx = ctx;
+  st.model = std::move(model);
+  st.msg = std::move(d);
+  st.task_id = std::move(task_id);
+  st.attempt = attempt;
+  st.dispatcher = dispatcher;
+  self->attach_functor([dispatcher, answered = st.answered](const caf::error&) {
+    caf::anon_send(dispatcher, done_atom::value, *answered);
+  });
+  begin(self);
+  return {
+      [=](cancel_atom) { abort_for(self, abort_reason::cancel); },
+      [=](expire_atom) { abort_for(self, abort_reason::deadline); },
+      [=](release_atom) { abort_for(self, abort_reason::shutdown); },
+      [=](beat_atom) { heartbeat(self); },
+      [=](runtime::gateway_outcome& o) {
+        self->state.at.on_answered();
+        disarm(self->state.beat);
+        disarm(self->state.deadline);
+        commit_outcome(self, o);
+      },
+  };
+}
+
+}  // namespace
+
+job_actor spawn_job_actor(engine_context& ctx, std::string model, runtime::delivery d,
+                          std::string task_id, int attempt, model_dispatcher_actor dispatcher) {
+  return ctx.sys.spawn(job, &ctx, std::move(model), std::move(d), std::move(task_id), attempt,
+                       std::move(dispatcher));
+}
+
+}  // namespace sy::actors

@@ -1,0 +1,27 @@
+#pragma once
+/// The job actor of a single-request job: one per delivery being worked on this node, spawned by
+/// the model's dispatcher, ended when the attempt's outcome is committed (or the delivery turned
+/// out stale). It owns the attempt's progress (actors/attempt.hpp): the start, the request and
+/// its abort handle, the heartbeat, the deadline timer, the outcome's commit and the ack.
+///
+/// It registers in the job registry under its task id at once, so cancel, the deadline scan and
+/// shutdown reach it by message (actors/job_registry.hpp). The request runs on the gateway
+/// client's executor; its outcome comes back as a message. Commits go through the storage writer
+/// with lease fencing, so a job actor that dies with the process loses nothing: the lease
+/// expires and the reaper queues the task again. When it ends it tells its dispatcher
+/// (`done`, answered); once the exchange is over, before the commit, it sends `answered` so the
+/// request's slot serves the next one.
+
+#include <string>
+
+#include "actors/job_registry.hpp"
+#include "actors/model_dispatcher.hpp"
+#include "runtime/jetstream.hpp"
+
+namespace sy::actors {
+
+/// `task_id` and `attempt`: what the delivery's payload names (storage::parse_task_message).
+job_actor spawn_job_actor(engine_context& ctx, std::string model, runtime::delivery d,
+                          std::string task_id, int attempt, model_dispatcher_actor dispatcher);
+
+}  // namespace sy::actors

@@ -1,0 +1,138 @@
+// The job actor's decisions (actors/attempt.hpp) and the job registry's table
+// (actors/job_registry.hpp), without an actor system.
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/attempt.hpp"
+#include "actors/job_registry.hpp"
+
+namespace sy::actors {
+namespace {
+
+using phase = attempt_state::phase;
+
+TEST(attempt_state, an_abort_while_sending_aborts_at_once) {
+  attempt_state a;
+  EXPECT_FALSE(a.on_sending());
+  EXPECT_TRUE(a.beating());
+  EXPECT_TRUE(a.on_abort(abort_reason::cancel));
+  EXPECT_EQ(a.reason(), abort_reason::cancel);
+  EXPECT_FALSE(a.released());
+}
+
+TEST(attempt_state, an_abort_while_starting_is_applied_when_sending_begins) {
+  attempt_state a;
+  EXPECT_FALSE(a.on_abort(abort_reason::deadline));  // nothing to abort yet
+  EXPECT_EQ(a.now(), phase::starting);
+  EXPECT_TRUE(a.on_sending());  // abort the request at once
+  EXPECT_EQ(a.reason(), abort_reason::deadline);
+}
+
+TEST(attempt_state, an_abort_after_the_exchange_changes_nothing) {
+  attempt_state a;
+  (void)a.on_sending();
+  a.on_answered();
+  EXPECT_FALSE(a.beating());
+  EXPECT_FALSE(a.on_abort(abort_reason::shutdown));
+  EXPECT_FALSE(a.released()) << "the outcome is known: it is recorded, not given back";
+  EXPECT_EQ(a.reason(), abort_reason::none);
+}
+
+TEST(attempt_state, a_shutdown_releases_even_after_another_abort) {
+  attempt_state a;
+  (void)a.on_sending();
+  EXPECT_TRUE(a.on_abort(abort_reason::cancel));
+  EXPECT_TRUE(a.on_abort(abort_reason::shutdown));
+  EXPECT_EQ(a.reason(), abort_reason::cancel) << "the first reason is kept";
+  EXPECT_TRUE(a.released());
+}
+
+TEST(attempt_state, a_lost_lease_stops_the_heartbeat) {
+  attempt_state a;
+  EXPECT_FALSE(a.beating()) << "no heartbeat before the request goes out";
+  (void)a.on_sending();
+  a.on_lease_lost();
+  EXPECT_FALSE(a.beating());
+}
+
+TEST(judge_start, only_a_committed_start_with_its_job_sends) {
+  storage::op_reply r;
+  r.what = storage::op_reply::kind::done;
+  EXPECT_EQ(judge_start(r), start_verdict::drop) << "no job in the reply";
+  r.job = storage::job_record{};
+  EXPECT_EQ(judge_start(r), start_verdict::send);
+  r.what = storage::op_reply::kind::not_yet;
+  EXPECT_EQ(judge_start(r), start_verdict::nak_later);
+  for (auto k : {storage::op_reply::kind::stale, storage::op_reply::kind::busy,
+                 storage::op_reply::kind::not_found}) {
+    r.what = k;
+    EXPECT_EQ(judge_start(r), start_verdict::drop);
+  }
+}
+
+TEST(job_table, finds_every_actor_of_a_job_and_forgets_each_by_its_id) {
+  job_table<std::string> t;
+  t.add("task-a", 1, "actor1");
+  t.add("task-a", 2, "actor2");  // a redelivery running beside the first
+  t.add("task-b", 3, "actor3");
+  EXPECT_EQ(t.jobs(), 2u);
+  EXPECT_EQ(t.actors(), 3u);
+  EXPECT_EQ(t.find("task-a"), (std::vector<std::string>{"actor1", "actor2"}));
+  EXPECT_TRUE(t.find("task-c").empty());
+  EXPECT_TRUE(t.remove(1));
+  EXPECT_FALSE(t.remove(1)) << "already forgotten";
+  EXPECT_EQ(t.find("task-a"), (std::vector<std::string>{"actor2"}));
+  EXPECT_TRUE(t.remove(2));
+  EXPECT_TRUE(t.find("task-a").empty());
+  EXPECT_EQ(t.jobs(), 1u);
+  std::vector<std::string> all;
+  t.for_each([&](const std::string& a) { all.push_back(a); });
+  EXPECT_EQ(all, (std::vector<std::string>{"actor3"}));
+  EXPECT_TRUE(t.remove(3));
+  EXPECT_TRUE(t.empty());
+}
+
+/// A job actor's interface, answering what it receives to `probe` (as the atom) and ending on
+/// `release`.
+job_actor::behavior_type recording_job(job_actor::pointer self, caf::actor probe) {
+  return {
+      [=](cancel_atom) { caf::anon_send(probe, cancel_atom::value); },
+      [=](expire_atom) { caf::anon_send(probe, expire_atom::value); },
+      [=](release_atom) { self->quit(); },
+      [=](beat_atom) {},
+      [=](runtime::gateway_outcome&) {},
+  };
+}
+
+TEST(job_registry, forwards_by_id_and_answers_drain_when_its_last_job_ends) {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto registry = spawn_job_registry(sys);
+  caf::scoped_actor self{sys};
+  auto a = sys.spawn(recording_job, caf::actor{self});
+  auto b = sys.spawn(recording_job, caf::actor{self});
+  self->send(registry, register_atom::value, std::string("task-a"), a);
+  self->send(registry, register_atom::value, std::string("task-b"), b);
+  self->send(registry, cancel_atom::value, std::string("task-a"));
+  self->receive([](cancel_atom) {});
+  self->send(registry, expire_atom::value, std::string("task-b"));
+  self->receive([](expire_atom) {});
+  self->send(registry, cancel_atom::value, std::string("task-unknown"));  // runs elsewhere
+  self->send(registry, release_atom::value);  // both end; the registry hears of it
+  bool drained = false;
+  self->request(registry, std::chrono::seconds(10), drain_atom::value)
+      .receive([&](bool b) { drained = b; }, [](caf::error&) {});
+  EXPECT_TRUE(drained);
+  caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
+}
+
+}  // namespace
+}  // namespace sy::actors
