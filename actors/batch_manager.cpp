@@ -23,25 +23,26 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <simdjson.h>
-
+#include "actors/batch_response.hpp"
 #include "actors/write.hpp"
-#include "config/sha256.hpp"
 #include "runtime/backoff.hpp"
 #include "runtime/batch_output.hpp"
 #include "runtime/batch_plan.hpp"
+#include "runtime/batch_render.hpp"
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
 #include "runtime/thread_name.hpp"
-#include "storage/json_text.hpp"
 
 namespace sy::actors {
 namespace {
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
-using json = nlohmann::json;
 namespace plan = runtime::batch;
+using runtime::batch::error_line;
+using runtime::batch::request_id_for;
+using runtime::batch::request_id_seed;
+using runtime::batch::stop_message;
 
 constexpr size_t drain_chunk = 1'000;  ///< error lines per commit when draining
 /// Results gathered before a commit. A scheduling delay on the real clock, not a time the engine
@@ -62,127 +63,6 @@ void fsync_dir(const std::string& dir) {
     ::fsync(fd);
     ::close(fd);
   }
-}
-
-/// SplitMix64's finalizer: a bijection on 64-bit values that mixes every input bit.
-uint64_t mix64(uint64_t x) {
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-/// The id OpenAI shows for one request of a batch, from the batch's seed (the first 16 bytes of
-/// SHA-256 of its id) and the line's input offset: deterministic, so a line recorded again after
-/// a crash carries the same id, and distinct for distinct offsets (mix64 is a bijection) — at
-/// the cost of two multiplications instead of a SHA-256 per request.
-std::string request_id_for(const std::array<uint64_t, 2>& seed, uint64_t offset) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string id = "batch_req_";
-  id.resize(id.size() + 32);
-  char* p = id.data() + 10;
-  for (uint64_t v : {mix64(seed[0] ^ offset), mix64(seed[1] + offset)})
-    for (int shift = 60; shift >= 0; shift -= 4) *p++ = hex[(v >> shift) & 0xf];
-  return id;
-}
-
-std::array<uint64_t, 2> request_id_seed(const std::string& batch_id) {
-  const std::string digest = config::sha256_hex(batch_id);
-  return {std::stoull(digest.substr(0, 16), nullptr, 16),
-          std::stoull(digest.substr(16, 16), nullptr, 16)};
-}
-
-/// One response's usage, read straight from simdjson's DOM (no JSON tree of our own per line).
-storage::token_usage usage_of(simdjson::dom::element u) {
-  return storage::read_usage([u](const char* parent, const char* key) -> int64_t {
-    simdjson::dom::element o = u;
-    if (parent != nullptr && u[parent].get(o) != simdjson::SUCCESS) return 0;
-    int64_t v = 0;
-    return o.is_object() && o[key].get_int64().get(v) == simdjson::SUCCESS ? v : 0;
-  });
-}
-
-std::string stop_message(const std::string& code) {
-  if (code == "batch_expired")
-    return "This request could not be executed before the completion window expired.";
-  if (code == "batch_cancelled") return "This request was not executed: the batch was cancelled.";
-  return "This request was not executed: the batch failed.";
-}
-
-/// An error line: {"id","custom_id","response":null,"error":{"code","message"}}.
-std::string error_line(const std::string& id, const std::string& custom_id, const std::string& code,
-                       const std::string& message) {
-  // An unknown custom_id (the input file became unreadable before the line was drained) is null.
-  json line = {{"id", id},
-               {"custom_id", custom_id.empty() ? json(nullptr) : json(custom_id)},
-               {"response", nullptr},
-               {"error", {{"code", code}, {"message", message}}}};
-  return line.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-/// The line for a gateway answer; `ok` says whether it belongs to the output file (2xx). A JSON
-/// body is spliced in as the gateway sent it (validated, not re-serialized); any other body is
-/// kept as a JSON string.
-storage::batch_line response_line(uint64_t slot, const std::string& id,
-                                  const std::string& custom_id,
-                                  const runtime::gateway_outcome& out) {
-  thread_local simdjson::dom::parser parser;
-  storage::batch_line line;
-  line.slot = slot;
-  line.ok = out.status_code >= 200 && out.status_code < 300;
-  simdjson::dom::element doc;
-  bool is_json = parser.parse(out.body).get(doc) == simdjson::SUCCESS;
-  if (line.ok && is_json && doc.is_object()) {
-    simdjson::dom::element usage;
-    if (doc["usage"].get(usage) == simdjson::SUCCESS && usage.is_object())
-      line.usage = usage_of(usage);
-  }
-  const std::string& request_id = out.request_id.empty() ? id : out.request_id;
-  std::string& t = line.text;
-  t.reserve(out.body.size() + custom_id.size() + 160);
-  t += R"({"id":")";
-  t += id;
-  t += R"(","custom_id":)";
-  storage::append_json_string(t, custom_id);
-  t += R"(,"response":{"status_code":)";
-  t += std::to_string(out.status_code);
-  t += R"(,"request_id":)";
-  storage::append_json_string(t, request_id);
-  t += R"(,"body":)";
-  if (is_json) {
-    // One line per result: a body that spans lines is minified.
-    if (out.body.find('\n') == std::string::npos && out.body.find('\r') == std::string::npos)
-      t += out.body;
-    else
-      t += simdjson::minify(doc);
-  } else {
-    storage::append_json_string(t, out.body);
-  }
-  t += R"(},"error":null})";
-  return line;
-}
-
-/// The batch_failed message of a finalization that gave up: what is missing from the files and
-/// why; "" when nothing is. `undrained`: why the drain gave up (with its tries), if it did;
-/// `tries`: the finalization's tries, after which a file that could not be written was given up.
-std::string lost_message(const storage::batch_record& b, const std::string& undrained,
-                         const std::string& output_failure, const std::string& error_failure,
-                         int tries) {
-  const std::string after = "after " + std::to_string(tries) + " tries: ";
-  std::vector<std::string> parts;
-  if (!undrained.empty())
-    parts.push_back("cannot record the " + std::to_string(b.total - b.completed - b.failed) +
-                    " requests that have no result as " + b.stop_code + " (" + undrained +
-                    "); they are in neither file");
-  if (!output_failure.empty())
-    parts.push_back("cannot write the output file of " + std::to_string(b.completed) + " lines (" +
-                    after + output_failure + "); those results are lost");
-  if (!error_failure.empty())
-    parts.push_back("cannot write the error file of " + std::to_string(b.failed) + " lines (" +
-                    after + error_failure + "); those lines are lost");
-  if (parts.empty()) return "";
-  std::string m = "The batch could not be finalized: ";
-  for (size_t i = 0; i < parts.size(); ++i) m += (i > 0 ? "; " : "") + parts[i];
-  return m + ".";
 }
 
 }  // namespace
@@ -770,7 +650,9 @@ asio::awaitable<std::string> batch_manager::runner::finalize(const std::string& 
   }
   runtime::failpoint("batch_files_written");
   storage::batch_finish_op op{id, w.output, w.error, mgr.ctx_.clock.now_ms(), std::nullopt};
-  if (auto lost = lost_message(*b0, undrained, w.output_failure, w.error_failure, tries);
+  const runtime::batch::line_counts counts{b0->total, b0->completed, b0->failed};
+  if (auto lost = runtime::batch::lost_message(counts, b0->stop_code, undrained, w.output_failure,
+                                               w.error_failure, tries);
       !lost.empty())
     op.failure = storage::batch_error{"batch_failed", std::move(lost), "", 0};
   auto r = co_await mgr.commit(std::move(op));
