@@ -236,8 +236,7 @@ asio::awaitable<void> batch_runner::finish(const std::optional<plan::ingest_resu
       undrained = std::move(*drained);
     }
   }
-  if (fd >= 0) ::close(fd);
-  fd = -1;
+  close_input();
   deadline->cancel();
   co_await finalize_with_retries(std::move(undrained));
 }

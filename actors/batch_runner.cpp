@@ -52,6 +52,10 @@ void batch_runner::stop(const std::string& code) {
 
 void batch_runner::ended() {
   deadline->cancel();
+  close_input();
+}
+
+void batch_runner::close_input() {
   if (fd >= 0) ::close(fd);
   fd = -1;
 }
@@ -206,7 +210,7 @@ asio::awaitable<void> batch_runner::run() {
   if (p) co_await open_input(b->input_file_id);
   if (p && fd >= 0 && !stopped()) co_await dispatch(*p);
   if (shutting_down) {
-    if (fd >= 0) ::close(fd);
+    close_input();
     co_return;  // resumed at the next start
   }
   co_await finish(p);

@@ -82,6 +82,9 @@ struct batch_runner : std::enable_shared_from_this<batch_runner> {
   awaitable<void> open_input(const std::string& file_id);
   /// Runs every model's lane and waits until they ended and their results are committed.
   awaitable<void> dispatch(const ingest_result& p);
+  /// Closes the input file, once: `fd` is -1 afterwards, so a later call cannot close a
+  /// descriptor that another thread has opened under the same number meanwhile.
+  void close_input();
 
   const std::array<uint64_t, 2> id_seed = runtime::batch::request_id_seed(id);  ///< request ids
   /// Never expires (set once to the maximum); cancel() wakes every wait on it, each of which
