@@ -1,12 +1,13 @@
 #pragma once
 /// The batch manager: implements `batch_service` for the API and runs every batch that is not
-/// terminal — one runner per batch (the job actor of DESIGN.md for batches), as coroutines on a
-/// strand of the engine's execution context. A runner ingests the input file (plans per model,
-/// runtime/batch_plan.hpp), dispatches each model's plan in prefix-hash order under the per-model
-/// and global budgets, records each result line exactly once (storage/batch_ops.hpp), stops on
-/// cancel, expiry or failure (draining undispatched lines with the stop code), and finalizes the
-/// output and error files — retrying a drain or finalization that fails (batch_retry_policy)
-/// before it fails the batch. Lifecycle, layout and recovery: docs/batches.md.
+/// terminal — one runner per batch (actors/batch_runner.hpp, the job actor of DESIGN.md for
+/// batches), as coroutines on a strand of the engine's execution context. A runner ingests the
+/// input file (plans per model, runtime/batch_plan.hpp), dispatches each model's plan in
+/// prefix-hash order under the per-model and global budgets, records each result line exactly
+/// once (storage/batch_ops.hpp), stops on cancel, expiry or failure (draining undispatched lines
+/// with the stop code), and finalizes the output and error files — retrying a drain or
+/// finalization that fails (batch_retry_policy) before it fails the batch. Lifecycle, layout and
+/// recovery: docs/batches.md.
 ///
 /// Files on disk, under the data dir: `files/<file id>` (uploaded and produced files),
 /// `files/uploads/` (uploads in progress), `batches/<batch id>/` (plans while a batch runs).
@@ -40,6 +41,8 @@ struct batch_retry_policy {
   std::chrono::milliseconds initial{1'000};
   std::chrono::milliseconds max{60'000};
 };
+
+struct batch_runner;
 
 class batch_manager final : public batch_service {
  public:
@@ -82,10 +85,8 @@ class batch_manager final : public batch_service {
   /// Tries to drain or finalize a batch that failed so far (tests, metrics).
   uint64_t failed_tries() const { return failed_tries_; }
 
-  struct runner;
-
  private:
-  friend struct runner;
+  friend struct batch_runner;
   /// Commits one operation through the storage writer.
   boost::asio::awaitable<result<storage::op_reply>> commit(storage::write_op op);
   void launch(const std::string& batch_id);
@@ -103,7 +104,7 @@ class batch_manager final : public batch_service {
   runtime::ulid_generator ids_;
   boost::asio::thread_pool blocking_{1};  ///< ingestion, draining and finalization file I/O
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<runner>> runners_;
+  std::map<std::string, std::shared_ptr<batch_runner>> runners_;
   std::atomic<bool> stopping_{false};
   batch_retry_policy retry_;  ///< guarded by mu_
   std::atomic<uint64_t> failed_tries_{0};
