@@ -1,8 +1,8 @@
-// The actors' messages are values (the storage writer's, the model dispatcher's): each round-trips
-// through CAF's binary serializer unchanged. Every field of every value below differs from its
-// default, so an `inspect` overload that forgets a field fails the comparison (the defaulted
-// operator== compares all). Also: the write_tickets table, which lets a write_call carry a ticket
-// instead of a callback.
+// The actors' messages are values (the storage writer's, the model dispatcher's, a job actor's):
+// each round-trips through CAF's binary serializer unchanged. Every field of every value below
+// differs from its default, so an `inspect` overload that forgets a field fails the comparison (the
+// defaulted operator== compares all). Also: the write_tickets table, which lets a write_call carry
+// a ticket instead of a callback.
 
 #include <utility>  // before any Asio header (Boost 1.74)
 
@@ -23,6 +23,7 @@
 #include <caf/deep_to_string.hpp>
 
 #include "actors/detail/write_tickets.hpp"
+#include "actors/job_registry.hpp"
 #include "actors/model_dispatcher.hpp"
 #include "actors/storage_writer.hpp"
 #include "actors/write.hpp"
@@ -264,6 +265,19 @@ TEST_F(messages, the_dispatchers_fetched_tasks_round_trip_with_their_deliveries)
     EXPECT_EQ(out.got[i].delivered, in.got[i].delivered);
     EXPECT_EQ(out.got[i].stream_seq, in.got[i].stream_seq);
   }
+}
+
+TEST_F(messages, a_job_actors_gateway_outcome_round_trips) {
+  runtime::gateway_outcome in;
+  in.got_response = true;
+  in.status_code = 503;
+  in.body = R"({"error":"busy"})";
+  in.request_id = "req-1";
+  in.retryable = true;
+  in.error = "the gateway answered 503";
+  in.tries = 3;
+  auto out = round_trip(in);
+  EXPECT_TRUE(out == in) << caf::deep_to_string(out);
 }
 
 TEST_F(messages, loading_refuses_an_index_past_the_alternatives) {
