@@ -60,13 +60,13 @@ result<std::string> webhook_secret(const config::settings& cfg) {
   const auto tmp = path.string() + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd < 0)
-    return make_error("webhook_secret", "cannot create " + tmp + ": " + std::strerror(errno));
+    return make_error(errc::webhook_secret, "cannot create " + tmp + ": " + std::strerror(errno));
   std::string line = secret + "\n";
   bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
                  ::fsync(fd) == 0;
   ::close(fd);
   if (!written || std::rename(tmp.c_str(), path.c_str()) != 0)
-    return make_error("webhook_secret",
+    return make_error(errc::webhook_secret,
                       "cannot write " + path.string() + ": " + std::strerror(errno));
   log::info("engine", "created a webhook signing secret", {{"path", path.string()}});
   return secret;
@@ -228,7 +228,7 @@ void engine::watch_models() {
 }
 
 boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
-  if (ctx_->stopping) co_return make_error("shutting_down", "the server is shutting down");
+  if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   auto model = s.body["model"].get<std::string>();
   // The default applies to the job, not to the request hash (idempotency compares requests).
   const std::string webhook_url = s.webhook_url.empty() ? deps_.cfg.webhook_url : s.webhook_url;
@@ -237,8 +237,8 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
       co_return st.error();
   }
   if (!ctx_->gateway_for(model))
-    co_return make_error("model_not_found", "no gateway is configured for model '" + model + "'",
-                         "body.model");
+    co_return make_error(errc::model_not_found,
+                         "no gateway is configured for model '" + model + "'", "body.model");
   {
     // Each model has a JetStream consumer and a dispatcher of its own, and with one global
     // gateway the client chooses the name: without a bound, distinct names would exhaust them.
@@ -246,7 +246,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
     std::lock_guard lock{models_mu_};
     if (!wanted_models_.count(model) &&
         wanted_models_.size() >= static_cast<size_t>(deps_.cfg.max_models))
-      co_return make_error("too_many_models",
+      co_return make_error(errc::too_many_models,
                            "This engine already queues jobs for " +
                                std::to_string(wanted_models_.size()) +
                                " distinct models, its limit (max_models, see docs/limits.md); "
@@ -289,7 +289,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   auto& rep = *r->reply;
   using kind = storage::op_reply::kind;
   if (rep.what == kind::conflict)
-    co_return make_error("idempotency_conflict",
+    co_return make_error(errc::idempotency_conflict,
                          "Idempotency-Key '" + s.idempotency_key +
                              "' was already used for a "
                              "different request (job " +
@@ -302,7 +302,7 @@ result<storage::job_record> engine::get(const std::string& tenant, const std::st
   auto txn = deps_.env.begin_read();
   auto job = storage::get_job(txn, id);
   if (!job || job->tenant != tenant)
-    return make_error("job_not_found", "no job with id '" + id + "'", "id");
+    return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
   return std::move(*job);
 }
 
@@ -333,7 +333,7 @@ boost::asio::awaitable<result<event_batch>> engine::next_events(std::string tena
       auto txn = deps_.env.begin_read();
       auto job = storage::get_job(txn, id);
       if (!job || job->tenant != tenant)
-        co_return make_error("job_not_found", "no job with id '" + id + "'", "id");
+        co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
       auto events = storage::read_events(txn, id, after_seq);
       left = until - deps_.clock.now_ms();
       if (!events.empty() || left <= 0) co_return event_batch{std::move(*job), std::move(events)};
@@ -344,7 +344,7 @@ boost::asio::awaitable<result<event_batch>> engine::next_events(std::string tena
 
 boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string tenant,
                                                                    std::string id) {
-  if (ctx_->stopping) co_return make_error("shutting_down", "the server is shutting down");
+  if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   write_request req{storage::cancel_job_op{tenant, id, deps_.clock.now_ms()}};
   auto r = co_await write(ctx_->writer, std::move(req));
   if (!r) co_return r.error();
@@ -352,9 +352,9 @@ boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string t
   auto& rep = *r->reply;
   using kind = storage::op_reply::kind;
   if (rep.what == kind::not_found)
-    co_return make_error("job_not_found", "no job with id '" + id + "'", "id");
+    co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
   if (rep.what == kind::conflict)
-    co_return make_error("job_not_cancellable",
+    co_return make_error(errc::job_not_cancellable,
                          "job " + id + " is already " +
                              std::string(storage::to_string(rep.job->status)) +
                              "; only queued or running jobs can be cancelled",

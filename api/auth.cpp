@@ -40,10 +40,10 @@ authenticator::authenticator(std::vector<config::api_key_entry> keys) : keys_(st
 result<std::string> authenticator::tenant_for(std::string_view authorization_header) const {
   if (keys_.empty()) return std::string(default_tenant);
   if (trim(authorization_header).empty())
-    return make_error("missing_api_key",
+    return make_error(errc::missing_api_key,
                       "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");
   std::string_view key = bearer_key(authorization_header);
-  auto invalid = make_error("invalid_api_key", "Incorrect API key provided.");
+  auto invalid = make_error(errc::invalid_api_key, "Incorrect API key provided.");
   if (key.empty()) return invalid;
   std::string presented = config::sha256_hex(key);
   // Compare with every configured hash and never stop early: the time taken does not depend on

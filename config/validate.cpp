@@ -16,7 +16,7 @@ namespace sy::config {
 namespace {
 
 sy::error invalid(const std::string& param, const std::string& message) {
-  return make_error("invalid_config", param + ": " + message, param);
+  return make_error(errc::invalid_config, param + ": " + message, param);
 }
 
 template <class S>

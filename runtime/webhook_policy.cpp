@@ -20,7 +20,7 @@ std::string quoted_url(std::string_view url) {
 }
 
 sy::error bad_url(std::string_view url, const std::string& why) {
-  return make_error("invalid_webhook_url", "webhook_url " + quoted_url(url) + " " + why,
+  return make_error(errc::invalid_webhook_url, "webhook_url " + quoted_url(url) + " " + why,
                     "webhook_url");
 }
 
@@ -99,12 +99,12 @@ result<webhook_policy> make_webhook_policy(const config::settings& s) {
   webhook_policy p;
   auto allow = config::parse_network_list(s.webhook_allow_networks);
   if (!allow) {
-    return make_error("invalid_config", "webhook_allow_networks: " + allow.error().message,
+    return make_error(errc::invalid_config, "webhook_allow_networks: " + allow.error().message,
                       "webhook_allow_networks");
   }
   auto deny = config::parse_network_list(s.webhook_deny_networks);
   if (!deny) {
-    return make_error("invalid_config", "webhook_deny_networks: " + deny.error().message,
+    return make_error(errc::invalid_config, "webhook_deny_networks: " + deny.error().message,
                       "webhook_deny_networks");
   }
   p.allow = std::move(*allow);

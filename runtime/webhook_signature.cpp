@@ -54,7 +54,7 @@ status verify_webhook_signature(std::string_view secret, std::string_view header
                                 std::string_view body, int64_t now_unix_seconds,
                                 int64_t tolerance_s) {
   auto fail = [](const std::string& why) {
-    return make_error("invalid_webhook_signature", "webhook signature rejected: " + why,
+    return make_error(errc::invalid_webhook_signature, "webhook signature rejected: " + why,
                       "X-Switchyard-Signature");
   };
   std::optional<int64_t> t;

@@ -46,7 +46,8 @@ TEST(error_table, statuses_and_types) {
 }
 
 TEST(error_response, renders_the_openai_envelope) {
-  auto res = error_response(make_error("missing_model", "model please", "body.model"), 11, true);
+  auto res =
+      error_response(make_error(errc::missing_model, "model please", "body.model"), 11, true);
   EXPECT_EQ(res.result(), http::status::bad_request);
   EXPECT_EQ(res[http::field::content_type], "application/json");
   EXPECT_TRUE(res.keep_alive());
@@ -59,13 +60,13 @@ TEST(error_response, renders_the_openai_envelope) {
 }
 
 TEST(error_response, null_param_and_default_message) {
-  auto j = json::parse(error_response(make_error("job_not_found", ""), 11, false).body());
+  auto j = json::parse(error_response(make_error(errc::job_not_found, ""), 11, false).body());
   EXPECT_TRUE(j["error"]["param"].is_null());
   EXPECT_EQ(j["error"]["message"], "No such job.");
 }
 
 TEST(error_response, unknown_code_becomes_internal_error) {
-  auto res = error_response(make_error("lmdb_corrupt", "secret detail", "x"), 11, false);
+  auto res = error_response(make_error(errc::storage_corrupt, "secret detail", "x"), 11, false);
   EXPECT_EQ(res.result(), http::status::internal_server_error);
   EXPECT_FALSE(res.keep_alive());
   auto j = json::parse(res.body());
