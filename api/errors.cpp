@@ -73,13 +73,15 @@ constexpr std::array<error_info, 43> table = {{
 }};
 
 // Keep in step with docs/api.md ("Codes in jobs and batches").
-constexpr std::array<result_error_info, 20> result_table = {{
+constexpr std::array<result_error_info, 21> result_table = {{
     {"gateway_rejected", "job", "the gateway answered a final error (4xx other than 408/429)"},
     {"gateway_error", "job", "the gateway kept answering a retryable error until max_attempts"},
     {"gateway_unreachable", "job, batch result",
      "no answer from the gateway (connect, timeout, reset) after its retries"},
     {"lease_expired", "job",
      "the last attempt's lease expired (the engine died or stalled while it ran)"},
+    {"shutdown", "job event",
+     "the engine shut down while the attempt ran; the job is queued again and runs later"},
     {"deadline_exceeded", "job", "the job's timeout passed before it finished"},
     {"cancelled", "job", "the client cancelled the job"},
     {"invalid_json_line", "batch line", "not JSON, not an object, or longer than 64 MiB"},
@@ -99,6 +101,42 @@ constexpr std::array<result_error_info, 20> result_table = {{
     {"batch_failed", "batch result", "not executed: the batch failed (its error says why)"},
 }};
 
+// Keep in step with docs/api.md ("Codes that never reach a client").
+constexpr std::array<result_error_info, 21> internal_table = {{
+    {"invalid_arguments", "startup", "the command line is invalid; switchyard exits"},
+    {"invalid_config", "startup",
+     "a setting (file, environment or flag) is invalid; switchyard exits"},
+    {"invalid_listen", "startup", "a listen address does not parse; switchyard exits"},
+    {"listen_failed", "startup", "the HTTP listener cannot bind; switchyard exits"},
+    {"webhook_secret", "startup",
+     "the webhook secret file cannot be made or read; switchyard exits"},
+    {"invalid_nats_host", "startup",
+     "the embedded nats-server's host is not IPv4; switchyard exits"},
+    {"invalid_nats_options", "startup", "the embedded nats-server has no store directory"},
+    {"nats_server_start_failed", "startup",
+     "the embedded nats-server did not start; switchyard exits"},
+    {"nats_server_stop_timeout", "shutdown", "the embedded nats-server did not exit in time"},
+    {"nats_unavailable", "engine",
+     "NATS is disconnected: logged and retried (intake, outbox relay); /readyz answers not_ready"},
+    {"nats_error", "engine", "a NATS or JetStream call failed otherwise: logged and retried"},
+    {"invalid_model", "engine", "a task consumer was asked for an empty model name (a bug)"},
+    {"storage_error", "startup, engine",
+     "LMDB or a data directory failed; a client sees storage_unavailable"},
+    {"storage_corrupt", "engine",
+     "a record names one that is missing; a client sees storage_unavailable"},
+    {"map_full", "engine", "LMDB's map is full: the storage writer grows it and commits again"},
+    {"schema_too_new", "startup", "the store was written by a newer build; switchyard exits"},
+    {"schema_invalid", "startup", "the store's schema version is unreadable; switchyard exits"},
+    {"value_rejected", "engine",
+     "LMDB refused one write's value; a client sees value_not_storable"},
+    {"batch_io_error", "batch",
+     "a batch's input or plan file cannot be read or written; the batch gets batch_failed"},
+    {"batch_plan_corrupt", "batch",
+     "a batch's plan file does not fit; the batch gets batch_failed"},
+    {"invalid_webhook_signature", "webhook receiver",
+     "runtime::verify_webhook_signature, for receivers: the signature does not verify"},
+}};
+
 const error_info* find_row(std::string_view code) {
   for (const auto& row : table)
     if (row.code == code) return &row;
@@ -110,6 +148,8 @@ const error_info* find_row(std::string_view code) {
 std::span<const error_info> all_errors() { return table; }
 
 std::span<const result_error_info> all_result_errors() { return result_table; }
+
+std::span<const result_error_info> all_internal_errors() { return internal_table; }
 
 const error_info& lookup_error(std::string_view code) {
   if (const error_info* row = find_row(code)) return *row;
