@@ -97,12 +97,8 @@ boost::asio::awaitable<reply> request_handler::handle(request req) {
     res = co_await cancel_job(req, m.params.at(0));
   } else if (m.route == route_job_events) {
     out = job_events(req, m.params.at(0));
-  } else if (m.route == route_chat_completions) {
-    res = co_await sync_call(req, "/v1/chat/completions");
-  } else if (m.route == route_embeddings) {
-    res = co_await sync_call(req, "/v1/embeddings");
-  } else if (m.route == route_completions) {
-    res = co_await sync_call(req, "/v1/completions");
+  } else if (m.route >= route_inference && m.route <= route_inference_last) {
+    res = co_await sync_call(req, std::string(endpoints::all[m.route - route_inference].path));
   } else if (m.route >= route_upload_file && !batches_) {
     res =
         error_for(make_error(errc::not_found, "The Files and Batch API is not enabled here."), req);

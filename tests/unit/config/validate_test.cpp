@@ -240,5 +240,18 @@ TEST(Validate, BatchCompletionWindows) {
   expect_invalid(s, "batch_completion_windows");
 }
 
+// The default webhook_url goes through the parser every job's webhook_url goes through.
+TEST(Validate, DefaultWebhookUrlIsParsedAsAJobsIs) {
+  auto s = with_gateway();
+  s.webhook_url = "https://hooks.example.com:8443/in?x=1";
+  EXPECT_TRUE(validate(s).ok());
+  s.webhook_url = "http://127.1/hook";  // a numeric host that is not a dotted quad
+  expect_invalid(s, "webhook_url", "dotted-quad");
+  s.webhook_url = "https://user@hooks.example.com/";
+  expect_invalid(s, "webhook_url", "user info");
+  s.webhook_url = "ftp://hooks.example.com/";
+  expect_invalid(s, "webhook_url", "must start with http:// or https://");
+}
+
 }  // namespace
 }  // namespace sy::config
