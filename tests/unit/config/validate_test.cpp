@@ -167,8 +167,8 @@ TEST(Validate, ApiKeysAreNormalizedAndChecked) {
   auto v = validate(s);
   ASSERT_TRUE(v.ok()) << v.error().message;
   EXPECT_EQ(v->api_keys[0].sha256_hex, sha256_hex("key-1"));
-  EXPECT_EQ(tenant_for_key(*v, "key-1"), "acme");
-  EXPECT_EQ(tenant_for_key(*v, "key-2"), std::nullopt);
+  EXPECT_EQ(tenant_for_key(v->api_keys, "key-1"), "acme");
+  EXPECT_EQ(tenant_for_key(v->api_keys, "key-2"), std::nullopt);
 
   s.api_keys = {{"abc", "acme"}};
   expect_invalid(s, "api_keys[0].sha256", "64 hex");
