@@ -11,18 +11,18 @@ std::string excerpt(const std::string& body) {
 
 attempt_verdict judge(const runtime::gateway_outcome& o, bool released) {
   if (!o.got_response && released)
-    return {storage::attempt_end::released, "shutdown", "the engine shut down mid-request"};
+    return {storage::attempt_end::released, errc::shutdown, "the engine shut down mid-request"};
   if (o.got_response && o.status_code >= 200 && o.status_code < 300)
     return {storage::attempt_end::succeeded, {}, {}};
   if (o.got_response && !o.retryable)
-    return {storage::attempt_end::rejected, "gateway_rejected",
+    return {storage::attempt_end::rejected, errc::gateway_rejected,
             "the gateway answered " + std::to_string(o.status_code) + ": " + excerpt(o.body)};
   if (o.got_response)
-    return {storage::attempt_end::retry, "gateway_error",
+    return {storage::attempt_end::retry, errc::gateway_error,
             "the gateway answered " + std::to_string(o.status_code) + " after " +
                 std::to_string(o.tries) + " tries: " + excerpt(o.body)};
   return {
-      storage::attempt_end::retry, "gateway_unreachable",
+      storage::attempt_end::retry, errc::gateway_unreachable,
       "the gateway could not be reached after " + std::to_string(o.tries) + " tries: " + o.error};
 }
 

@@ -174,7 +174,7 @@ asio::awaitable<std::string> batch_runner::finalize(const std::string& undrained
   if (auto lost = runtime::batch::lost_message(counts, b0->stop_code, undrained, w.output_failure,
                                                w.error_failure, tries);
       !lost.empty())
-    op.failure = storage::batch_error{"batch_failed", std::move(lost), "", 0};
+    op.failure = storage::batch_error{errc::batch_failed, std::move(lost), "", 0};
   auto r = co_await mgr.commit(std::move(op));
   if (!r) {
     if (!incomplete) ++mgr.failed_tries_;

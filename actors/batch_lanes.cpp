@@ -117,7 +117,7 @@ asio::awaitable<void> batch_runner::request(std::string model, runtime::gateway_
   if (!gw) {
     storage::batch_line line{slot,
                              false,
-                             error_line(req_id, parsed->custom_id, "model_not_found",
+                             error_line(req_id, parsed->custom_id, errc::model_not_found,
                                         "No gateway serves model '" + model + "'."),
                              {}};
     record(std::move(line));
@@ -143,7 +143,7 @@ asio::awaitable<void> batch_runner::request(std::string model, runtime::gateway_
   } else {
     line = storage::batch_line{slot,
                                false,
-                               error_line(req_id, parsed->custom_id, "gateway_unreachable",
+                               error_line(req_id, parsed->custom_id, errc::gateway_unreachable,
                                           "The gateway could not be reached after " +
                                               std::to_string(out.tries) + " tries: " + out.error),
                                {}};

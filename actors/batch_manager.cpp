@@ -87,7 +87,7 @@ status batch_manager::start() {
   std::error_code ec;
   for (const auto& d : {files_dir_, uploads_dir_, batches_dir_}) {
     fs::create_directories(d, ec);
-    if (ec) return make_error("storage_error", "cannot create " + d + ": " + ec.message());
+    if (ec) return make_error(errc::storage_error, "cannot create " + d + ": " + ec.message());
   }
   // Leftovers of a crash: partial uploads, files without a record (written by a finalization
   // that did not commit), plans of batches that are finished or gone.
@@ -181,7 +181,7 @@ asio::awaitable<result<storage::file_record>> batch_manager::create_file(storage
                                                                          std::string staged) {
   if (ctx_.stopping) {
     ::unlink(staged.c_str());
-    co_return make_error("shutting_down", "the server is shutting down");
+    co_return make_error(errc::shutting_down, "the server is shutting down");
   }
   if (f.id.empty()) f.id = "file-" + ids_.next(ctx_.clock.now_ms());
   if (f.created_at == 0) f.created_at = ctx_.clock.now_ms() / 1000;
@@ -189,7 +189,7 @@ asio::awaitable<result<storage::file_record>> batch_manager::create_file(storage
   if (std::rename(staged.c_str(), path.c_str()) != 0) {
     auto e = detail::sys_error("cannot move the upload to", path);
     ::unlink(staged.c_str());
-    co_return make_error("storage_unavailable", e);
+    co_return make_error(errc::storage_unavailable, e);
   }
   detail::fsync_dir(files_dir_);
   storage::create_file_op op{f};
@@ -207,7 +207,7 @@ result<storage::file_record> batch_manager::get_file(const std::string& tenant,
   auto f = storage::get_file(txn, id);
   if (!f || f->tenant != tenant ||
       (f->expires_at > 0 && f->expires_at <= ctx_.clock.now_ms() / 1000))
-    return make_error("file_not_found", "No such file: '" + id + "'.", "file_id");
+    return make_error(errc::file_not_found, "No such file: '" + id + "'.", "file_id");
   return std::move(*f);
 }
 
@@ -222,25 +222,26 @@ result<file_page> batch_manager::list_files(const std::string& tenant, const std
 
 asio::awaitable<result<storage::file_record>> batch_manager::delete_file(std::string tenant,
                                                                          std::string id) {
-  if (ctx_.stopping) co_return make_error("shutting_down", "the server is shutting down");
+  if (ctx_.stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   storage::delete_file_op op{tenant, id};
   auto r = co_await commit(std::move(op));
   if (!r) co_return r.error();
-  if (!r->file) co_return make_error("file_not_found", "No such file: '" + id + "'.", "file_id");
+  if (!r->file)
+    co_return make_error(errc::file_not_found, "No such file: '" + id + "'.", "file_id");
   // A batch still reading the file keeps its descriptor open; the bytes go when it closes it.
   ::unlink(file_path(id).c_str());
   co_return std::move(*r->file);
 }
 
 asio::awaitable<result<storage::batch_record>> batch_manager::create_batch(batch_request req) {
-  if (ctx_.stopping) co_return make_error("shutting_down", "the server is shutting down");
+  if (ctx_.stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   {
     auto input = get_file(req.tenant, req.input_file_id);
     if (!input)
-      co_return make_error("file_not_found", "No such file: '" + req.input_file_id + "'.",
+      co_return make_error(errc::file_not_found, "No such file: '" + req.input_file_id + "'.",
                            "input_file_id");
     if (input->purpose != "batch")
-      co_return make_error("invalid_value",
+      co_return make_error(errc::invalid_value,
                            "The input file must have been uploaded with purpose 'batch', not '" +
                                input->purpose + "'.",
                            "input_file_id");
@@ -261,7 +262,7 @@ asio::awaitable<result<storage::batch_record>> batch_manager::create_batch(batch
   auto r = co_await commit(std::move(op));
   if (!r) co_return r.error();
   if (r->what == storage::op_reply::kind::not_found)
-    co_return make_error("file_not_found", "No such file: '" + req.input_file_id + "'.",
+    co_return make_error(errc::file_not_found, "No such file: '" + req.input_file_id + "'.",
                          "input_file_id");
   log::info("batch", "batch created",
             {{"batch_id", b.id},
@@ -276,7 +277,7 @@ result<storage::batch_record> batch_manager::get_batch(const std::string& tenant
                                                        const std::string& id) {
   auto b = get_batch_any(id);
   if (!b || b->tenant != tenant)
-    return make_error("batch_not_found", "No such batch: '" + id + "'.", "batch_id");
+    return make_error(errc::batch_not_found, "No such batch: '" + id + "'.", "batch_id");
   return std::move(*b);
 }
 
@@ -291,16 +292,16 @@ result<batch_page> batch_manager::list_batches(const std::string& tenant, const 
 
 asio::awaitable<result<storage::batch_record>> batch_manager::cancel_batch(std::string tenant,
                                                                            std::string id) {
-  if (ctx_.stopping) co_return make_error("shutting_down", "the server is shutting down");
+  if (ctx_.stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   storage::cancel_batch_op op{tenant, id, ctx_.clock.now_ms()};
   auto r = co_await commit(std::move(op));
   if (!r) co_return r.error();
   using kind = storage::op_reply::kind;
   if (r->what == kind::not_found)
-    co_return make_error("batch_not_found", "No such batch: '" + id + "'.", "batch_id");
+    co_return make_error(errc::batch_not_found, "No such batch: '" + id + "'.", "batch_id");
   if (r->what == kind::conflict)
     co_return make_error(
-        "batch_not_cancellable",
+        errc::batch_not_cancellable,
         "Batch " + id + " is already " + std::string(storage::to_string(r->batch->status)) +
             "; only validating, in_progress or finalizing batches can be cancelled.",
         "batch_id");
@@ -311,7 +312,7 @@ asio::awaitable<result<storage::batch_record>> batch_manager::cancel_batch(std::
       if (auto it = runners_.find(id); it != runners_.end()) rn = it->second;
     }
     if (rn) {
-      asio::post(rn->strand, [rn] { rn->stop("batch_cancelled"); });
+      asio::post(rn->strand, [rn] { rn->stop(errc::batch_cancelled); });
     } else {
       launch(id);  // not running here (e.g. finished dispatch a moment ago): finish the cancel
     }

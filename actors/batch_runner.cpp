@@ -62,12 +62,12 @@ void batch_runner::close_input() {
 
 asio::awaitable<void> batch_runner::fail(std::string message) {
   log::error("batch", "batch failed", {{"batch_id", id}, {"error", message}});
-  storage::stop_batch_op op{id, "batch_failed", message, mgr.ctx_.clock.now_ms()};
+  storage::stop_batch_op op{id, errc::batch_failed, message, mgr.ctx_.clock.now_ms()};
   (void)co_await mgr.commit(std::move(op));
   if (strand.running_in_this_thread()) {
-    stop("batch_failed");
+    stop(errc::batch_failed);
   } else {
-    asio::post(strand, [self = shared_from_this()] { self->stop("batch_failed"); });
+    asio::post(strand, [self = shared_from_this()] { self->stop(errc::batch_failed); });
   }
 }
 
@@ -79,11 +79,11 @@ asio::awaitable<void> batch_runner::watch_deadline(int64_t deadline_ms) {
       co_return;  // the runner ended first
   }
   if (stopped()) co_return;
-  storage::stop_batch_op op{id, "batch_expired", "", mgr.ctx_.clock.now_ms()};
+  storage::stop_batch_op op{id, errc::batch_expired, "", mgr.ctx_.clock.now_ms()};
   auto r = co_await mgr.commit(std::move(op));
-  if (r && r->batch && r->batch->stop_code == "batch_expired") {
+  if (r && r->batch && r->batch->stop_code == errc::batch_expired) {
     log::info("batch", "completion window passed; stopping", {{"batch_id", id}});
-    stop("batch_expired");
+    stop(errc::batch_expired);
   }
 }
 

@@ -2,17 +2,9 @@
 
 #include <utility>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <random>
 
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
@@ -25,6 +17,7 @@
 #include "runtime/log.hpp"
 #include "runtime/log_throttle.hpp"
 #include "runtime/thread_name.hpp"
+#include "runtime/webhook_signature.hpp"
 
 namespace sy::actors {
 namespace {
@@ -39,37 +32,6 @@ std::string task_id_for(const std::string& job_id, int index) {
   std::string_view ulid{job_id};
   if (ulid.starts_with("job_")) ulid.remove_prefix(4);
   return std::string(ulid) + "-" + std::to_string(index);
-}
-
-/// The key that signs webhooks: the configured file's, else `<data_dir>/webhook_secret`, created
-/// with 32 random bytes (hex) and mode 0600 on first start.
-result<std::string> webhook_secret(const config::settings& cfg) {
-  if (!cfg.webhook_secret.empty()) return cfg.webhook_secret;
-  const auto path = std::filesystem::path(cfg.data_dir) / "webhook_secret";
-  if (std::ifstream in{path}; in) {
-    std::string secret;
-    std::getline(in, secret);
-    if (!secret.empty()) return secret;
-  }
-  unsigned char raw[32];
-  std::random_device rd;
-  for (auto& b : raw) b = static_cast<unsigned char>(rd());
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string secret;
-  for (auto b : raw) secret += {hex[b >> 4], hex[b & 0xf]};
-  const auto tmp = path.string() + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0)
-    return make_error("webhook_secret", "cannot create " + tmp + ": " + std::strerror(errno));
-  std::string line = secret + "\n";
-  bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-                 ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0)
-    return make_error("webhook_secret",
-                      "cannot write " + path.string() + ": " + std::strerror(errno));
-  log::info("engine", "created a webhook signing secret", {{"path", path.string()}});
-  return secret;
 }
 
 /// Waits until `done()` or the deadline, checking every few milliseconds (shutdown only).
@@ -93,7 +55,7 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   auto policy_or = runtime::make_webhook_policy(d.cfg);
   if (!policy_or) return policy_or.error();
   e->webhook_policy_ = std::move(*policy_or);
-  auto secret = webhook_secret(d.cfg);
+  auto secret = runtime::load_or_create_webhook_secret(d.cfg);
   if (!secret) return secret.error();
   e->caf_cfg_.set("scheduler.max-threads", 2);
   e->caf_cfg_.set("scheduler.policy", caf::atom("sharing"));
@@ -111,35 +73,8 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
     ctx.gateways[model] = std::make_unique<runtime::gateway_client>(e->exec_.get_executor(), gw);
 
   engine* self = e.get();
-  storage::store_policy policy;
-  policy.subject_prefix = d.cfg.subject_prefix;
-  policy.inline_result_bytes = d.cfg.webhook_inline_result_bytes;
-  policy.retention_completed_ms = d.cfg.retention_completed_ms;
-  policy.retention_failed_ms = d.cfg.retention_failed_ms;
-  policy.retain_inputs = d.cfg.retain_inputs;
-  writer_hooks hooks;
-  hooks.on_outbox = [self] {
-    if (self->relay_ready_) caf::anon_send(self->relay_, wake_atom::value);
-  };
-  hooks.on_webhooks = [self] { self->wake_webhooks(); };
-  hooks.on_changed = [self](const std::vector<std::string>& ids) { self->ctx_->watch.notify(ids); };
-  ctx.writer =
-      spawn_storage_writer(*e->sys_, d.env, static_cast<size_t>(d.cfg.group_commit_max_ops),
-                           std::move(policy), std::move(hooks));
-  ctx.jobs = spawn_job_registry(*e->sys_);
-  e->relay_ = spawn_outbox_relay(*e->sys_, d.env, ctx.writer, d.js, {});
-  e->relay_ready_ = true;
-
-  {
-    auto txn = d.env.begin_read();
-    txn.scan(storage::db::meta, storage::known_model_prefix, [&](auto key, auto) {
-      if (key.substr(0, storage::known_model_prefix.size()) != storage::known_model_prefix)
-        return false;
-      e->wanted_models_.insert(std::string(key.substr(storage::known_model_prefix.size())));
-      return true;
-    });
-  }
-  for (const auto& [model, gw] : d.cfg.model_gateways) e->wanted_models_.insert(model);
+  e->spawn_storage_actors();
+  e->want_known_models();
   e->watcher_ = std::thread([self] {
     runtime::name_this_thread("sy-model-watch");
     self->watch_models();
@@ -165,6 +100,40 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
              {"global_concurrency", d.cfg.global_concurrency},
              {"per_model_concurrency", d.cfg.per_model_concurrency}});
   return e;
+}
+
+void engine::spawn_storage_actors() {
+  auto& ctx = *ctx_;
+  storage::store_policy policy;
+  policy.subject_prefix = deps_.cfg.subject_prefix;
+  policy.inline_result_bytes = deps_.cfg.webhook_inline_result_bytes;
+  policy.retention_completed_ms = deps_.cfg.retention_completed_ms;
+  policy.retention_failed_ms = deps_.cfg.retention_failed_ms;
+  policy.retain_inputs = deps_.cfg.retain_inputs;
+  writer_hooks hooks;
+  engine* self = this;
+  hooks.on_outbox = [self] {
+    if (self->relay_ready_) caf::anon_send(self->relay_, wake_atom::value);
+  };
+  hooks.on_webhooks = [self] { self->wake_webhooks(); };
+  hooks.on_changed = [self](const std::vector<std::string>& ids) { self->ctx_->watch.notify(ids); };
+  ctx.writer =
+      spawn_storage_writer(*sys_, deps_.env, static_cast<size_t>(deps_.cfg.group_commit_max_ops),
+                           std::move(policy), std::move(hooks));
+  ctx.jobs = spawn_job_registry(*sys_);
+  relay_ = spawn_outbox_relay(*sys_, deps_.env, ctx.writer, deps_.js, {});
+  relay_ready_ = true;
+}
+
+void engine::want_known_models() {
+  auto txn = deps_.env.begin_read();
+  txn.scan(storage::db::meta, storage::known_model_prefix, [&](auto key, auto) {
+    if (key.substr(0, storage::known_model_prefix.size()) != storage::known_model_prefix)
+      return false;
+    wanted_models_.insert(std::string(key.substr(storage::known_model_prefix.size())));
+    return true;
+  });
+  for (const auto& [model, gw] : deps_.cfg.model_gateways) wanted_models_.insert(model);
 }
 
 engine::~engine() { shutdown(); }
@@ -229,7 +198,7 @@ void engine::watch_models() {
 }
 
 boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
-  if (ctx_->stopping) co_return make_error("shutting_down", "the server is shutting down");
+  if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   auto model = s.body["model"].get<std::string>();
   // The default applies to the job, not to the request hash (idempotency compares requests).
   const std::string webhook_url = s.webhook_url.empty() ? deps_.cfg.webhook_url : s.webhook_url;
@@ -238,8 +207,8 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
       co_return st.error();
   }
   if (!ctx_->gateway_for(model))
-    co_return make_error("model_not_found", "no gateway is configured for model '" + model + "'",
-                         "body.model");
+    co_return make_error(errc::model_not_found,
+                         "no gateway is configured for model '" + model + "'", "body.model");
   {
     // Each model has a JetStream consumer and a dispatcher of its own, and with one global
     // gateway the client chooses the name: without a bound, distinct names would exhaust them.
@@ -247,7 +216,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
     std::lock_guard lock{models_mu_};
     if (!wanted_models_.count(model) &&
         wanted_models_.size() >= static_cast<size_t>(deps_.cfg.max_models))
-      co_return make_error("too_many_models",
+      co_return make_error(errc::too_many_models,
                            "This engine already queues jobs for " +
                                std::to_string(wanted_models_.size()) +
                                " distinct models, its limit (max_models, see docs/limits.md); "
@@ -290,7 +259,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   auto& rep = *r->reply;
   using kind = storage::op_reply::kind;
   if (rep.what == kind::conflict)
-    co_return make_error("idempotency_conflict",
+    co_return make_error(errc::idempotency_conflict,
                          "Idempotency-Key '" + s.idempotency_key +
                              "' was already used for a "
                              "different request (job " +
@@ -303,7 +272,7 @@ result<storage::job_record> engine::get(const std::string& tenant, const std::st
   auto txn = deps_.env.begin_read();
   auto job = storage::get_job(txn, id);
   if (!job || job->tenant != tenant)
-    return make_error("job_not_found", "no job with id '" + id + "'", "id");
+    return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
   return std::move(*job);
 }
 
@@ -334,7 +303,7 @@ boost::asio::awaitable<result<event_batch>> engine::next_events(std::string tena
       auto txn = deps_.env.begin_read();
       auto job = storage::get_job(txn, id);
       if (!job || job->tenant != tenant)
-        co_return make_error("job_not_found", "no job with id '" + id + "'", "id");
+        co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
       auto events = storage::read_events(txn, id, after_seq);
       left = until - deps_.clock.now_ms();
       if (!events.empty() || left <= 0) co_return event_batch{std::move(*job), std::move(events)};
@@ -345,7 +314,7 @@ boost::asio::awaitable<result<event_batch>> engine::next_events(std::string tena
 
 boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string tenant,
                                                                    std::string id) {
-  if (ctx_->stopping) co_return make_error("shutting_down", "the server is shutting down");
+  if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   write_request req{storage::cancel_job_op{tenant, id, deps_.clock.now_ms()}};
   auto r = co_await write(ctx_->writer, std::move(req));
   if (!r) co_return r.error();
@@ -353,9 +322,9 @@ boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string t
   auto& rep = *r->reply;
   using kind = storage::op_reply::kind;
   if (rep.what == kind::not_found)
-    co_return make_error("job_not_found", "no job with id '" + id + "'", "id");
+    co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
   if (rep.what == kind::conflict)
-    co_return make_error("job_not_cancellable",
+    co_return make_error(errc::job_not_cancellable,
                          "job " + id + " is already " +
                              std::string(storage::to_string(rep.job->status)) +
                              "; only queued or running jobs can be cancelled",
@@ -396,58 +365,60 @@ void engine::wake_webhooks() {
 // (js_layout_keeper makes them after a late connect or a reconnect).
 bool engine::ready() const { return !ctx_->stopping && deps_.js.layout_ready(); }
 
-void engine::shutdown() {
-  if (shut_down_.exchange(true)) return;
-  auto& ctx = *ctx_;
-  ctx.stopping = true;
-  log::info("engine", "shutting down", {});
+bool engine::jobs_drained(std::chrono::milliseconds within) {
+  bool drained = false;
+  caf::scoped_actor self{*sys_};
+  self->request(ctx_->jobs, within, drain_atom::value)
+      .receive([&](bool) { drained = true; }, [](caf::error&) {});
+  return drained;
+}
+
+void engine::stop_jobs() {
   auto grace = std::chrono::milliseconds(deps_.cfg.shutdown_timeout_ms);
-  // True once no job has work in flight here (the registry answers when its last job ends).
-  auto jobs_drained = [&](std::chrono::milliseconds within) {
-    bool drained = false;
-    caf::scoped_actor self{*sys_};
-    self->request(ctx.jobs, within, drain_atom::value)
-        .receive([&](bool) { drained = true; }, [](caf::error&) {});
-    return drained;
-  };
   // Batches stop at once: their in-flight requests are aborted unrecorded and run again after
   // the restart (a batch's lines are recorded one by one, so nothing finished is redone).
   if (batches_) batches_->stop(grace);
-  if (!jobs_drained(grace)) {
-    log::warn("engine", "shutdown timeout: returning running attempts to the queue", {});
-    caf::anon_send(ctx.jobs, release_atom::value);
-    if (!jobs_drained(std::chrono::seconds(5)))
-      log::warn("engine", "attempts still running after they were released", {});
-  }
-  {
-    caf::scoped_actor self{*sys_};
-    self->request(relay_, std::chrono::seconds(5), drain_atom::value)
-        .receive(
-            [](bool empty) {
-              if (!empty) log::warn("engine", "outbox not empty at shutdown; kept for next start");
-            },
-            [](caf::error&) { log::warn("engine", "outbox flush timed out"); });
-    // The relay asked the writer to delete what JetStream acked without waiting for it. A write
-    // sent now queues behind those deletions, so its answer means they are committed; without
-    // it the writer's exit below could overtake them, and the records would be published again
-    // at the next start (duplicate events for core NATS subscribers).
-    self->request(ctx.writer, std::chrono::seconds(5), write_request{storage::outbox_ack_op{}})
-        .receive([](const write_reply&) {},
-                 [](caf::error&) { log::warn("engine", "last outbox deletions timed out"); });
-  }
-  if (webhooks_ready_) {
-    // Deliveries in flight end within webhook_timeout_ms; pending ones stay for the next start.
-    caf::scoped_actor self{*sys_};
-    self->request(webhooks_, std::chrono::milliseconds(deps_.cfg.webhook_timeout_ms + 1'000),
-                  drain_atom::value)
-        .receive([](bool) {},
-                 [](caf::error&) {
-                   log::warn("webhooks",
-                             "deliveries still running at shutdown; they are retried on next start",
-                             {});
-                 });
-    caf::anon_send_exit(webhooks_, caf::exit_reason::user_shutdown);
-  }
+  if (jobs_drained(grace)) return;
+  log::warn("engine", "shutdown timeout: returning running attempts to the queue", {});
+  caf::anon_send(ctx_->jobs, release_atom::value);
+  if (!jobs_drained(std::chrono::seconds(5)))
+    log::warn("engine", "attempts still running after they were released", {});
+}
+
+void engine::flush_outbox() {
+  caf::scoped_actor self{*sys_};
+  self->request(relay_, std::chrono::seconds(5), drain_atom::value)
+      .receive(
+          [](bool empty) {
+            if (!empty) log::warn("engine", "outbox not empty at shutdown; kept for next start");
+          },
+          [](caf::error&) { log::warn("engine", "outbox flush timed out"); });
+  // The relay asked the writer to delete what JetStream acked without waiting for it. A write
+  // sent now queues behind those deletions, so its answer means they are committed; without
+  // it the writer's exit below could overtake them, and the records would be published again
+  // at the next start (duplicate events for core NATS subscribers).
+  self->request(ctx_->writer, std::chrono::seconds(5), write_request{storage::outbox_ack_op{}})
+      .receive([](const write_reply&) {},
+               [](caf::error&) { log::warn("engine", "last outbox deletions timed out"); });
+}
+
+void engine::drain_webhooks() {
+  if (!webhooks_ready_) return;
+  // Deliveries in flight end within webhook_timeout_ms; pending ones stay for the next start.
+  caf::scoped_actor self{*sys_};
+  self->request(webhooks_, std::chrono::milliseconds(deps_.cfg.webhook_timeout_ms + 1'000),
+                drain_atom::value)
+      .receive([](bool) {},
+               [](caf::error&) {
+                 log::warn("webhooks",
+                           "deliveries still running at shutdown; they are retried on next start",
+                           {});
+               });
+  caf::anon_send_exit(webhooks_, caf::exit_reason::user_shutdown);
+}
+
+void engine::stop_actors() {
+  auto& ctx = *ctx_;
   {
     std::lock_guard lock{models_mu_};
     stop_watcher_ = true;
@@ -470,6 +441,16 @@ void engine::shutdown() {
   if (!wait_until([&] { return sys_->registry().running() == 0; }, std::chrono::seconds(5)))
     log::warn("engine", "actors still running at shutdown",
               {{"running", sys_->registry().running()}});
+}
+
+void engine::shutdown() {
+  if (shut_down_.exchange(true)) return;
+  ctx_->stopping = true;
+  log::info("engine", "shutting down", {});
+  stop_jobs();
+  flush_outbox();
+  drain_webhooks();
+  stop_actors();
   work_.reset();
   exec_.stop();
   for (auto& t : exec_threads_) t.join();

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -72,6 +73,16 @@ class engine final : public job_service {
   explicit engine(deps d);
   void watch_models();
   void wake_webhooks();
+  // Steps of start():
+  void spawn_storage_actors();  ///< the storage writer, the job registry and the outbox relay
+  void want_known_models();     ///< every model seen before or configured gets a dispatcher
+  // Steps of shutdown(), in order:
+  /// True once no job has work in flight here (the registry answers when its last job ends).
+  bool jobs_drained(std::chrono::milliseconds within);
+  void stop_jobs();       ///< batches stop; attempts finish within the grace or are released
+  void flush_outbox();    ///< the relay publishes what the outbox holds; its deletions commit
+  void drain_webhooks();  ///< deliveries in flight end; the deliverer stops
+  void stop_actors();     ///< the model watcher, dispatchers, reaper, relay, writer, registry
 
   deps deps_;
   caf::actor_system_config caf_cfg_;

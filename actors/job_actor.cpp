@@ -238,7 +238,7 @@ void begin(job_ptr self) {
       .then([self](write_reply& r) { on_started(self, r); },
             [self](caf::error& e) {
               write_reply r;
-              r.err = make_error("storage_unavailable", self->system().render(e));
+              r.err = make_error(errc::storage_unavailable, self->system().render(e));
               on_started(self, r);
             });
 }

@@ -56,7 +56,7 @@ int reap(reaper_ptr self) {
     op.attempt = lease.attempt;
     op.token = lease.token;
     op.end = storage::attempt_end::retry;
-    op.error_code = "lease_expired";
+    op.error_code = errc::lease_expired;
     op.error_message = lease.holder == ctx.holder || lease.holder.rfind(st.node_prefix, 0) != 0
                            ? "the attempt's lease expired without a heartbeat"
                            : "the engine stopped while the attempt was running";

@@ -104,7 +104,7 @@ result<op_outcomes> commit_batch(storage::environment& env, const storage::store
     std::optional<sy::error> failure;  // fails this try of the whole batch
     for (const auto& p : batch) {
       auto r = isolate ? apply_nested(*txn, p.op, policy) : storage::apply(*txn, p.op, policy);
-      if (!r && (!isolate || r.error().code == storage::errc::map_full)) {
+      if (!r && (!isolate || r.error().code == errc::map_full)) {
         failure = r.error();
         break;
       }
@@ -113,11 +113,11 @@ result<op_outcomes> commit_batch(storage::environment& env, const storage::store
     if (!failure) {
       auto st = txn->commit();
       if (st) return outcomes;
-      if (st.error().code != storage::errc::map_full) return st.error();
+      if (st.error().code != errc::map_full) return st.error();
       failure = st.error();
     }
     txn->abort();
-    if (failure->code == storage::errc::map_full) {
+    if (failure->code == errc::map_full) {
       if (grow_round++ >= 16) return *failure;
       if (auto st = env.grow(); !st) return st.error();
       log::info("storage", "map grown", {{"map_bytes", env.map_bytes()}});
@@ -132,10 +132,10 @@ result<op_outcomes> commit_batch(storage::environment& env, const storage::store
 
 /// What a client is told about an operation that failed on its own.
 sy::error answer_for(const sy::error& e) {
-  if (e.code == storage::errc::value_rejected)
-    return make_error("value_not_storable", "The job store refused a value of this request (" +
-                                                e.message + "); nothing was stored.");
-  return make_error("storage_unavailable",
+  if (e.code == errc::value_rejected)
+    return make_error(errc::value_not_storable, "The job store refused a value of this request (" +
+                                                    e.message + "); nothing was stored.");
+  return make_error(errc::storage_unavailable,
                     "the job store could not apply this write: " + e.message);
 }
 
@@ -160,7 +160,7 @@ void flush(writer_ptr self) {
                 {"code", outcomes.error().code},
                 {"error", outcomes.error().message}});
     fail_all(self, batch,
-             make_error("storage_unavailable",
+             make_error(errc::storage_unavailable,
                         "the job store could not commit: " + outcomes.error().message));
     return;
   }

@@ -28,7 +28,7 @@ bool contains(const auto& list, std::string_view value) {
 status check_fields(const json& j) {
   for (const auto& [key, value] : j.items()) {
     if (!contains(known_fields, key))
-      return make_error("unknown_parameter",
+      return make_error(errc::unknown_parameter,
                         "Unrecognized request argument supplied: " + key +
                             ". Allowed: endpoint, body, metadata, "
                             "max_attempts, webhook_url, timeout.",
@@ -40,8 +40,8 @@ status check_fields(const json& j) {
 result<std::string> parse_endpoint(const json& j) {
   auto it = j.find("endpoint");
   if (it == j.end() || !it->is_string() || !endpoints::find(it->get_ref<const std::string&>()))
-    return make_error("invalid_endpoint", "'endpoint' must be one of " + endpoints::list() + ".",
-                      "endpoint");
+    return make_error(errc::invalid_endpoint,
+                      "'endpoint' must be one of " + endpoints::list() + ".", "endpoint");
   return it->get<std::string>();
 }
 
@@ -49,14 +49,14 @@ result<std::string> parse_endpoint(const json& j) {
 result<json*> parse_body(json& j) {
   auto it = j.find("body");
   if (it == j.end() || !it->is_object())
-    return make_error("invalid_body",
+    return make_error(errc::invalid_body,
                       "'body' is required and must be a JSON object holding "
                       "the OpenAI request.",
                       "body");
   if (auto st = check_model(*it, "body.model"); !st) return st.error();
   auto stream = it->find("stream");
   if (stream != it->end() && stream->is_boolean() && stream->get<bool>())
-    return make_error("streaming_unsupported",
+    return make_error(errc::streaming_unsupported,
                       "Streaming is not supported for jobs; remove 'body.stream' or set it to "
                       "false.",
                       "body.stream");
@@ -74,7 +74,7 @@ result<json*> parse_metadata(json& j) {
 result<int> parse_max_attempts(const json& j, int cap) {
   auto it = j.find("max_attempts");
   if (it == j.end() || it->is_null()) return 0;
-  auto bad = make_error("invalid_max_attempts",
+  auto bad = make_error(errc::invalid_max_attempts,
                         "'max_attempts' must be an integer from 1 to " + std::to_string(cap) + ".",
                         "max_attempts");
   if (it->is_number_unsigned()) {
@@ -96,7 +96,7 @@ result<std::string> parse_webhook_url(const json& j) {
   auto it = j.find("webhook_url");
   if (it == j.end() || it->is_null()) return std::string();
   if (!it->is_string())
-    return make_error("invalid_webhook_url", "'webhook_url' must be a string.", "webhook_url");
+    return make_error(errc::invalid_webhook_url, "'webhook_url' must be a string.", "webhook_url");
   const auto& url = it->get_ref<const std::string&>();
   if (auto parsed = runtime::parse_webhook_url(url); !parsed) return parsed.error();
   return url;
@@ -106,7 +106,7 @@ result<int64_t> parse_timeout(const json& j) {
   auto it = j.find("timeout");
   if (it == j.end() || it->is_null()) return int64_t{0};
   if (!it->is_number() || it->get<double>() <= 0 || it->get<double>() > max_timeout_s)
-    return make_error("invalid_timeout",
+    return make_error(errc::invalid_timeout,
                       "'timeout' must be a number of seconds greater than 0 and at most 604800 "
                       "(7 days).",
                       "timeout");
@@ -129,7 +129,7 @@ std::string utf8_prefix(std::string_view s, size_t chars) {
 status check_metadata(const json& m) {
   if (m.is_null()) return ok;
   auto bad = [](const std::string& why) {
-    return make_error("invalid_metadata", "'metadata' " + why + ".", "metadata");
+    return make_error(errc::invalid_metadata, "'metadata' " + why + ".", "metadata");
   };
   if (!m.is_object()) return bad("must be an object of string values");
   if (m.size() > limits::metadata_max_keys) return bad("has more than 16 keys");
@@ -152,10 +152,10 @@ status check_metadata(const json& m) {
 status check_model(const json& body, const std::string& param) {
   auto model = body.find("model");
   if (model == body.end() || !model->is_string() || model->get_ref<const std::string&>().empty())
-    return make_error("missing_model",
+    return make_error(errc::missing_model,
                       "'" + param + "' is required and must be a non-empty string.", param);
   if (const size_t n = model->get_ref<const std::string&>().size(); n > limits::model_max_bytes)
-    return make_error("string_above_max_length",
+    return make_error(errc::string_above_max_length,
                       "Invalid '" + param + "': string too long. Expected at most " +
                           std::to_string(limits::model_max_bytes) + " bytes, got " +
                           std::to_string(n) + " (model_max_bytes, see docs/limits.md).",
@@ -166,7 +166,7 @@ status check_model(const json& body, const std::string& param) {
 result<submission> parse_submission(json j, std::string tenant, std::string idempotency_key,
                                     int max_attempts_cap) {
   if (!j.is_object())
-    return make_error("invalid_request", "The request body must be a JSON object.");
+    return make_error(errc::invalid_request, "The request body must be a JSON object.");
   if (auto s = check_fields(j); !s) return s.error();
   auto endpoint = parse_endpoint(j);
   if (!endpoint) return endpoint.error();

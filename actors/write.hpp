@@ -35,8 +35,8 @@ struct reply_once final : write_waiter {
   reply_once& operator=(const reply_once&) = delete;
   ~reply_once() override {
     if (!called)
-      complete(result<write_reply>(
-          make_error("storage_unavailable", "the storage writer is gone; nothing was written")));
+      complete(result<write_reply>(make_error(errc::storage_unavailable,
+                                              "the storage writer is gone; nothing was written")));
   }
 
   void complete(result<write_reply> r) override {

@@ -3,7 +3,7 @@
 #include <cctype>
 #include <utility>
 
-#include "config/sha256.hpp"
+#include "config/api_keys.hpp"
 
 namespace sy::api {
 namespace {
@@ -40,21 +40,14 @@ authenticator::authenticator(std::vector<config::api_key_entry> keys) : keys_(st
 result<std::string> authenticator::tenant_for(std::string_view authorization_header) const {
   if (keys_.empty()) return std::string(default_tenant);
   if (trim(authorization_header).empty())
-    return make_error("missing_api_key",
+    return make_error(errc::missing_api_key,
                       "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");
   std::string_view key = bearer_key(authorization_header);
-  auto invalid = make_error("invalid_api_key", "Incorrect API key provided.");
+  auto invalid = make_error(errc::invalid_api_key, "Incorrect API key provided.");
   if (key.empty()) return invalid;
-  std::string presented = config::sha256_hex(key);
-  // Compare with every configured hash and never stop early: the time taken does not depend on
-  // which entry (if any) matched.
-  const config::api_key_entry* match = nullptr;
-  for (const auto& entry : keys_) {
-    bool equal = config::constant_time_equal(presented, entry.sha256_hex);
-    if (equal && match == nullptr) match = &entry;
-  }
-  if (match == nullptr) return invalid;
-  return match->tenant;
+  auto tenant = config::tenant_for_key(keys_, key);
+  if (!tenant) return invalid;
+  return std::move(*tenant);
 }
 
 }  // namespace sy::api

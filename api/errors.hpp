@@ -1,7 +1,8 @@
 #pragma once
-/// THE table of client-visible errors: every error a client can see over HTTP is listed here
-/// (and in docs/api.md), with its HTTP status, its OpenAI error `type` and a default message.
-/// An error code that is not in the table is answered as `internal_error` (500).
+/// THE catalogue of error codes: every constant of config/error_codes.hpp is listed here (and in
+/// docs/api.md) — the HTTP answers with their status, OpenAI error `type` and default message, the
+/// codes written into jobs and batches, and the codes that never reach a client. An error code
+/// that is not an HTTP answer is answered as `internal_error` (500).
 
 #include <utility>  // before any Asio/Beast header
 
@@ -31,12 +32,17 @@ std::span<const error_info> all_errors();
 /// a batch's error file.
 struct result_error_info {
   std::string_view code;
-  std::string_view where;    ///< "job", "batch line", "batch file", "batch result"
+  std::string_view where;    ///< "job", "job event", "batch line", "batch file", "batch result"
   std::string_view meaning;  ///< one sentence, as docs/api.md lists it
 };
 
 /// Every code a job or a batch can carry, in the order docs/api.md lists them.
 std::span<const result_error_info> all_result_errors();
+
+/// Every code that never reaches a client as such (startup failures; failures inside the engine
+/// that a client sees as another code, named in `meaning`), in the order docs/api.md lists them.
+/// `where` is "startup", "shutdown", "engine", "batch" or "webhook receiver".
+std::span<const result_error_info> all_internal_errors();
 
 /// The row for `code`; the `internal_error` row when the code is unknown.
 const error_info& lookup_error(std::string_view code);

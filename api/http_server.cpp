@@ -67,12 +67,13 @@ asio::awaitable<void> read_header(connection& c, beast::flat_buffer& buffer,
 /// (end of stream, timeout, reset, cancelled by a graceful stop).
 std::optional<sy::error> read_failure(const beast::error_code& ec) {
   if (ec == http::error::body_limit)
-    return make_error("body_too_large", "The request body is larger than the server's limit.");
+    return make_error(errc::body_too_large, "The request body is larger than the server's limit.");
   if (ec == http::error::header_limit)
-    return make_error("header_too_large", "The request headers are too large.");
+    return make_error(errc::header_too_large, "The request headers are too large.");
   if (ec == http::error::end_of_stream || ec == http::error::partial_message) return std::nullopt;
   if (ec.category() == http::make_error_code(http::error::bad_target).category())
-    return make_error("bad_request", "The request is not valid HTTP/1.1: " + ec.message() + ".");
+    return make_error(errc::bad_request,
+                      "The request is not valid HTTP/1.1: " + ec.message() + ".");
   return std::nullopt;
 }
 
@@ -188,7 +189,7 @@ status http_server::listen(const std::string& address) {
   beast::error_code ec;
   auto fail = [&](const char* what) {
     return make_error(
-        "listen_failed",
+        errc::listen_failed,
         std::string("Cannot listen on ") + address + ": " + what + " failed: " + ec.message() + ".",
         "listen");
   };
@@ -269,9 +270,10 @@ asio::awaitable<void> http_server::serve(std::shared_ptr<connection> conn) {
       // Our own bug or a throwing library call that escaped its adapter: answer, do not crash.
     }
     if (!rep)
-      rep = detail::reply{detail::request_handler::early_error(make_error("internal_error", ""), 11,
-                                                               /*keep_alive=*/false),
-                          {}};
+      rep = detail::reply{
+          detail::request_handler::early_error(make_error(errc::internal_error, ""), 11,
+                                               /*keep_alive=*/false),
+          {}};
     if (stopping_.load()) rep->res.keep_alive(false);
     bool keep_alive = rep->res.keep_alive();
     if (rep->stream) {

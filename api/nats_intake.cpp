@@ -100,8 +100,8 @@ void nats_intake::fetch_loop() {
     // store has lost the consumer): bind it again.
     if (js_.layout_generation() != bound_generation_) resubscribe();
     auto got = sub_ ? sub_->fetch(options_.batch, options_.fetch_timeout_ms)
-                    : result<std::vector<runtime::js_message>>(
-                          make_error("nats_unavailable", "the intake consumer is not bound yet"));
+                    : result<std::vector<runtime::js_message>>(make_error(
+                          errc::nats_unavailable, "the intake consumer is not bound yet"));
     if (!got) {
       if (!failing)
         log::warn(component, "fetch failed; retrying", {{"error", got.error().message}});
@@ -167,9 +167,9 @@ void nats_intake::finish(pending& p) {
     try {
       outcome = p.submitted.get();
     } catch (const std::exception& e) {  // the coroutine threw: a bug, not the client's fault
-      outcome = make_error("internal_error", std::string("Submitting failed: ") + e.what());
+      outcome = make_error(errc::internal_error, std::string("Submitting failed: ") + e.what());
     }
-    if (!outcome) outcome = make_error("internal_error", "Submitting produced no result.");
+    if (!outcome) outcome = make_error(errc::internal_error, "Submitting produced no result.");
   }
   nlohmann::json fields = {{"seq", p.msg.stream_sequence()}, {"delivered", p.msg.delivered()}};
   status done = sy::ok;

@@ -11,7 +11,7 @@
 namespace sy::config {
 namespace {
 
-sy::error bad(std::string message) { return make_error("invalid_config", std::move(message)); }
+sy::error bad(std::string message) { return make_error(errc::invalid_config, std::move(message)); }
 
 /// Splits "host:port" or "[v6]:port"; `port_text` is empty when there is no port.
 bool split_host_port(std::string_view text, std::string_view& host, std::string_view& port_text,

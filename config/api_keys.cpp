@@ -6,10 +6,11 @@
 
 namespace sy::config {
 
-std::optional<std::string> tenant_for_key(const settings& s, std::string_view presented_key) {
+std::optional<std::string> tenant_for_key(const std::vector<api_key_entry>& keys,
+                                          std::string_view presented_key) {
   const std::string presented_hash = sha256_hex(presented_key);
   const api_key_entry* match = nullptr;
-  for (const auto& entry : s.api_keys) {
+  for (const auto& entry : keys) {
     // validate() lower-cases the configured hashes, and sha256_hex() produces lower case.
     if (constant_time_equal(entry.sha256_hex, presented_hash) && match == nullptr) {
       match = &entry;

@@ -5,14 +5,18 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/settings.hpp"
 
 namespace sy::config {
 
-/// The tenant of `presented_key`, or nullopt when it matches no configured key. Every entry is
-/// compared (no early exit), so the time taken does not reveal which entry matched.
-std::optional<std::string> tenant_for_key(const settings& s, std::string_view presented_key);
+/// The tenant of `presented_key`, or nullopt when it matches none of `keys` (the validated
+/// settings::api_keys). THE key check: api::authenticator (HTTP and NATS) calls it. Every entry
+/// is compared in constant time and none is skipped, so the time taken reveals neither which entry
+/// matched nor how much of a key did.
+std::optional<std::string> tenant_for_key(const std::vector<api_key_entry>& keys,
+                                          std::string_view presented_key);
 
 /// True when 'text' is 64 hex characters (either case).
 bool is_sha256_hex(std::string_view text);

@@ -130,9 +130,9 @@ result<command> parse_command_line(int argc, const char* const* argv, const env_
   } catch (const CLI::CallForVersion&) {
     return text_command(command::kind::version, version_string());
   } catch (const CLI::ParseError& e) {
-    return make_error("invalid_arguments", std::string(e.what()) +
-                                               "\nRun 'switchyard --help' or "
-                                               "'switchyard serve --help' for usage.");
+    return make_error(errc::invalid_arguments, std::string(e.what()) +
+                                                   "\nRun 'switchyard --help' or "
+                                                   "'switchyard serve --help' for usage.");
   }
   if (version->parsed()) return text_command(command::kind::version, version_string());
   if (hash->parsed()) return text_command(command::kind::hash_key, key);

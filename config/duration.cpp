@@ -18,7 +18,7 @@ int64_t unit_ms(std::string_view unit) {
 }
 
 sy::error bad_duration(std::string_view text) {
-  return make_error("invalid_config",
+  return make_error(errc::invalid_config,
                     "expected a duration such as 250ms, 30s, 2m, 1h or an integer number of "
                     "milliseconds, got " +
                         detail::quoted(text));

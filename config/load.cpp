@@ -20,7 +20,7 @@ status apply_env(settings& s, const env_map& env) {
 status apply_flag(settings& s, const std::string& option_name, const std::string& value) {
   const text_option* option = find_text_option(option_name);
   if (option == nullptr) {
-    return make_error("invalid_arguments", "unknown setting " + option_name, option_name);
+    return make_error(errc::invalid_arguments, "unknown setting " + option_name, option_name);
   }
   return option->set(s, value, option->flag);
 }

@@ -11,7 +11,7 @@ namespace {
 namespace ip = boost::asio::ip;
 
 sy::error bad(std::string_view text, const std::string& why) {
-  return make_error("invalid_config", "invalid network " + detail::quoted(text) + ": " + why);
+  return make_error(errc::invalid_config, "invalid network " + detail::quoted(text) + ": " + why);
 }
 
 /// The address as 16 bytes (IPv4 in the first 4) and its bit width.
@@ -136,9 +136,9 @@ result<network_list> parse_network_list(std::string_view text) {
     const size_t comma = text.find(',', start);
     const std::string_view entry = detail::trim(text.substr(start, comma - start));
     if (entry.empty()) {
-      return make_error("invalid_config", "empty entry in the network list " +
-                                              detail::quoted(text) +
-                                              " (separate CIDRs with single commas)");
+      return make_error(errc::invalid_config, "empty entry in the network list " +
+                                                  detail::quoted(text) +
+                                                  " (separate CIDRs with single commas)");
     }
     auto n = parse_network(entry);
     if (!n) return n.error();

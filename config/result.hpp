@@ -1,16 +1,19 @@
 #pragma once
 /// `sy::result<T>`: the return type of every fallible function that crosses a module boundary.
-/// An error carries a stable code (listed in api/errors.cpp's table when a client can see it),
-/// a human-readable message saying what failed and why, and optionally the offending parameter.
+/// An error carries a stable code (a constant of config/error_codes.hpp, listed in api/errors.cpp's
+/// catalogue), a human-readable message saying what failed and why, and optionally the offending
+/// parameter.
 
 #include <string>
 #include <utility>
 #include <variant>
 
+#include "config/error_codes.hpp"
+
 namespace sy {
 
 struct error {
-  std::string code;     ///< stable, snake_case, e.g. "invalid_json", "storage_unavailable"
+  std::string code;     ///< a `sy::errc` constant's text; a string to travel in messages
   std::string message;  ///< full sentence: what failed and why
   std::string param;    ///< the request parameter at fault, empty when none
 
@@ -48,8 +51,9 @@ struct ok_t {};
 inline constexpr ok_t ok{};
 using status = result<ok_t>;
 
-inline sy::error make_error(std::string code, std::string message, std::string param = {}) {
-  return sy::error{std::move(code), std::move(message), std::move(param)};
+/// The only way to make an error: `code` is one of the constants of `sy::errc`.
+inline sy::error make_error(error_code code, std::string message, std::string param = {}) {
+  return sy::error{std::string(code), std::move(message), std::move(param)};
 }
 
 }  // namespace sy

@@ -417,7 +417,7 @@ const Def* find_in(const std::vector<Def>& table, std::string_view key) {
 sy::error type_error(std::string_view where, std::string_view name, std::string_view what,
                      std::string_view text) {
   return make_error(
-      "invalid_config",
+      errc::invalid_config,
       std::string(where) + ": expected " + std::string(what) + ", got " + detail::quoted(text),
       std::string(name));
 }
@@ -489,7 +489,8 @@ status assign(S& target, const field_def<S>& def, std::string_view text, std::st
   if (def.type == vt::duration_ms) {
     auto parsed = parse_duration_ms(text);
     if (!parsed) {
-      return make_error("invalid_config", std::string(where) + ": " + parsed.error().message, name);
+      return make_error(errc::invalid_config, std::string(where) + ": " + parsed.error().message,
+                        name);
     }
     number = *parsed;
   } else if (!detail::parse_int64(detail::trim(text), number)) {
@@ -506,7 +507,7 @@ status assign(S& target, const field_def<S>& def, std::string_view text, std::st
     target.*(*long_member) = number;
     return ok;
   }
-  return make_error("invalid_config", std::string(where) + ": cannot be set from text", name);
+  return make_error(errc::invalid_config, std::string(where) + ": cannot be set from text", name);
 }
 
 template <class S>

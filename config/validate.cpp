@@ -11,12 +11,13 @@
 #include "config/limits.hpp"
 #include "config/networks.hpp"
 #include "config/settings_table.hpp"
+#include "config/webhook_url.hpp"
 
 namespace sy::config {
 namespace {
 
 sy::error invalid(const std::string& param, const std::string& message) {
-  return make_error("invalid_config", param + ": " + message, param);
+  return make_error(errc::invalid_config, param + ": " + message, param);
 }
 
 template <class S>
@@ -186,10 +187,11 @@ status check_webhooks(settings& s) {
                                                      "), got " +
                                                      std::to_string(s.webhook_initial_backoff_ms));
   }
-  if (!s.webhook_url.empty() && s.webhook_url.rfind("http://", 0) != 0 &&
-      s.webhook_url.rfind("https://", 0) != 0) {
-    return invalid("webhook_url",
-                   "must start with http:// or https://, got " + detail::quoted(s.webhook_url));
+  // The parser every job's webhook_url goes through: a default it refuses would make every job
+  // that names no webhook_url fail at submission.
+  if (!s.webhook_url.empty()) {
+    if (auto url = parse_webhook_url(s.webhook_url); !url)
+      return invalid("webhook_url", url.error().message);
   }
   if (auto allow = parse_network_list(s.webhook_allow_networks); !allow) {
     return invalid("webhook_allow_networks", allow.error().message);

@@ -15,7 +15,7 @@ namespace sy::config {
 namespace {
 
 sy::error yaml_error(std::string_view origin, const std::string& path, const std::string& what) {
-  return make_error("invalid_config", std::string(origin) + ": " + path + ": " + what, path);
+  return make_error(errc::invalid_config, std::string(origin) + ": " + path + ": " + what, path);
 }
 
 /// " (did you mean 'x'?)" when a known key is within two edits of `key`.
@@ -178,7 +178,7 @@ status apply_setting(settings& s, const setting_def& def, const YAML::Node& valu
 status apply_root(settings& s, const YAML::Node& root, std::string_view origin) {
   if (!root.IsDefined() || root.IsNull()) return ok;
   if (!root.IsMap()) {
-    return make_error("invalid_config", std::string(origin) + ": expected a map of settings");
+    return make_error(errc::invalid_config, std::string(origin) + ": expected a map of settings");
   }
   std::set<std::string> seen;
   for (auto it = root.begin(); it != root.end(); ++it) {
@@ -200,7 +200,7 @@ status apply_yaml(settings& s, std::string_view yaml_text, std::string_view orig
   try {
     return apply_root(s, YAML::Load(std::string(yaml_text)), origin);
   } catch (const YAML::Exception& e) {
-    return make_error("invalid_config", std::string(origin) + ": not valid YAML: " + e.what());
+    return make_error(errc::invalid_config, std::string(origin) + ": not valid YAML: " + e.what());
   }
 }
 

@@ -33,7 +33,7 @@ uint64_t load_le(const unsigned char* p, int bytes) {
 }
 
 sy::error corrupt(const std::string& path, std::string_view why) {
-  return sy::make_error("batch_plan_corrupt",
+  return sy::make_error(errc::batch_plan_corrupt,
                         "The batch plan " + path + " is corrupt: " + std::string(why) + ".");
 }
 
@@ -109,8 +109,8 @@ bool write_fully(int fd, std::string_view data) {
 }
 
 sy::error io_error(std::string_view what, const std::string& path, int err) {
-  return sy::make_error("batch_io_error", "Batch ingestion " + std::string(what) + " " + path +
-                                              ": " + std::strerror(err) + ".");
+  return sy::make_error(errc::batch_io_error, "Batch ingestion " + std::string(what) + " " + path +
+                                                  ": " + std::strerror(err) + ".");
 }
 
 std::string plans_dir(const std::string& work_dir) { return work_dir + "/plans"; }
@@ -284,9 +284,9 @@ sy::result<std::string> read_at(int fd, uint64_t offset, uint32_t length) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return detail::io_error("cannot read", "fd " + std::to_string(fd), errno);
     if (n == 0) {
-      return sy::make_error("batch_io_error", "Batch input fd " + std::to_string(fd) +
-                                                  " ends before offset " +
-                                                  std::to_string(offset + length) + ".");
+      return sy::make_error(errc::batch_io_error, "Batch input fd " + std::to_string(fd) +
+                                                      " ends before offset " +
+                                                      std::to_string(offset + length) + ".");
     }
     done += static_cast<size_t>(n);
   }

@@ -33,11 +33,11 @@ uint64_t fnv1a64(std::string_view s) {
 
 endpoint_kind classify_endpoint(std::string_view endpoint) { return endpoints::find(endpoint); }
 
-line_error make_line_error(int64_t line_no, std::string code, std::string param,
+line_error make_line_error(int64_t line_no, error_code code, std::string param,
                            std::string_view text) {
   std::string message = "Line " + std::to_string(line_no) + ": ";
   message += text;
-  return line_error{std::move(code), line_no, std::move(param), std::move(message)};
+  return line_error{std::string(code), line_no, std::move(param), std::move(message)};
 }
 
 namespace {
@@ -197,10 +197,10 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   out = line_facts{};
   auto bad_json = [&](simdjson::error_code e) {
     if (e == simdjson::DEPTH_ERROR)
-      return make_line_error(line_no, "json_too_deep", "",
+      return make_line_error(line_no, errc::json_too_deep, "",
                              "objects and arrays nest more than " + std::to_string(kMaxDepth) +
                                  " levels deep (json_max_depth, see docs/limits.md).");
-    return make_line_error(line_no, "invalid_json_line", "",
+    return make_line_error(line_no, errc::invalid_json_line, "",
                            std::string("not valid JSON (") + simdjson::error_message(e) + ").");
   };
   od::document doc;
@@ -208,7 +208,8 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   od::json_type type;
   if (auto e = doc.type().get(type)) return bad_json(e);
   if (type != od::json_type::object) {
-    return make_line_error(line_no, "invalid_json_line", "", "a request must be a JSON object.");
+    return make_line_error(line_no, errc::invalid_json_line, "",
+                           "a request must be a JSON object.");
   }
   if (auto e = validate_object_document(doc)) return bad_json(e);
   doc.rewind();
@@ -224,13 +225,13 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   const bool body_ok = body_present && body_value.get_object().get(body) == simdjson::SUCCESS;
 
   auto too_long = [&](const char* param, size_t got, size_t limit, const char* name) {
-    return make_line_error(line_no, "string_above_max_length", param,
+    return make_line_error(line_no, errc::string_above_max_length, param,
                            "'" + std::string(param) + "' is " + std::to_string(got) +
                                " bytes long; at most " + std::to_string(limit) + " are allowed (" +
                                name + ", see docs/limits.md).");
   };
   auto required = [&](field_state s, const char* name) {
-    return make_line_error(line_no, "missing_required_parameter", name,
+    return make_line_error(line_no, errc::missing_required_parameter, name,
                            "'" + std::string(name) + "' " + std::string(required_message(s)));
   };
   if (id_state != field_state::ok) return required(id_state, "custom_id");
@@ -241,15 +242,15 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   if (method_state != field_state::ok) return required(method_state, "method");
   if (url_state != field_state::ok) return required(url_state, "url");
   if (!body_ok) {
-    return make_line_error(line_no, "missing_required_parameter", "body",
+    return make_line_error(line_no, errc::missing_required_parameter, "body",
                            body_present ? "'body' must be a JSON object." : "'body' is required.");
   }
   if (method != "POST") {
-    return make_line_error(line_no, "invalid_request", "method",
+    return make_line_error(line_no, errc::invalid_request, "method",
                            "'method' must be \"POST\", got \"" + std::string(method) + "\".");
   }
   if (url != endpoint) {
-    return make_line_error(line_no, "invalid_url", "url",
+    return make_line_error(line_no, errc::invalid_url, "url",
                            "'url' is \"" + std::string(url) + "\" but the batch's endpoint is \"" +
                                std::string(endpoint) + "\".");
   }
@@ -259,14 +260,14 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   // another, or stream after passing the stream check. Such a body is refused.
   if (auto dup = duplicate_key(body)) {
     const std::string param = "body." + std::string(*dup);
-    return make_line_error(line_no, "invalid_request", param,
+    return make_line_error(line_no, errc::invalid_request, param,
                            "'" + param + "' is given more than once.");
   }
 
   std::string_view model;
   const field_state model_state = string_field(body, "model", model);
   if (model_state != field_state::ok) {
-    return make_line_error(line_no, "invalid_request", "body.model",
+    return make_line_error(line_no, errc::invalid_request, "body.model",
                            "'body.model' " + std::string(required_message(model_state)));
   }
   if (model.size() > limits::model_max_bytes) {
@@ -283,7 +284,7 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
     const bool ok = present && (!chat || v.get_array().get(messages) == simdjson::SUCCESS);
     if (!ok) {
       const std::string param = "body." + std::string(needed);
-      return make_line_error(line_no, "invalid_request", param,
+      return make_line_error(line_no, errc::invalid_request, param,
                              "'" + param + (present ? "' must be an array." : "' is required."));
     }
     if (chat) out.prefix_hash = system_prompt_hash(messages);
@@ -293,7 +294,7 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   bool streaming = false;
   if (body.find_field_unordered("stream").get(stream) == simdjson::SUCCESS &&
       stream.get_bool().get(streaming) == simdjson::SUCCESS && streaming) {
-    return make_line_error(line_no, "streaming_unsupported", "body.stream",
+    return make_line_error(line_no, errc::streaming_unsupported, "body.stream",
                            "'body.stream' is true; batch requests cannot stream.");
   }
   return std::nullopt;
@@ -306,7 +307,7 @@ sy::result<request_line> parse_request_line(std::string_view line) {
   thread_local od::parser parser;
   const simdjson::padded_string padded(line);
   auto invalid = [](const char* what) {
-    return sy::make_error("invalid_json_line",
+    return sy::make_error(errc::invalid_json_line,
                           std::string("The batch request line has no ") + what + ".");
   };
   od::document doc;

@@ -188,13 +188,13 @@ class scan {
     if (!l.too_long && !text.empty() && text.back() == '\r') text.remove_suffix(1);
     if (!l.too_long && is_blank(text)) return true;
     if (++result_.line_count > o_.max_lines) {
-      record(line_error{"too_many_requests", 0, "",
+      record(line_error{errc::too_many_requests, 0, "",
                         "The batch input file has more than the maximum of " +
                             std::to_string(o_.max_lines) + " requests."});
       return false;
     }
     if (l.too_long) {
-      record(detail::make_line_error(line_no_, "invalid_json_line", "",
+      record(detail::make_line_error(line_no_, errc::invalid_json_line, "",
                                      "the line is longer than the maximum of " +
                                          std::to_string(o_.max_line_bytes) + " bytes."));
       return true;
@@ -211,7 +211,7 @@ class scan {
   ingest_result finish(uint64_t bytes) && {
     result_.bytes = bytes;
     if (result_.error_count == 0 && result_.line_count == 0) {
-      record(line_error{"empty_file", 0, "", "The batch input file has no requests."});
+      record(line_error{errc::empty_file, 0, "", "The batch input file has no requests."});
     }
     return std::move(result_);
   }
@@ -230,14 +230,14 @@ class scan {
     if (err) return record(std::move(*err));
     if (!fresh) {
       return record(detail::make_line_error(
-          line_no_, "duplicate_custom_id", "custom_id",
+          line_no_, errc::duplicate_custom_id, "custom_id",
           "'custom_id' \"" + std::string(facts.custom_id) + "\" is used by an earlier line."));
     }
     auto plan = plans_.find(facts.model);
     if (plan == plans_.end()) {
       if (o_.model_known && !o_.model_known(facts.model)) {
         return record(detail::make_line_error(
-            line_no_, "model_not_found", "body.model",
+            line_no_, errc::model_not_found, "body.model",
             "the model \"" + std::string(facts.model) + "\" does not exist."));
       }
       plan = plans_.emplace(std::string(facts.model), std::vector<plan_entry>{}).first;

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/error_codes.hpp"
 #include "config/sha256.hpp"
 
 namespace sy::runtime::batch {
@@ -33,9 +34,10 @@ std::string request_id_for(const std::array<uint64_t, 2>& seed, uint64_t offset)
 }
 
 std::string stop_message(const std::string& code) {
-  if (code == "batch_expired")
+  if (code == errc::batch_expired)
     return "This request could not be executed before the completion window expired.";
-  if (code == "batch_cancelled") return "This request was not executed: the batch was cancelled.";
+  if (code == errc::batch_cancelled)
+    return "This request was not executed: the batch was cancelled.";
   return "This request was not executed: the batch failed.";
 }
 

@@ -22,6 +22,7 @@
 #include <random>
 #include <vector>
 
+#include "config/address.hpp"
 #include "runtime/backoff.hpp"
 
 namespace sy::runtime {
@@ -88,47 +89,27 @@ bool is_aborted(const abort_ptr& abort) { return abort && abort->aborted(); }
 
 /// The parts of a gateway URL that a request needs.
 struct gateway_url {
-  std::string authority;  ///< host[:port] as written, for the Host header
+  std::string authority;  ///< host[:port] for the Host header (the port when it is not 80)
   std::string host;
   std::string port;
   std::string prefix;  ///< path prefix without a trailing slash, possibly empty
   std::string error;   ///< why the URL is unusable; empty when it is fine
 };
 
-bool valid_port(const std::string& port) {
-  int value = 0;
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  return ec == std::errc{} && end == port.data() + port.size() && value > 0 && value < 65536;
-}
-
+/// The request parts of `url`, read by the one gateway URL parser (config::parse_gateway_url,
+/// which also validated the setting at startup).
 gateway_url parse_url(const std::string& url) {
-  constexpr std::string_view scheme = "http://";
-  auto bad = [&](const std::string& why) {
-    gateway_url out;
-    out.error = "invalid gateway url '" + url + "': " + why;
-    return out;
-  };
-  if (url.rfind(scheme, 0) != 0) return bad("must start with http://");
-  const std::string rest = url.substr(scheme.size());
-  const size_t slash = rest.find('/');
   gateway_url out;
-  out.authority = rest.substr(0, slash);
-  out.prefix = slash == std::string::npos ? "" : rest.substr(slash);
-  while (!out.prefix.empty() && out.prefix.back() == '/') out.prefix.pop_back();
-  const std::string& a = out.authority;
-  size_t colon = std::string::npos;
-  if (!a.empty() && a[0] == '[') {  // IPv6 literal
-    const size_t close = a.find(']');
-    if (close == std::string::npos) return bad("has an unterminated IPv6 address");
-    out.host = a.substr(1, close - 1);
-    if (close + 1 < a.size() && a[close + 1] == ':') colon = close + 1;
-  } else {
-    colon = a.rfind(':');
-    out.host = a.substr(0, colon);
+  auto parsed = config::parse_gateway_url(url);
+  if (!parsed) {
+    out.error = "invalid gateway url '" + url + "': " + parsed.error().message;
+    return out;
   }
-  out.port = colon == std::string::npos ? "80" : a.substr(colon + 1);
-  if (out.host.empty()) return bad("has no host");
-  if (!valid_port(out.port)) return bad("has an invalid port");
+  out.host = parsed->host;
+  out.port = std::to_string(parsed->port);
+  out.prefix = parsed->prefix;
+  out.authority = out.host.find(':') != std::string::npos ? "[" + out.host + "]" : out.host;
+  if (parsed->port != 80) out.authority += ":" + out.port;
   return out;
 }
 

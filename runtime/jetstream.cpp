@@ -74,7 +74,7 @@ sy::error nats_error(std::string_view what, natsStatus s,
                     " failed: " + (text != nullptr && *text != '\0' ? text : natsStatus_GetText(s));
   if (jerr != 0) msg += " (JetStream error " + std::to_string(static_cast<int>(jerr)) + ")";
   msg += '.';
-  return make_error(is_disconnect(s) ? "nats_unavailable" : "nats_error", std::move(msg));
+  return make_error(is_disconnect(s) ? errc::nats_unavailable : errc::nats_error, std::move(msg));
 }
 
 bool token_char_kept(unsigned char c) {
@@ -258,22 +258,22 @@ status js_message::check(natsStatus s, const char* what) const {
 }
 
 status js_message::ack() {
-  if (msg_ == nullptr) return make_error("nats_error", "Ack of a moved-from message.");
+  if (msg_ == nullptr) return make_error(errc::nats_error, "Ack of a moved-from message.");
   return check(natsMsg_Ack(msg_, nullptr), "Ack");
 }
 
 status js_message::nak_with_delay(int64_t delay_ms) {
-  if (msg_ == nullptr) return make_error("nats_error", "Nak of a moved-from message.");
+  if (msg_ == nullptr) return make_error(errc::nats_error, "Nak of a moved-from message.");
   return check(natsMsg_NakWithDelay(msg_, delay_ms, nullptr), "Nak with delay");
 }
 
 status js_message::in_progress() {
-  if (msg_ == nullptr) return make_error("nats_error", "Progress of a moved-from message.");
+  if (msg_ == nullptr) return make_error(errc::nats_error, "Progress of a moved-from message.");
   return check(natsMsg_InProgress(msg_, nullptr), "In-progress ack");
 }
 
 status js_message::term() {
-  if (msg_ == nullptr) return make_error("nats_error", "Term of a moved-from message.");
+  if (msg_ == nullptr) return make_error(errc::nats_error, "Term of a moved-from message.");
   return check(natsMsg_Term(msg_, nullptr), "Term");
 }
 
@@ -440,7 +440,7 @@ std::string js_client::intake_subject(std::string_view kind) const {
 }
 
 result<std::unique_ptr<pull_subscription>> js_client::subscribe_tasks(std::string_view model) {
-  if (model.empty()) return make_error("invalid_model", "A model name is required.", "model");
+  if (model.empty()) return make_error(errc::invalid_model, "A model name is required.", "model");
   return subscribe_pull(stream_name("TASKS"), task_subject(model), "tasks_" + subject_token(model),
                         -1);
 }
@@ -505,7 +505,8 @@ namespace {
 
 /// Sends one JetStream acknowledgement: `body` on the delivery's reply subject.
 status send_ack(natsConnection* nc, const delivery& d, std::string_view body, const char* what) {
-  if (d.reply.empty()) return make_error("nats_error", std::string(what) + ": no reply subject.");
+  if (d.reply.empty())
+    return make_error(errc::nats_error, std::string(what) + ": no reply subject.");
   natsStatus s =
       natsConnection_Publish(nc, d.reply.c_str(), body.data(), static_cast<int>(body.size()));
   if (s != NATS_OK)

@@ -62,7 +62,9 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   sigset_t stop_signals = block_stop_signals();
   std::error_code ec;
   std::filesystem::create_directories(s.data_dir, ec);
-  if (ec) return fail("cannot create the data directory", make_error("io", ec.message()));
+  if (ec)
+    return fail("cannot create the data directory",
+                make_error(sy::errc::storage_error, ec.message()));
 
   auto env = storage::environment::open(s.data_dir, s.lmdb_initial_map_bytes);
   if (!env) return fail("cannot open the job store", env.error());

@@ -40,12 +40,12 @@ bool make_addr(const std::string& host, int port, sockaddr_in& addr) {
 result<int> pick_free_port(const std::string& host) {
   sockaddr_in addr;
   if (!make_addr(host, 0, addr)) {
-    return make_error("invalid_nats_host",
+    return make_error(errc::invalid_nats_host,
                       "nats-server host '" + host + "' is not an IPv4 address.", "host");
   }
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    return make_error("nats_server_start_failed", "socket(): " + std::string(strerror(errno)));
+    return make_error(errc::nats_server_start_failed, "socket(): " + std::string(strerror(errno)));
   }
   socklen_t len = sizeof addr;
   int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
@@ -53,7 +53,7 @@ result<int> pick_free_port(const std::string& host) {
   int err = errno;
   ::close(fd);
   if (rc != 0) {
-    return make_error("nats_server_start_failed",
+    return make_error(errc::nats_server_start_failed,
                       "Could not pick a free port: " + std::string(strerror(err)));
   }
   return static_cast<int>(ntohs(addr.sin_port));
@@ -118,13 +118,14 @@ std::string describe_exit(int wstatus) {
 
 result<std::unique_ptr<nats_server>> nats_server::start(nats_server_options options) {
   if (options.store_dir.empty()) {
-    return make_error("invalid_nats_options", "nats-server needs a store directory.", "store_dir");
+    return make_error(errc::invalid_nats_options, "nats-server needs a store directory.",
+                      "store_dir");
   }
   std::error_code ec;
   fs::create_directories(options.store_dir, ec);
   if (ec) {
-    return make_error("nats_server_start_failed", "Cannot create the NATS store directory '" +
-                                                      options.store_dir + "': " + ec.message());
+    return make_error(errc::nats_server_start_failed, "Cannot create the NATS store directory '" +
+                                                          options.store_dir + "': " + ec.message());
   }
   const bool pick = options.port == 0;
   std::unique_ptr<nats_server> server(new nats_server(std::move(options)));
@@ -159,7 +160,7 @@ status nats_server::spawn_and_wait() {
   pid_t parent = ::getpid();
   pid_t child = ::fork();
   if (child < 0) {
-    return make_error("nats_server_start_failed", "fork(): " + std::string(strerror(errno)));
+    return make_error(errc::nats_server_start_failed, "fork(): " + std::string(strerror(errno)));
   }
   if (child == 0) exec_child(parent, argv.data());
   pid_ = child;
@@ -172,7 +173,7 @@ status nats_server::wait_ready() {
   while (steady::now() < deadline) {
     int wstatus = 0;
     if (try_reap(&wstatus)) {
-      return make_error("nats_server_start_failed",
+      return make_error(errc::nats_server_start_failed,
                         "nats-server (" + options_.binary + ") " + describe_exit(wstatus) +
                             " before accepting connections on port " + std::to_string(port_) +
                             (options_.log_file.empty() ? "." : "; see " + options_.log_file));
@@ -182,7 +183,7 @@ status nats_server::wait_ready() {
     std::this_thread::sleep_for(probe_interval);
   }
   kill9();
-  return make_error("nats_server_start_failed",
+  return make_error(errc::nats_server_start_failed,
                     "nats-server did not accept connections on port " + std::to_string(port_) +
                         " within " + std::to_string(options_.start_timeout_ms) + " ms.");
 }
@@ -217,9 +218,9 @@ status nats_server::stop() {
     std::this_thread::sleep_for(probe_interval);
   }
   kill9();
-  return make_error("nats_server_stop_timeout", "nats-server did not exit within " +
-                                                    std::to_string(options_.stop_timeout_ms) +
-                                                    " ms of SIGTERM; killed it.");
+  return make_error(errc::nats_server_stop_timeout, "nats-server did not exit within " +
+                                                        std::to_string(options_.stop_timeout_ms) +
+                                                        " ms of SIGTERM; killed it.");
 }
 
 void nats_server::kill9() {

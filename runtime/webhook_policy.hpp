@@ -13,6 +13,7 @@
 #include "config/networks.hpp"
 #include "config/result.hpp"
 #include "config/settings.hpp"
+#include "config/webhook_url.hpp"
 
 namespace sy::runtime {
 
@@ -42,20 +43,9 @@ std::string address_denial(const boost::asio::ip::address& addr, const webhook_p
 /// True when `addr` passes `policy` (see webhook_policy).
 bool address_allowed(const boost::asio::ip::address& addr, const webhook_policy& policy);
 
-/// A webhook URL split into what a delivery needs.
-struct webhook_url {
-  bool tls = false;         ///< https
-  std::string host;         ///< lower-cased name, IPv4 literal, or IPv6 literal without brackets
-  uint16_t port = 80;       ///< 80 or 443 unless given
-  std::string target;       ///< path and query, "/" when the URL has none
-  std::string host_header;  ///< host[:port] as the Host header carries it
-};
-
-/// Parses "http[s]://host[:port][/path][?query]". Refused, with code "invalid_webhook_url", param
-/// "webhook_url" and a message saying why: another scheme, user info, no host, a malformed host
-/// or IPv6 literal, a numeric host that is not a dotted-quad IPv4 address ("127.1", "0x7f.1"),
-/// a port outside 1..65535, a fragment, spaces or control characters, more than 2048 bytes.
-result<webhook_url> parse_webhook_url(std::string_view url);
+/// The URL parser is config's (config/webhook_url.hpp); runtime code names it here.
+using config::parse_webhook_url;
+using config::webhook_url;
 
 /// The submission-time check of a job's webhook_url: parse_webhook_url, then, when the host is an
 /// IP literal (or "localhost"), the address must pass `policy`. Host names are judged again at

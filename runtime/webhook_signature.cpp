@@ -1,14 +1,22 @@
 #include "runtime/webhook_signature.hpp"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <optional>
+#include <random>
 #include <vector>
 
 #include "config/sha256.hpp"
+#include "runtime/log.hpp"
 
 namespace sy::runtime {
 namespace {
@@ -54,7 +62,7 @@ status verify_webhook_signature(std::string_view secret, std::string_view header
                                 std::string_view body, int64_t now_unix_seconds,
                                 int64_t tolerance_s) {
   auto fail = [](const std::string& why) {
-    return make_error("invalid_webhook_signature", "webhook signature rejected: " + why,
+    return make_error(errc::invalid_webhook_signature, "webhook signature rejected: " + why,
                       "X-Switchyard-Signature");
   };
   std::optional<int64_t> t;
@@ -92,6 +100,37 @@ status verify_webhook_signature(std::string_view secret, std::string_view header
   for (auto s : signatures) match = config::constant_time_equal(s, expected_v1) || match;
   if (!match) return fail("no v1 signature matches the body");
   return ok;
+}
+
+/// The key that signs webhooks: the configured file's, else `<data_dir>/webhook_secret`, created
+/// with 32 random bytes (hex) and mode 0600 on first start.
+result<std::string> load_or_create_webhook_secret(const config::settings& cfg) {
+  if (!cfg.webhook_secret.empty()) return cfg.webhook_secret;
+  const auto path = std::filesystem::path(cfg.data_dir) / "webhook_secret";
+  if (std::ifstream in{path}; in) {
+    std::string secret;
+    std::getline(in, secret);
+    if (!secret.empty()) return secret;
+  }
+  unsigned char raw[32];
+  std::random_device rd;
+  for (auto& b : raw) b = static_cast<unsigned char>(rd());
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string secret;
+  for (auto b : raw) secret += {hex[b >> 4], hex[b & 0xf]};
+  const auto tmp = path.string() + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0)
+    return make_error(errc::webhook_secret, "cannot create " + tmp + ": " + std::strerror(errno));
+  std::string line = secret + "\n";
+  bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+                 ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0)
+    return make_error(errc::webhook_secret,
+                      "cannot write " + path.string() + ": " + std::strerror(errno));
+  log::info("engine", "created a webhook signing secret", {{"path", path.string()}});
+  return secret;
 }
 
 }  // namespace sy::runtime

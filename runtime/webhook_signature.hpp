@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "config/result.hpp"
+#include "config/settings.hpp"
 
 namespace sy::runtime {
 
@@ -22,5 +23,9 @@ std::string webhook_signature(std::string_view secret, int64_t unix_seconds, std
 status verify_webhook_signature(std::string_view secret, std::string_view header,
                                 std::string_view body, int64_t now_unix_seconds,
                                 int64_t tolerance_s = 300);
+
+/// The key that signs webhooks: the configured `webhook_secret`, else the one in
+/// `<data_dir>/webhook_secret`, created with 32 random bytes (hex) and mode 0600 on first start.
+result<std::string> load_or_create_webhook_secret(const config::settings& cfg);
 
 }  // namespace sy::runtime

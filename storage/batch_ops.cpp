@@ -173,7 +173,7 @@ result<op_reply> apply_batch(write_txn& t, const cancel_batch_op& op) {
   }
   b->status = batch_status::cancelling;
   b->cancelling_at = seconds(op.now_ms);
-  if (b->stop_code.empty()) b->stop_code = "batch_cancelled";
+  if (b->stop_code.empty()) b->stop_code = errc::batch_cancelled;
   if (auto s = save(t, *b); !s) return s.error();
   return with_batch(op_reply::kind::done, std::move(*b));
 }
@@ -214,16 +214,16 @@ result<op_reply> apply_batch(write_txn& t, const batch_finish_op& op) {
     b->error_file_id = op.error->id;
   }
   if (op.failure) {
-    b->stop_code = "batch_failed";
+    b->stop_code = errc::batch_failed;
     b->errors.push_back(*op.failure);
   }
-  if (b->stop_code == "batch_cancelled") {
+  if (b->stop_code == errc::batch_cancelled) {
     b->status = batch_status::cancelled;
     b->cancelled_at = now;
-  } else if (b->stop_code == "batch_expired") {
+  } else if (b->stop_code == errc::batch_expired) {
     b->status = batch_status::expired;
     b->expired_at = now;
-  } else if (b->stop_code == "batch_failed") {
+  } else if (b->stop_code == errc::batch_failed) {
     b->status = batch_status::failed;
     b->failed_at = now;
   } else {

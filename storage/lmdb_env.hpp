@@ -25,17 +25,6 @@ struct MDB_txn;
 
 namespace sy::storage {
 
-/// Stable error codes of this module (the `code` of a `sy::error`).
-namespace errc {
-inline constexpr const char* map_full = "map_full";              ///< grow() and redo the batch
-inline constexpr const char* schema_too_new = "schema_too_new";  ///< data from a newer build
-inline constexpr const char* schema_invalid = "schema_invalid";  ///< unreadable version record
-inline constexpr const char* storage_error = "storage_error";    ///< any other LMDB/IO failure
-/// This write's own value cannot be stored (a key over LMDB's size, a key that must not exist):
-/// permanent for this write, says nothing about the store or the other writes.
-inline constexpr const char* value_rejected = "value_rejected";
-}  // namespace errc
-
 /// The named databases. Keys and values of each are described in docs/storage.md.
 enum class db {
   meta,

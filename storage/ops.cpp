@@ -100,11 +100,11 @@ job_error deadline_error(const job_record& job, const std::string& last_error) {
   std::string msg =
       "the job did not finish within its timeout of " + std::to_string(seconds) + " s";
   if (!last_error.empty()) msg += "; last error: " + last_error;
-  return job_error{"deadline_exceeded", msg};
+  return job_error{errc::deadline_exceeded, msg};
 }
 
 job_error cancelled_error() {
-  return job_error{"cancelled", "the job was cancelled by the client"};
+  return job_error{errc::cancelled, "the job was cancelled by the client"};
 }
 
 bool past_deadline(const job_record& job, int64_t now_ms) {
@@ -129,8 +129,8 @@ result<op_reply> apply_create(op_ctx& c, const create_job_op& op) {
                                                             : op_reply::kind::conflict;
       c.reply.job = get_job(txn, idem->job_id);
       if (!c.reply.job)
-        return make_error("storage_corrupt", "idempotency key " + job.idempotency_key +
-                                                 " names missing job " + idem->job_id);
+        return make_error(errc::storage_corrupt, "idempotency key " + job.idempotency_key +
+                                                     " names missing job " + idem->job_id);
       return c.reply;
     }
     SY_TRY(put_idempotency(txn, job.tenant, job.idempotency_key,
@@ -319,7 +319,7 @@ result<op_reply> apply_cancel(op_ctx& c, const cancel_job_op& op) {
     return c.reply;
   }
   auto task = get_task(txn, job->task_id);
-  if (!task) return make_error("storage_corrupt", "job " + job->id + " has no task");
+  if (!task) return make_error(errc::storage_corrupt, "job " + job->id + " has no task");
   if (task->state == task_state::leased) {
     // Running: the caller aborts the request; the attempt's end makes the job cancelled.
     SY_TRY(set_status(c, *job, job_status::cancelling, op.now_ms));
@@ -341,7 +341,7 @@ result<op_reply> apply_expire(op_ctx& c, const expire_job_op& op) {
   }
   if (!past_deadline(*job, op.now_ms)) return reply(op_reply::kind::not_yet);
   auto task = get_task(txn, job->task_id);
-  if (!task) return make_error("storage_corrupt", "job " + job->id + " has no task");
+  if (!task) return make_error(errc::storage_corrupt, "job " + job->id + " has no task");
   c.reply.abort_inflight = task->state == task_state::leased;
   SY_TRY(close_task(txn, *task));
   job->error = deadline_error(*job, task->last_error);

@@ -31,7 +31,7 @@ reply request_handler::job_events(const request& req, const std::string& id) {
   }
   auto after = parse_last_event_id(req["Last-Event-ID"]);
   if (!after) {
-    out.res = error_for(make_error("invalid_value",
+    out.res = error_for(make_error(errc::invalid_value,
                                    "The Last-Event-ID header must be an event id (a decimal "
                                    "sequence number).",
                                    "Last-Event-ID"),

@@ -42,7 +42,7 @@ result<int> int_param(const std::vector<query_param>& q, const char* name, int f
   int n = 0;
   auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
   if (ec != std::errc{} || p != v->data() + v->size() || n < lo || n > hi)
-    return make_error("invalid_value",
+    return make_error(errc::invalid_value,
                       std::string("'") + name + "' must be an integer from " + std::to_string(lo) +
                           " to " + std::to_string(hi) + ".",
                       name);
@@ -62,12 +62,12 @@ json list_json(json data, const std::string& first, const std::string& last, boo
 // --- uploads --------------------------------------------------------------------------------
 
 result<std::unique_ptr<upload>> request_handler::begin_upload(const request& header) {
-  if (!batches_) return make_error("not_found", "The Files and Batch API is not enabled here.");
+  if (!batches_) return make_error(errc::not_found, "The Files and Batch API is not enabled here.");
   auto tenant = auth_.tenant_for(header[http::field::authorization]);
   if (!tenant) return tenant.error();
   auto boundary = multipart_boundary(header[http::field::content_type]);
   if (!boundary)
-    return make_error("invalid_file",
+    return make_error(errc::invalid_file,
                       "The upload must be sent as 'Content-Type: multipart/form-data; "
                       "boundary=...' with a 'file' part and a 'purpose' field.");
   return upload::start(std::move(*tenant), std::move(*boundary), batches_->upload_dir(),
@@ -101,7 +101,8 @@ response request_handler::list_files(const request& req) {
   if (!limit) return error_for(limit.error(), req);
   std::string order = query_value(*q, "order").value_or("desc");
   if (order != "asc" && order != "desc")
-    return error_for(make_error("invalid_value", "'order' must be 'asc' or 'desc'.", "order"), req);
+    return error_for(make_error(errc::invalid_value, "'order' must be 'asc' or 'desc'.", "order"),
+                     req);
   std::string purpose = query_value(*q, "purpose").value_or("");
   std::string after = query_value(*q, "after").value_or("");
   auto page = batches_->list_files(*tenant, purpose, order == "asc", after, *limit);
@@ -139,7 +140,7 @@ reply request_handler::file_content(const request& req, const std::string& id) {
   int fd = ::open(batches_->file_path(id).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     out.res =
-        error_for(make_error("file_not_found", "No such file: '" + id + "'.", "file_id"), req);
+        error_for(make_error(errc::file_not_found, "No such file: '" + id + "'.", "file_id"), req);
     return out;
   }
   out.res = response{http::status::ok, req.version()};
@@ -178,7 +179,7 @@ boost::asio::awaitable<response> request_handler::delete_file(const request& req
 boost::asio::awaitable<response> request_handler::create_batch(const request& req) {
   if (!is_json_media_type(req[http::field::content_type]))
     co_return error_for(
-        make_error("unsupported_media_type",
+        make_error(errc::unsupported_media_type,
                    "The request body must be sent with 'Content-Type: application/json'."),
         req);
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
@@ -186,23 +187,23 @@ boost::asio::awaitable<response> request_handler::create_batch(const request& re
   auto doc = parse_json_body(req.body());
   if (!doc) co_return error_for(doc.error(), req);
   if (!doc->is_object())
-    co_return error_for(make_error("invalid_request", "The request body must be a JSON object."),
-                        req);
+    co_return error_for(
+        make_error(errc::invalid_request, "The request body must be a JSON object."), req);
   const json& d = *doc;
   for (const auto& [k, v] : d.items())
     if (k != "input_file_id" && k != "endpoint" && k != "completion_window" && k != "metadata" &&
         k != "output_expires_after")
-      co_return error_for(
-          make_error("unknown_parameter", "Unrecognized request argument supplied: " + k + ".", k),
-          req);
+      co_return error_for(make_error(errc::unknown_parameter,
+                                     "Unrecognized request argument supplied: " + k + ".", k),
+                          req);
   auto text = [&](const char* name) -> result<std::string> {
     auto it = d.find(name);
     if (it == d.end() || it->is_null())
-      return make_error("missing_required_parameter", std::string("'") + name + "' is required.",
-                        name);
+      return make_error(errc::missing_required_parameter,
+                        std::string("'") + name + "' is required.", name);
     if (!it->is_string() || it->get_ref<const std::string&>().empty())
-      return make_error("invalid_value", std::string("'") + name + "' must be a non-empty string.",
-                        name);
+      return make_error(errc::invalid_value,
+                        std::string("'") + name + "' must be a non-empty string.", name);
     return it->get<std::string>();
   };
   actors::batch_request r;
@@ -213,7 +214,7 @@ boost::asio::awaitable<response> request_handler::create_batch(const request& re
   auto endpoint = text("endpoint");
   if (!endpoint) co_return error_for(endpoint.error(), req);
   if (!endpoints::find(*endpoint))
-    co_return error_for(make_error("invalid_value",
+    co_return error_for(make_error(errc::invalid_value,
                                    "'endpoint' must be one of " + endpoints::list() + "; got '" +
                                        endpoint->substr(0, 64) + "'.",
                                    "endpoint"),
@@ -230,7 +231,7 @@ boost::asio::awaitable<response> request_handler::create_batch(const request& re
       }
   }
   if (r.completion_window.empty())
-    co_return error_for(make_error("invalid_value",
+    co_return error_for(make_error(errc::invalid_value,
                                    "'completion_window' must be one of: " + completion_windows_ +
                                        "; got '" + *window + "'.",
                                    "completion_window"),
@@ -246,7 +247,7 @@ boost::asio::awaitable<response> request_handler::create_batch(const request& re
                  o["seconds"].get<int64_t>() >= min_output_expiry_s &&
                  o["seconds"].get<int64_t>() <= max_output_expiry_s;
     if (!valid)
-      co_return error_for(make_error("invalid_value",
+      co_return error_for(make_error(errc::invalid_value,
                                      "'output_expires_after' must be {\"anchor\": \"created_at\", "
                                      "\"seconds\": 3600..2592000}.",
                                      "output_expires_after"),

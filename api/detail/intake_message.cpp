@@ -18,7 +18,7 @@ result<std::string> idempotency_key(const std::optional<std::string>& header) {
   bool valid = !key.empty() && key.size() <= limits::idempotency_key_max_chars;
   for (char c : key) valid = valid && c >= 0x20 && c <= 0x7e;
   if (!valid)
-    return make_error("invalid_idempotency_key",
+    return make_error(errc::invalid_idempotency_key,
                       "The Nats-Msg-Id header must be 1 to 255 printable ASCII characters.",
                       "Nats-Msg-Id");
   return key;
@@ -29,15 +29,16 @@ result<std::string> idempotency_key(const std::optional<std::string>& header) {
 result<actors::submission> to_submission(const intake_input& in, std::string_view job_subject,
                                          const authenticator& auth, int64_t max_body_bytes) {
   if (in.subject != job_subject)
-    return make_error("not_found", "Unknown intake subject " + std::string(in.subject) +
-                                       "; submissions are published on " +
-                                       std::string(job_subject) + ".");
+    return make_error(errc::not_found, "Unknown intake subject " + std::string(in.subject) +
+                                           "; submissions are published on " +
+                                           std::string(job_subject) + ".");
   auto tenant = auth.tenant_for(in.authorization.value_or(std::string()));
   if (!tenant) return tenant.error();
   if (static_cast<int64_t>(in.data.size()) > max_body_bytes)
-    return make_error("body_too_large", "The message payload is " + std::to_string(in.data.size()) +
-                                            " bytes, more than max_body_bytes (" +
-                                            std::to_string(max_body_bytes) + ").");
+    return make_error(errc::body_too_large, "The message payload is " +
+                                                std::to_string(in.data.size()) +
+                                                " bytes, more than max_body_bytes (" +
+                                                std::to_string(max_body_bytes) + ").");
   auto doc = parse_json_body(in.data);
   if (!doc) return doc.error();
   auto key = idempotency_key(in.msg_id);
@@ -46,8 +47,8 @@ result<actors::submission> to_submission(const intake_input& in, std::string_vie
 }
 
 bool is_transient(const sy::error& e) {
-  return e.code == "storage_unavailable" || e.code == "shutting_down" || e.code == "not_ready" ||
-         e.code == "internal_error";
+  return e.code == errc::storage_unavailable || e.code == errc::shutting_down ||
+         e.code == errc::not_ready || e.code == errc::internal_error;
 }
 
 intake_reply reply_for(const actors::submit_outcome& outcome) {

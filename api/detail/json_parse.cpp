@@ -48,9 +48,10 @@ result<json> parse_json_body(std::string_view text) {
   // Before parsing: nlohmann parses iteratively, but copying, dumping and hashing a document
   // recurse once per level, so a deep enough document would overflow a thread's stack.
   if (!storage::json_depth_within(text, limits::json_max_depth))
-    return make_error("json_too_deep", "The JSON body nests objects and arrays more than " +
-                                           std::to_string(limits::json_max_depth) +
-                                           " levels deep (json_max_depth, see docs/limits.md).");
+    return make_error(errc::json_too_deep,
+                      "The JSON body nests objects and arrays more than " +
+                          std::to_string(limits::json_max_depth) +
+                          " levels deep (json_max_depth, see docs/limits.md).");
   json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   if (!doc.is_discarded()) return doc;
   error_locator locator;
@@ -58,7 +59,7 @@ result<json> parse_json_body(std::string_view text) {
   std::string message =
       "We could not parse the JSON body of your request: " + strip_prefix(locator.what) +
       " (byte " + std::to_string(locator.position) + ").";
-  return make_error("invalid_json", std::move(message));
+  return make_error(errc::invalid_json, std::move(message));
 }
 
 }  // namespace sy::api::detail

@@ -68,7 +68,8 @@ multipart_parser::multipart_parser(std::string boundary, handlers h, size_t max_
 status multipart_parser::fail(const std::string& message) {
   state_ = state::failed;
   pending_.clear();
-  return make_error("invalid_file", "The multipart/form-data body is malformed: " + message + ".");
+  return make_error(errc::invalid_file,
+                    "The multipart/form-data body is malformed: " + message + ".");
 }
 
 status multipart_parser::parse_headers(std::string_view block) {
@@ -103,7 +104,7 @@ status multipart_parser::parse_headers(std::string_view block) {
 
 status multipart_parser::feed(std::string_view bytes) {
   if (state_ == state::failed)
-    return make_error("invalid_file", "The upload was already rejected.");
+    return make_error(errc::invalid_file, "The upload was already rejected.");
   if (state_ == state::done) return ok;  // the epilogue is ignored
   pending_.append(bytes);
   for (;;) {

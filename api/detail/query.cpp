@@ -31,7 +31,7 @@ std::optional<std::string> percent_decode(std::string_view s) {
 }
 
 sy::error invalid(std::string param, std::string message) {
-  return make_error("invalid_value", std::move(message), std::move(param));
+  return make_error(errc::invalid_value, std::move(message), std::move(param));
 }
 
 }  // namespace

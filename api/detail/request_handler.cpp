@@ -77,13 +77,14 @@ boost::asio::awaitable<reply> request_handler::handle(request req) {
   reply out;
   response& res = out.res;
   if (m.outcome == route_match::kind::not_found) {
-    res = error_for(make_error("not_found", "Unknown route: " + std::string(req.method_string()) +
-                                                " " + std::string(req.target()) + "."),
-                    req);
+    res =
+        error_for(make_error(errc::not_found, "Unknown route: " + std::string(req.method_string()) +
+                                                  " " + std::string(req.target()) + "."),
+                  req);
   } else if (m.outcome == route_match::kind::method_not_allowed) {
     res = error_for(
-        make_error("method_not_allowed", "Method " + std::string(req.method_string()) +
-                                             " is not allowed here; allowed: " + m.allow + "."),
+        make_error(errc::method_not_allowed, "Method " + std::string(req.method_string()) +
+                                                 " is not allowed here; allowed: " + m.allow + "."),
         req);
     res.set(http::field::allow, m.allow);
   } else if (m.route == route_submit_job) {
@@ -96,17 +97,14 @@ boost::asio::awaitable<reply> request_handler::handle(request req) {
     res = co_await cancel_job(req, m.params.at(0));
   } else if (m.route == route_job_events) {
     out = job_events(req, m.params.at(0));
-  } else if (m.route == route_chat_completions) {
-    res = co_await sync_call(req, "/v1/chat/completions");
-  } else if (m.route == route_embeddings) {
-    res = co_await sync_call(req, "/v1/embeddings");
-  } else if (m.route == route_completions) {
-    res = co_await sync_call(req, "/v1/completions");
+  } else if (m.route >= route_inference && m.route <= route_inference_last) {
+    res = co_await sync_call(req, std::string(endpoints::all[m.route - route_inference].path));
   } else if (m.route >= route_upload_file && !batches_) {
-    res = error_for(make_error("not_found", "The Files and Batch API is not enabled here."), req);
+    res =
+        error_for(make_error(errc::not_found, "The Files and Batch API is not enabled here."), req);
   } else if (m.route == route_upload_file) {
     // Reached only when a server reads uploads whole (the streaming path is the normal one).
-    res = error_for(make_error("invalid_file", "Uploads must be streamed."), req);
+    res = error_for(make_error(errc::invalid_file, "Uploads must be streamed."), req);
   } else if (m.route == route_list_files) {
     res = list_files(req);
   } else if (m.route == route_get_file) {
@@ -134,7 +132,7 @@ boost::asio::awaitable<reply> request_handler::handle(request req) {
 
 result<request_handler::submit_input> request_handler::read_submit_input(const request& req) const {
   if (!is_json_media_type(req[http::field::content_type]))
-    return make_error("unsupported_media_type",
+    return make_error(errc::unsupported_media_type,
                       "The request body must be sent with 'Content-Type: application/json'.");
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
   if (!tenant) return tenant.error();
@@ -209,9 +207,9 @@ response request_handler::list_jobs(const request& req) {
 
 response request_handler::readyz(const request& req) const {
   if (stopping_.load())
-    return error_for(make_error("shutting_down", "The server is shutting down."), req);
+    return error_for(make_error(errc::shutting_down, "The server is shutting down."), req);
   if (ready_ && !ready_())
-    return error_for(make_error("not_ready", "The server is not ready yet."), req);
+    return error_for(make_error(errc::not_ready, "The server is not ready yet."), req);
   return json_response(http::status::ok, {{"status", "ready"}}, req);
 }
 

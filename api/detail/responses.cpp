@@ -57,7 +57,7 @@ result<std::string> idempotency_key(const request& req) {
   bool valid = !key.empty() && key.size() <= limits::idempotency_key_max_chars;
   for (char c : key) valid = valid && c >= 0x20 && c <= 0x7e;
   if (!valid)
-    return make_error("invalid_idempotency_key",
+    return make_error(errc::invalid_idempotency_key,
                       "The Idempotency-Key header must be 1 to 255 printable ASCII characters.",
                       "Idempotency-Key");
   return std::string(key);

@@ -19,9 +19,6 @@ constexpr route_def table[] = {
     {http::verb::get, "/v1/jobs/{id}", route_get_job},
     {http::verb::post, "/v1/jobs/{id}/cancel", route_cancel_job},
     {http::verb::get, "/v1/jobs/{id}/events", route_job_events},
-    {http::verb::post, "/v1/chat/completions", route_chat_completions},
-    {http::verb::post, "/v1/embeddings", route_embeddings},
-    {http::verb::post, "/v1/completions", route_completions},
     {http::verb::get, "/healthz", route_healthz},
     {http::verb::get, "/readyz", route_readyz},
     {http::verb::post, "/v1/files", route_upload_file},
@@ -41,6 +38,8 @@ const router& routes() {
   static const router built = [] {
     router r;
     for (const auto& def : table) r.add(def.method, def.pattern, def.id);
+    for (size_t i = 0; i < endpoints::all.size(); ++i)
+      r.add(http::verb::post, endpoints::all[i].path, route_inference + static_cast<int>(i));
     return r;
   }();
   return built;

@@ -3,6 +3,7 @@
 /// and the fuzz harness of the request path matches against the same router. Pure: no engine.
 
 #include "api/router.hpp"
+#include "config/endpoints.hpp"
 
 namespace sy::api::detail {
 
@@ -12,9 +13,10 @@ enum route_id : int {
   route_get_job,
   route_cancel_job,
   route_job_events,
-  route_chat_completions,
-  route_embeddings,
-  route_completions,
+  /// One id per inference endpoint, in the order of config/endpoints.hpp's list: the route
+  /// `route_inference + i` is the synchronous call of `endpoints::all[i]`.
+  route_inference,
+  route_inference_last = route_inference + static_cast<int>(endpoints::all.size()) - 1,
   route_healthz,
   route_readyz,
   route_upload_file,

@@ -15,11 +15,11 @@ constexpr const char* job_id_header = "X-Switchyard-Job-Id";
 result<actors::submission> sync_submission(std::string endpoint, nlohmann::json body,
                                            std::string tenant, std::string idempotency_key) {
   if (!body.is_object())
-    return make_error("invalid_request", "The request body must be a JSON object.");
+    return make_error(errc::invalid_request, "The request body must be a JSON object.");
   if (auto st = actors::check_model(body, "model"); !st) return st.error();
   auto stream = body.find("stream");
   if (stream != body.end() && stream->is_boolean() && stream->get<bool>())
-    return make_error("streaming_unsupported",
+    return make_error(errc::streaming_unsupported,
                       "Streaming is not supported; remove 'stream' or set it to false.", "stream");
   actors::submission s;
   s.tenant = std::move(tenant);
@@ -42,20 +42,20 @@ response sync_response(const storage::job_record& job, sync_cut cut, const reque
     res.prepare_payload();
   } else if (job.status == job_status::completed || job.status == job_status::failed) {
     std::string why = job.error ? job.error->message : "no answer was recorded";
-    res = error_for(make_error("gateway_unreachable", "Job " + job.id + " failed: " + why + "."),
-                    req);
-  } else if (job.status == job_status::expired) {
     res = error_for(
-        make_error("job_expired", "Job " + job.id + " reached its deadline before it finished."),
-        req);
+        make_error(errc::gateway_unreachable, "Job " + job.id + " failed: " + why + "."), req);
+  } else if (job.status == job_status::expired) {
+    res = error_for(make_error(errc::job_expired,
+                               "Job " + job.id + " reached its deadline before it finished."),
+                    req);
   } else if (job.status == job_status::cancelled) {
-    res = error_for(make_error("job_cancelled", "Job " + job.id + " was cancelled."), req);
+    res = error_for(make_error(errc::job_cancelled, "Job " + job.id + " was cancelled."), req);
   } else {
     std::string why = cut == sync_cut::shutdown ? "The server is shutting down before job "
                                                 : "No answer in time from job ";
     res = error_for(
-        make_error("sync_timeout", why + job.id + "; it keeps running: poll GET /v1/jobs/" +
-                                       job.id + " for its result."),
+        make_error(errc::sync_timeout, why + job.id + "; it keeps running: poll GET /v1/jobs/" +
+                                           job.id + " for its result."),
         req);
     res.set(http::field::location, "/v1/jobs/" + job.id);
   }

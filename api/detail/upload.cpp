@@ -29,7 +29,7 @@ std::string random_hex(size_t n) {
 }
 
 sy::error disk_error(const std::string& what, const std::string& path) {
-  return make_error("storage_unavailable",
+  return make_error(errc::storage_unavailable,
                     "Cannot " + what + " " + path + ": " + std::strerror(errno) + ".");
 }
 
@@ -70,14 +70,14 @@ status upload::feed(std::string_view bytes) { return parser_.feed(bytes); }
 status upload::on_part(const multipart_part& p) {
   if (p.name == "file" && p.filename) {
     if (have_file_)
-      return make_error("invalid_file", "The upload has more than one 'file' part.", "file");
+      return make_error(errc::invalid_file, "The upload has more than one 'file' part.", "file");
     have_file_ = true;
     filename_ = *p.filename;
     sink_ = sink::file;
     return ok;
   }
   if (p.name == "file")
-    return make_error("invalid_file", "The 'file' part must carry a filename.", "file");
+    return make_error(errc::invalid_file, "The 'file' part must carry a filename.", "file");
   field_name_ = p.name;
   field_value_.clear();
   sink_ =
@@ -93,7 +93,7 @@ status upload::on_data(std::string_view b) {
       bytes_ += static_cast<int64_t>(b.size());
       if (bytes_ > max_bytes_)
         return make_error(
-            "file_too_large",
+            errc::file_too_large,
             "The file is larger than the limit of " + std::to_string(max_bytes_) + " bytes.",
             "file");
       while (!b.empty()) {
@@ -108,7 +108,7 @@ status upload::on_data(std::string_view b) {
     }
     case sink::field:
       if (field_value_.size() + b.size() > max_field_bytes)
-        return make_error("invalid_value", "The form field '" + field_name_ + "' is too long.",
+        return make_error(errc::invalid_value, "The form field '" + field_name_ + "' is too long.",
                           field_name_);
       field_value_.append(b);
       return ok;
@@ -131,32 +131,33 @@ status upload::on_part_end() {
 
 result<storage::file_record> upload::finish() {
   if (!parser_.done())
-    return make_error("invalid_file",
+    return make_error(errc::invalid_file,
                       "The multipart/form-data body ended before its closing boundary.");
   if (!purpose_)
-    return make_error("missing_required_parameter", "The 'purpose' field is required.", "purpose");
+    return make_error(errc::missing_required_parameter, "The 'purpose' field is required.",
+                      "purpose");
   if (!have_file_)
-    return make_error("missing_required_parameter", "The 'file' part is required.", "file");
+    return make_error(errc::missing_required_parameter, "The 'file' part is required.", "file");
   if (!is_file_purpose(*purpose_))
-    return make_error("invalid_value",
+    return make_error(errc::invalid_value,
                       "'" + *purpose_ +
                           "' is not a supported purpose; use one of batch, assistants, "
                           "fine-tune, vision, user_data, evals.",
                       "purpose");
   if (*purpose_ == "batch" &&
       (filename_.size() < 6 || filename_.compare(filename_.size() - 6, 6, ".jsonl") != 0))
-    return make_error("invalid_file",
+    return make_error(errc::invalid_file,
                       "A file for purpose 'batch' must be a .jsonl file; got '" + filename_ + "'.",
                       "file");
   if (anchor_ || seconds_) {
     if (!anchor_ || *anchor_ != "created_at")
-      return make_error("invalid_value", "expires_after[anchor] must be 'created_at'.",
+      return make_error(errc::invalid_value, "expires_after[anchor] must be 'created_at'.",
                         "expires_after[anchor]");
     int64_t s = 0;
     const std::string& text = seconds_ ? *seconds_ : std::string();
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), s);
     if (ec != std::errc{} || p != text.data() + text.size() || s < min_expiry_s || s > max_expiry_s)
-      return make_error("invalid_value",
+      return make_error(errc::invalid_value,
                         "expires_after[seconds] must be an integer from 3600 to 2592000.",
                         "expires_after[seconds]");
     expires_after_ = s;

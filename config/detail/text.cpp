@@ -19,13 +19,14 @@ std::string_view trim(std::string_view text) {
 result<std::string> read_file(const std::string& path, std::string_view what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return make_error("invalid_config", std::string(what) + ": cannot read file " + quoted(path),
-                      std::string(what));
+    return make_error(errc::invalid_config,
+                      std::string(what) + ": cannot read file " + quoted(path), std::string(what));
   }
   std::ostringstream content;
   content << in.rdbuf();
   if (in.bad()) {
-    return make_error("invalid_config", std::string(what) + ": error reading file " + quoted(path),
+    return make_error(errc::invalid_config,
+                      std::string(what) + ": error reading file " + quoted(path),
                       std::string(what));
   }
   return content.str();

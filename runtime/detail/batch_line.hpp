@@ -37,7 +37,7 @@ std::optional<line_error> check_line(simdjson::ondemand::parser& parser, const c
 uint64_t fnv1a64(std::string_view s);
 
 /// "Line N: " + text.
-line_error make_line_error(int64_t line_no, std::string code, std::string param,
+line_error make_line_error(int64_t line_no, error_code code, std::string param,
                            std::string_view text);
 
 }  // namespace sy::runtime::batch::detail

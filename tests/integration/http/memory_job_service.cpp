@@ -35,8 +35,8 @@ result<actors::submit_outcome> memory_job_service::submit_locked(actors::submiss
     if (it != idempotency_.end()) {
       const auto& job = jobs_.at(it->second);
       if (job.request_hash != hash)
-        return make_error("idempotency_conflict", "Idempotency-Key reused with another request.",
-                          "Idempotency-Key");
+        return make_error(errc::idempotency_conflict,
+                          "Idempotency-Key reused with another request.", "Idempotency-Key");
       return actors::submit_outcome{job, false};
     }
   }
@@ -61,7 +61,7 @@ result<storage::job_record> memory_job_service::get(const std::string& tenant,
   std::lock_guard lock(mutex_);
   auto it = jobs_.find(id);
   if (it == jobs_.end() || it->second.tenant != tenant)
-    return make_error("job_not_found", "No job " + id + ".", "id");
+    return make_error(errc::job_not_found, "No job " + id + ".", "id");
   return it->second;
 }
 

@@ -37,21 +37,21 @@ class unavailable_service final : public actors::job_service {
   const runtime::clock& clock() const override { return time; }
   boost::asio::awaitable<result<actors::submit_outcome>> submit(actors::submission) override {
     ++submits;
-    co_return make_error("storage_unavailable", "Storage is down (test).");
+    co_return make_error(errc::storage_unavailable, "Storage is down (test).");
   }
   result<storage::job_record> get(const std::string&, const std::string&) override {
-    return make_error("job_not_found", "none");
+    return make_error(errc::job_not_found, "none");
   }
   boost::asio::awaitable<result<storage::job_record>> wait_terminal(
       std::string, std::string, std::chrono::milliseconds) override {
-    co_return make_error("job_not_found", "none");
+    co_return make_error(errc::job_not_found, "none");
   }
   boost::asio::awaitable<result<actors::event_batch>> next_events(
       std::string, std::string, uint64_t, std::chrono::milliseconds) override {
-    co_return make_error("job_not_found", "none");
+    co_return make_error(errc::job_not_found, "none");
   }
   boost::asio::awaitable<result<storage::job_record>> cancel(std::string, std::string) override {
-    co_return make_error("job_not_found", "none");
+    co_return make_error(errc::job_not_found, "none");
   }
   result<actors::job_page> list(const std::string&, std::optional<storage::job_status>, int,
                                 const std::string&) override {

@@ -118,7 +118,7 @@ TEST(JetStreamAck, AckFromAnotherThreadAfterTheClientIsGone) {
   delivered_once d;
   js_message m = std::move(*d.msg);
   d.env.client.reset();  // the message keeps its subscription and connection alive
-  status st = make_error("unset", "");
+  status st = make_error(errc::internal_error, "");
   std::thread([&] { st = m.ack(); }).join();
   EXPECT_TRUE(st) << st.error().message;
 }

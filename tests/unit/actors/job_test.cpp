@@ -1,13 +1,16 @@
 // The job actor's decisions (actors/attempt.hpp) and the job registry's table
-// (actors/job_registry.hpp), without an actor system.
+// (actors/job_registry.hpp) without an actor system, and the registry's message flow on CAF's
+// test coordinator.
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
-#include <caf/scoped_actor.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -100,38 +103,74 @@ TEST(job_table, finds_every_actor_of_a_job_and_forgets_each_by_its_id) {
   EXPECT_TRUE(t.empty());
 }
 
-/// A job actor's interface, answering what it receives to `probe` (as the atom) and ending on
-/// `release`.
-job_actor::behavior_type recording_job(job_actor::pointer self, caf::actor probe) {
+// --- the registry's message flow, on CAF's test coordinator (deterministic: nothing runs until
+// the test runs the scheduler)
+
+/// A job actor's interface that writes what it receives into `seen` ("<name>:<what>") and ends
+/// on `release`.
+job_actor::behavior_type recording_job(job_actor::pointer self, std::string name,
+                                       std::vector<std::string>* seen) {
   return {
-      [=](cancel_atom) { caf::anon_send(probe, cancel_atom::value); },
-      [=](expire_atom) { caf::anon_send(probe, expire_atom::value); },
-      [=](release_atom) { self->quit(); },
+      [=](cancel_atom) { seen->push_back(name + ":cancel"); },
+      [=](expire_atom) { seen->push_back(name + ":expire"); },
+      [=](release_atom) {
+        seen->push_back(name + ":release");
+        self->quit();
+      },
       [=](beat_atom) {},
       [=](runtime::gateway_outcome&) {},
   };
 }
 
-TEST(job_registry, forwards_by_id_and_answers_drain_when_its_last_job_ends) {
+/// Asks `registry` to drain and sets `*drained` when it answers.
+caf::behavior drain_asker(caf::event_based_actor* self, job_registry_actor registry,
+                          bool* drained) {
+  self->request(registry, caf::infinite, drain_atom::value).then([=](bool) { *drained = true; });
+  return {};
+}
+
+struct registry_flow : ::testing::Test {
+  registry_flow() {
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    cfg.set("logger.console", caf::atom("none"));
+    sys = std::make_unique<caf::actor_system>(cfg);
+    sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
+  }
   caf::actor_system_config cfg;
-  caf::actor_system sys{cfg};
-  auto registry = spawn_job_registry(sys);
-  caf::scoped_actor self{sys};
-  auto a = sys.spawn(recording_job, caf::actor{self});
-  auto b = sys.spawn(recording_job, caf::actor{self});
-  self->send(registry, register_atom::value, std::string("task-a"), a);
-  self->send(registry, register_atom::value, std::string("task-b"), b);
-  self->send(registry, cancel_atom::value, std::string("task-a"));
-  self->receive([](cancel_atom) {});
-  self->send(registry, expire_atom::value, std::string("task-b"));
-  self->receive([](expire_atom) {});
-  self->send(registry, cancel_atom::value, std::string("task-unknown"));  // runs elsewhere
-  self->send(registry, release_atom::value);  // both end; the registry hears of it
+  std::unique_ptr<caf::actor_system> sys;
+  caf::scheduler::test_coordinator* sched = nullptr;
+};
+
+TEST_F(registry_flow, forwards_by_id_and_answers_drain_only_when_its_last_job_ended) {
+  std::vector<std::string> seen;
+  auto registry = spawn_job_registry(*sys);
+  auto a = sys->spawn(recording_job, std::string("a"), &seen);
+  auto b = sys->spawn(recording_job, std::string("b"), &seen);
+  caf::anon_send(registry, register_atom::value, std::string("task-a"), a);
+  caf::anon_send(registry, register_atom::value, std::string("task-b"), b);
+  sched->run();
+
+  caf::anon_send(registry, cancel_atom::value, std::string("task-a"));
+  caf::anon_send(registry, expire_atom::value, std::string("task-b"));
+  caf::anon_send(registry, cancel_atom::value, std::string("task-elsewhere"));
+  sched->run();
+  EXPECT_EQ(seen, (std::vector<std::string>{"a:cancel", "b:expire"}));
+
   bool drained = false;
-  self->request(registry, std::chrono::seconds(10), drain_atom::value)
-      .receive([&](bool b) { drained = b; }, [](caf::error&) {});
+  sys->spawn(drain_asker, registry, &drained);
+  sched->run();
+  EXPECT_FALSE(drained) << "two jobs are still running";
+
+  caf::anon_send(registry, release_atom::value);  // shutdown: both end, the registry hears it
+  sched->run();
   EXPECT_TRUE(drained);
+  EXPECT_EQ(seen.size(), 4u);
+  seen.clear();
+  caf::anon_send(registry, cancel_atom::value, std::string("task-a"));
+  sched->run();
+  EXPECT_TRUE(seen.empty()) << "an ended job is forgotten";
   caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
+  sched->run();
 }
 
 }  // namespace

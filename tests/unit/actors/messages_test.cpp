@@ -236,9 +236,9 @@ TEST_F(messages, every_write_call_round_trips_with_its_ticket) {
 }
 
 TEST_F(messages, a_write_reply_round_trips_with_a_reply_and_with_an_error) {
-  write_reply with_reply{reply(), make_error("code", "message", "param")};
+  write_reply with_reply{reply(), make_error(errc::invalid_value, "message", "param")};
   EXPECT_TRUE(round_trip(with_reply) == with_reply) << caf::deep_to_string(with_reply);
-  write_reply with_error{std::nullopt, make_error("storage_unavailable", "gone", "op")};
+  write_reply with_error{std::nullopt, make_error(errc::storage_unavailable, "gone", "op")};
   EXPECT_TRUE(round_trip(with_error) == with_error);
   st::op_reply empty;  // the optionals of a reply that has none stay empty
   write_reply bare{empty, {}};

@@ -7,6 +7,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -46,7 +47,8 @@ TEST(error_table, statuses_and_types) {
 }
 
 TEST(error_response, renders_the_openai_envelope) {
-  auto res = error_response(make_error("missing_model", "model please", "body.model"), 11, true);
+  auto res =
+      error_response(make_error(errc::missing_model, "model please", "body.model"), 11, true);
   EXPECT_EQ(res.result(), http::status::bad_request);
   EXPECT_EQ(res[http::field::content_type], "application/json");
   EXPECT_TRUE(res.keep_alive());
@@ -59,13 +61,13 @@ TEST(error_response, renders_the_openai_envelope) {
 }
 
 TEST(error_response, null_param_and_default_message) {
-  auto j = json::parse(error_response(make_error("job_not_found", ""), 11, false).body());
+  auto j = json::parse(error_response(make_error(errc::job_not_found, ""), 11, false).body());
   EXPECT_TRUE(j["error"]["param"].is_null());
   EXPECT_EQ(j["error"]["message"], "No such job.");
 }
 
 TEST(error_response, unknown_code_becomes_internal_error) {
-  auto res = error_response(make_error("lmdb_corrupt", "secret detail", "x"), 11, false);
+  auto res = error_response(make_error(errc::storage_corrupt, "secret detail", "x"), 11, false);
   EXPECT_EQ(res.result(), http::status::internal_server_error);
   EXPECT_FALSE(res.keep_alive());
   auto j = json::parse(res.body());
@@ -96,52 +98,97 @@ TEST(result_error_table, codes_are_unique_and_docs_list_every_code) {
   }
 }
 
-/// Every code literal of `pattern`'s first group in the sources under `dirs`, with its file.
-std::multimap<std::string, std::string> codes_in(const std::vector<std::string>& dirs,
-                                                 const std::regex& pattern) {
-  std::multimap<std::string, std::string> found;
-  for (const auto& dir : dirs) {
+std::string read_source(const std::string& path) {
+  std::ifstream in(std::string(SY_SOURCE_DIR) + "/" + path);
+  EXPECT_TRUE(in.good()) << path;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+/// The codes of the constants of config/error_codes.hpp, in their order.
+std::vector<std::string> header_constants() {
+  const std::string text = read_source("config/error_codes.hpp");
+  const std::regex constant(R"re(inline constexpr error_code (\w+)\{"(\w+)"\};)re");
+  std::vector<std::string> codes;
+  for (std::sregex_iterator it(text.begin(), text.end(), constant), end; it != end; ++it) {
+    EXPECT_EQ((*it)[1].str(), (*it)[2].str()) << "a constant is named after its code";
+    codes.push_back((*it)[2].str());
+  }
+  return codes;
+}
+
+/// The codes of the table under the docs/api.md heading `heading`, in their order.
+std::vector<std::string> docs_codes(const std::string& heading) {
+  const std::string docs = read_source("docs/api.md");
+  const auto at = docs.find("\n## " + heading + "\n");
+  EXPECT_NE(at, std::string::npos) << "docs/api.md lacks the section " << heading;
+  if (at == std::string::npos) return {};
+  const auto next = docs.find("\n## ", at + 1);
+  const std::string section = docs.substr(at, next == std::string::npos ? next : next - at);
+  const std::regex row(R"re(\n\| `(\w+)` \|)re");
+  std::vector<std::string> codes;
+  for (std::sregex_iterator it(section.begin(), section.end(), row), end; it != end; ++it)
+    codes.push_back((*it)[1].str());
+  return codes;
+}
+
+template <class Rows>
+std::vector<std::string> codes_of(const Rows& rows) {
+  std::vector<std::string> codes;
+  for (const auto& row : rows) codes.emplace_back(row.code);
+  return codes;
+}
+
+// Every constant of config/error_codes.hpp is in the catalogue and every code of the catalogue
+// is a constant; no code is listed twice in a table, and none is both internal and visible.
+TEST(error_catalogue, lists_every_constant_once) {
+  const auto constants = header_constants();
+  EXPECT_GT(constants.size(), 70u);  // the pattern still matches how the header declares codes
+  const std::set<std::string> declared(constants.begin(), constants.end());
+  EXPECT_EQ(declared.size(), constants.size()) << "a constant is declared twice";
+
+  std::set<std::string> listed;
+  std::set<std::string> visible;
+  for (const auto& table :
+       {codes_of(all_errors()), codes_of(all_result_errors()), codes_of(all_internal_errors())}) {
+    const std::set<std::string> unique(table.begin(), table.end());
+    EXPECT_EQ(unique.size(), table.size()) << "a table of api/errors.cpp lists a code twice";
+    listed.insert(unique.begin(), unique.end());
+  }
+  for (const auto& code : codes_of(all_errors())) visible.insert(code);
+  for (const auto& code : codes_of(all_result_errors())) visible.insert(code);
+  for (const auto& code : codes_of(all_internal_errors()))
+    EXPECT_FALSE(visible.count(code)) << code << " is internal and visible at once";
+
+  for (const auto& code : constants)
+    EXPECT_TRUE(listed.count(code)) << "api/errors.cpp does not list the constant " << code;
+  for (const auto& code : listed)
+    EXPECT_TRUE(declared.count(code)) << "api/errors.cpp lists " << code << ", not a constant";
+}
+
+// docs/api.md's three tables list the catalogue's codes, in its order, and nothing else.
+TEST(error_catalogue, docs_list_the_same_codes) {
+  EXPECT_EQ(docs_codes("Errors"), codes_of(all_errors()));
+  EXPECT_EQ(docs_codes("Codes in jobs and batches"), codes_of(all_result_errors()));
+  EXPECT_EQ(docs_codes("Codes that never reach a client"), codes_of(all_internal_errors()));
+}
+
+// Records carry codes as strings; the sources fill them from the constants, never from a literal
+// (scripts/dev/errc-convert --check finds and rewrites one).
+TEST(error_catalogue, sources_write_codes_through_the_constants) {
+  const std::regex literal(
+      R"re((?:line_error|job_error|batch_error)\{\s*"|\w*code\s*[!=]?=\s*"[a-z_]+")re");
+  for (const char* dir : {"api", "actors", "runtime", "storage"}) {
     for (const auto& entry :
          std::filesystem::recursive_directory_iterator(std::string(SY_SOURCE_DIR) + "/" + dir)) {
       const auto ext = entry.path().extension();
       if (ext != ".cpp" && ext != ".hpp") continue;
       std::ifstream f(entry.path());
-      std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      for (std::sregex_iterator it(text.begin(), text.end(), pattern), end; it != end; ++it)
-        found.emplace((*it)[1].str(), entry.path().filename().string());
+      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      std::smatch m;
+      EXPECT_FALSE(std::regex_search(text, m, literal))
+          << entry.path().string() << " writes a code literal: " << m.str();
     }
   }
-  return found;
-}
-
-// The catalogue is complete: every error code the API and the engine build is in the HTTP table
-// (an unlisted one would reach a client as internal_error) or named below as one that never
-// reaches a client; every code written into a job or a batch is in the result table.
-TEST(error_catalogue, every_code_the_sources_build_is_listed) {
-  const std::set<std::string> never_answered = {
-      "nats_unavailable",  // the intake's fetch loop: logged and retried, never replied
-      "listen_failed",     // startup: the HTTP listener could not bind (exit with a message)
-      "invalid_listen",    // startup: a malformed listen address
-      "storage_error",     // startup: the batch directories could not be made
-      "webhook_secret",    // startup: the webhook secret file is unusable
-  };
-  std::set<std::string_view> http;
-  for (const auto& row : all_errors()) http.insert(row.code);
-  const std::regex built(R"re(make_error\(\s*"([a-z_]+)")re");
-  for (const auto& [code, file] : codes_in({"api", "actors"}, built))
-    EXPECT_TRUE(http.count(code) || never_answered.count(code))
-        << file << " builds error code '" << code << "', which api/errors.cpp does not list";
-
-  std::set<std::string_view> results;
-  for (const auto& row : all_result_errors()) results.insert(row.code);
-  const std::regex written(
-      R"re((?:make_line_error\(\s*line_no_?,|line_error\{|attempt_end::(?:rejected|retry),|)re"
-      R"re(job_error\{|stop_batch_op op\{id,|batch_error\{|error_line\(\w+,\s*[\w>.-]+,)\s*"([a-z_]+)")re");
-  const auto found = codes_in({"api", "actors", "runtime", "storage"}, written);
-  EXPECT_GT(found.size(), 10u);  // the pattern still matches how the sources write codes
-  for (const auto& [code, file] : found)
-    EXPECT_TRUE(results.count(code))
-        << file << " writes code '" << code << "' into a job or batch; the result table lacks it";
 }
 
 }  // namespace

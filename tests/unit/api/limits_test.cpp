@@ -143,6 +143,23 @@ TEST(metadata_limit, counts_characters_not_bytes) {
   EXPECT_FALSE(actors::parse_submission(with({{k64 + "\xC3\xA9", "v"}}), "t", "").ok());
 }
 
+// Batches check their metadata with the same function (api/detail/file_routes.cpp): characters
+// of any width count one, whatever their bytes.
+TEST(metadata_limit, the_batches_check_counts_characters_of_any_width) {
+  const std::string emoji = "\xF0\x9F\x98\x80";  // U+1F600: 4 bytes, 1 character
+  std::string v512;
+  for (size_t i = 0; i < limits::metadata_value_max_chars; ++i) v512 += emoji;
+  std::string k64;
+  for (size_t i = 0; i < limits::metadata_key_max_chars; ++i) k64 += "\xE2\x82\xAC";  // €
+  EXPECT_TRUE(actors::check_metadata(json{{"k", v512}}).ok());
+  auto over = actors::check_metadata(json{{"k", v512 + emoji}});
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.error().code, "invalid_metadata");
+  EXPECT_EQ(over.error().param, "metadata");
+  EXPECT_TRUE(actors::check_metadata(json{{k64, "v"}}).ok());
+  EXPECT_FALSE(actors::check_metadata(json{{k64 + "\xE2\x82\xAC", "v"}}).ok());
+}
+
 TEST(idempotency_key_limit, the_limit_is_accepted_one_more_is_refused) {
   auto with_key = [](size_t n) {
     request req;

@@ -98,7 +98,7 @@ TEST(multipart, malformed_bodies_are_invalid_file) {
 TEST(multipart, a_handler_error_stops_the_parser) {
   multipart_parser p(
       "b", {[](const multipart_part&) { return status(ok); },
-            [](std::string_view) -> status { return make_error("file_too_large", "too big"); },
+            [](std::string_view) -> status { return make_error(errc::file_too_large, "too big"); },
             [] { return status(ok); }});
   auto st = p.feed("--b\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a\"\r\n\r\n" +
                    std::string(100, 'x'));

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "api/detail/routes.hpp"
+#include "config/endpoints.hpp"
+
 namespace sy::api {
 namespace {
 
@@ -42,6 +45,16 @@ TEST(router, wrong_method_lists_allowed_ones) {
   auto p = r.match(verb::get, "/v1/jobs");
   EXPECT_EQ(p.outcome, kind::method_not_allowed);
   EXPECT_EQ(p.allow, "POST");
+}
+
+// The synchronous routes are the endpoint list of config/endpoints.hpp, one id each.
+TEST(routes, every_inference_endpoint_is_a_synchronous_route) {
+  for (size_t i = 0; i < endpoints::all.size(); ++i) {
+    auto m = detail::routes().match(verb::post, endpoints::all[i].path);
+    ASSERT_EQ(m.outcome, kind::found) << endpoints::all[i].path;
+    EXPECT_EQ(m.route, detail::route_inference + static_cast<int>(i));
+  }
+  EXPECT_EQ(detail::routes().match(verb::post, "/v1/images/generations").outcome, kind::not_found);
 }
 
 }  // namespace

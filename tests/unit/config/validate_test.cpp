@@ -167,8 +167,8 @@ TEST(Validate, ApiKeysAreNormalizedAndChecked) {
   auto v = validate(s);
   ASSERT_TRUE(v.ok()) << v.error().message;
   EXPECT_EQ(v->api_keys[0].sha256_hex, sha256_hex("key-1"));
-  EXPECT_EQ(tenant_for_key(*v, "key-1"), "acme");
-  EXPECT_EQ(tenant_for_key(*v, "key-2"), std::nullopt);
+  EXPECT_EQ(tenant_for_key(v->api_keys, "key-1"), "acme");
+  EXPECT_EQ(tenant_for_key(v->api_keys, "key-2"), std::nullopt);
 
   s.api_keys = {{"abc", "acme"}};
   expect_invalid(s, "api_keys[0].sha256", "64 hex");
@@ -238,6 +238,19 @@ TEST(Validate, BatchCompletionWindows) {
   expect_invalid(s, "batch_completion_windows");
   s.batch_completion_windows = "0s";
   expect_invalid(s, "batch_completion_windows");
+}
+
+// The default webhook_url goes through the parser every job's webhook_url goes through.
+TEST(Validate, DefaultWebhookUrlIsParsedAsAJobsIs) {
+  auto s = with_gateway();
+  s.webhook_url = "https://hooks.example.com:8443/in?x=1";
+  EXPECT_TRUE(validate(s).ok());
+  s.webhook_url = "http://127.1/hook";  // a numeric host that is not a dotted quad
+  expect_invalid(s, "webhook_url", "dotted-quad");
+  s.webhook_url = "https://user@hooks.example.com/";
+  expect_invalid(s, "webhook_url", "user info");
+  s.webhook_url = "ftp://hooks.example.com/";
+  expect_invalid(s, "webhook_url", "must start with http:// or https://");
 }
 
 }  // namespace
