@@ -12,6 +12,7 @@ namespace {
 struct registry_state {
   job_table<job_actor> table;
   std::vector<caf::typed_response_promise<bool>> drains;  ///< answered when the table empties
+  const char* component = "jobs";                         ///< in its log lines
   static inline const char* name = "job_registry";
 };
 
@@ -22,10 +23,13 @@ template <class Atom>
 void forward(registry_ptr self, const std::string& id, const char* what) {
   auto actors = self->state.table.find(id);
   for (auto& a : actors) self->send(a, Atom::value);
-  log::info("jobs", what, {{"task_id", id}, {"running_here", !actors.empty()}});
+  log::info(self->state.component, what, {{"task_id", id}, {"running_here", !actors.empty()}});
 }
 
-job_registry_actor::behavior_type registry(registry_ptr self) {
+/// `component`: the name its log lines carry. (Also: CAF 0.17 spawns a function actor without
+/// arguments by binding a reference to a null tuple pointer, which UBSan reports.)
+job_registry_actor::behavior_type registry(registry_ptr self, const char* component) {
+  self->state.component = component;
   self->set_down_handler([self](caf::down_msg& m) {
     auto& st = self->state;
     if (!st.table.remove(m.source.id()) || !st.table.empty()) return;
@@ -45,7 +49,7 @@ job_registry_actor::behavior_type registry(registry_ptr self) {
         forward<expire_atom>(self, id, "a running job's timeout passed");
       },
       [=](release_atom) {
-        log::info("jobs", "giving running attempts back to the queue",
+        log::info(self->state.component, "giving running attempts back to the queue",
                   {{"jobs", self->state.table.jobs()}});
         self->state.table.for_each([&](const job_actor& a) { self->send(a, release_atom::value); });
       },
@@ -63,6 +67,8 @@ job_registry_actor::behavior_type registry(registry_ptr self) {
 
 }  // namespace
 
-job_registry_actor spawn_job_registry(caf::actor_system& sys) { return sys.spawn(registry); }
+job_registry_actor spawn_job_registry(caf::actor_system& sys) {
+  return sys.spawn(registry, "jobs");
+}
 
 }  // namespace sy::actors
