@@ -213,6 +213,16 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   }
   if (auto e = validate_object_document(doc)) return bad_json(e);
   doc.rewind();
+  // A top-level key given twice would be read here as one value and at dispatch as another
+  // (the lookups below start where the previous one stopped): such a line is refused.
+  if (od::object top; doc.get_object().get(top) == simdjson::SUCCESS) {
+    if (auto dup = duplicate_key(top)) {
+      const std::string param{*dup};
+      return make_line_error(line_no, errc::invalid_request, param,
+                             "'" + param + "' is given more than once.");
+    }
+  }
+  doc.rewind();
 
   std::string_view custom_id, method, url;
   const field_state id_state = string_field(doc, "custom_id", custom_id);

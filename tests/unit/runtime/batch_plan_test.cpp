@@ -231,6 +231,11 @@ TEST_F(BatchPlan, EveryValidationCode) {
       {head + R"("body":{"stream":false,"model":"m","messages":[],"st\u0072eam":true}})",
        "invalid_request", "body.stream"},
       {chat("x", "nope"), "model_not_found", "body.model"},
+      // A top-level key twice: ingestion and dispatch would read different ones (fuzzing).
+      {head + R"("body":"POST","body":{"model":"m","messages":[]}})", "invalid_request", "body"},
+      {R"({"custom_id":"x","custom_id":"y","method":"POST","url":"/v1/chat/completions",)"
+       R"("body":{"model":"m","messages":[]}})",
+       "invalid_request", "custom_id"},
   };
   for (const bad_case& c : cases) {
     ingest_options o = options("", c.endpoint);
