@@ -66,8 +66,11 @@ void arm(const std::shared_ptr<runtime::timer>& t, int64_t delay_ms, job_actor m
   });
 }
 
-void disarm(const std::shared_ptr<runtime::timer>& t) {
-  if (t) asio::post(t->executor(), [t] { t->cancel(); });
+/// Cancels `t` on its strand and lets go of it, so a second disarm posts nothing.
+void disarm(std::shared_ptr<runtime::timer>& t) {
+  if (!t) return;
+  asio::post(t->executor(), [t] { t->cancel(); });
+  t.reset();
 }
 
 /// The attempt is over for this node: timers off, and the actor ends (its dispatcher hears
