@@ -11,6 +11,7 @@
 
 #include <boost/asio/this_coro.hpp>
 
+#include "actors/job_actor.hpp"
 #include "actors/submission.hpp"
 #include "actors/write.hpp"
 #include "runtime/backoff.hpp"
@@ -120,7 +121,8 @@ void engine::spawn_storage_actors() {
   ctx.writer =
       spawn_storage_writer(*sys_, deps_.env, static_cast<size_t>(deps_.cfg.group_commit_max_ops),
                            std::move(policy), std::move(hooks));
-  ctx.jobs = spawn_job_registry(*sys_);
+  ctx.jobs = spawn_job_registry(*sys_, ctx.clock, ctx.exec.get_executor(),
+                                heartbeat_period_ms(deps_.cfg) / 2);
   relay_ = spawn_outbox_relay(*sys_, deps_.env, ctx.writer, deps_.js, {});
   relay_ready_ = true;
 }

@@ -48,7 +48,8 @@ struct job_state {
   std::optional<storage::job_record> job;  ///< as the start committed it
   attempt_state at;
   std::shared_ptr<runtime::abort_handle> abort;
-  std::shared_ptr<runtime::timer> beat;      ///< the heartbeat's timer (on its strand)
+  int64_t lease_from_ms = 0;  ///< when the lease was last committed (its expiry: + the TTL)
+  bool extending = false;     ///< an extension is being committed
   std::shared_ptr<runtime::timer> deadline;  ///< the job's timeout, when it has one
   std::shared_ptr<bool> answered = std::make_shared<bool>(false);  ///< read when it ends
   static inline const char* name = "job";
@@ -73,39 +74,38 @@ void disarm(std::shared_ptr<runtime::timer>& t) {
   t.reset();
 }
 
-/// The attempt is over for this node: timers off, and the actor ends (its dispatcher hears
+/// The attempt is over for this node: its timer off, and the actor ends (its dispatcher hears
 /// `done` and the registry forgets it, both through what is attached to its exit).
 void end(job_ptr self) {
-  disarm(self->state.beat);
   disarm(self->state.deadline);
   self->quit();
 }
 
-int64_t beat_period_ms(const config::settings& cfg) {
-  return std::max<int64_t>(cfg.lease_ttl_ms / 3, 50);
-}
-
-/// Every third of the lease TTL while the request is out: commit a later expiry and send an
-/// in-progress ack, so neither the lease nor the JetStream message runs out.
+/// On the registry's tick, while the request is out and the lease is a beat period old: commit a
+/// later expiry and send an in-progress ack, so neither the lease nor the JetStream message runs
+/// out.
 void heartbeat(job_ptr self) {
   auto& st = self->state;
-  if (!st.at.beating()) return;
   auto& ctx = *st.ctx;
-  storage::extend_lease_op op{st.task_id, st.attempt, st.token,
-                              ctx.clock.now_ms() + ctx.cfg.lease_ttl_ms};
+  const int64_t now = ctx.clock.now_ms();
+  if (!st.at.beating() || st.extending || now - st.lease_from_ms < heartbeat_period_ms(ctx.cfg))
+    return;
+  st.extending = true;
+  storage::extend_lease_op op{st.task_id, st.attempt, st.token, now + ctx.cfg.lease_ttl_ms};
   self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
       .then(
-          [self](write_reply& r) {
+          [self, now](write_reply& r) {
             auto& s = self->state;
+            s.extending = false;
             if (r.reply && r.reply->what != storage::op_reply::kind::done) {
               log::warn("attempt", "lease lost while running",
                         {{"task_id", s.task_id}, {"attempt", s.attempt}});
               s.at.on_lease_lost();
               return;
             }
-            if (!s.at.beating()) return;
-            (void)s.ctx->js.in_progress(s.msg);
-            arm<beat_atom>(s.beat, beat_period_ms(s.ctx->cfg), self);
+            if (!r.reply) return;  // not committed: the next tick tries again
+            s.lease_from_ms = now;
+            if (s.at.beating()) (void)s.ctx->js.in_progress(s.msg);
           },
           [self](caf::error&) {
             // The writer is gone (shutdown): the lease runs out and the task is queued again.
@@ -134,11 +134,8 @@ void send_request(job_ptr self) {
   st.abort = std::make_shared<runtime::abort_handle>();
   if (st.at.on_sending()) st.abort->abort();  // cancelled or expired while starting
   job_actor me = self;
-  auto strand = asio::make_strand(ctx.exec);
-  st.beat = ctx.clock.make_timer(strand);
-  arm<beat_atom>(st.beat, beat_period_ms(ctx.cfg), me);
   if (job.deadline_ms > 0) {  // the job's timeout: abort the request when it passes
-    st.deadline = ctx.clock.make_timer(strand);
+    st.deadline = ctx.clock.make_timer(asio::make_strand(ctx.exec));
     arm<expire_atom>(st.deadline, job.deadline_ms - ctx.clock.now_ms(), me);
   }
   log::debug("attempt", "sending", [&] {
@@ -235,8 +232,9 @@ void begin(job_ptr self) {
   auto& ctx = *st.ctx;
   self->send(ctx.jobs, register_atom::value, st.task_id, job_actor{self});
   st.token = random_token();
-  storage::start_attempt_op start{st.task_id, st.attempt,         st.token,
-                                  ctx.holder, ctx.clock.now_ms(), ctx.cfg.lease_ttl_ms};
+  st.lease_from_ms = ctx.clock.now_ms();
+  storage::start_attempt_op start{st.task_id, st.attempt,       st.token,
+                                  ctx.holder, st.lease_from_ms, ctx.cfg.lease_ttl_ms};
   self->request(ctx.writer, caf::infinite, write_request{std::move(start)})
       .then([self](write_reply& r) { on_started(self, r); },
             [self](caf::error& e) {
@@ -277,7 +275,6 @@ job_actor::behavior_type job(job_ptr self, engine_context* ctx, std::string mode
       [=](beat_atom) { heartbeat(self); },
       [=](runtime::gateway_outcome& o) {
         self->state.at.on_answered();
-        disarm(self->state.beat);
         disarm(self->state.deadline);
         commit_outcome(self, o);
       },
@@ -285,6 +282,10 @@ job_actor::behavior_type job(job_ptr self, engine_context* ctx, std::string mode
 }
 
 }  // namespace
+
+int64_t heartbeat_period_ms(const config::settings& cfg) {
+  return std::max<int64_t>(cfg.lease_ttl_ms / 3, 50);
+}
 
 job_actor spawn_job_actor(engine_context& ctx, std::string model, runtime::delivery d,
                           std::string task_id, int attempt, model_dispatcher_actor dispatcher) {

@@ -12,6 +12,7 @@
 /// (`done`, answered); once the exchange is over, before the commit, it sends `answered` so the
 /// request's slot serves the next one.
 
+#include <cstdint>
 #include <string>
 
 #include "actors/job_registry.hpp"
@@ -19,6 +20,10 @@
 #include "runtime/jetstream.hpp"
 
 namespace sy::actors {
+
+/// How often a running attempt extends its lease: every third of the lease TTL (at least 50 ms).
+/// The registry ticks twice per period (spawn_job_registry's `beat_tick_ms`).
+int64_t heartbeat_period_ms(const config::settings& cfg);
 
 /// `task_id` and `attempt`: what the delivery's payload names (storage::parse_task_message).
 job_actor spawn_job_actor(engine_context& ctx, std::string model, runtime::delivery d,

@@ -1,6 +1,14 @@
 #include "actors/job_registry.hpp"
 
+#include <utility>  // before any Asio header (Boost 1.74)
+
+#include <algorithm>
+#include <memory>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -12,7 +20,9 @@ namespace {
 struct registry_state {
   job_table<job_actor> table;
   std::vector<caf::typed_response_promise<bool>> drains;  ///< answered when the table empties
-  const char* component = "jobs";                         ///< in its log lines
+  std::shared_ptr<runtime::timer> tick;                   ///< the heartbeat tick (on its strand)
+  int64_t tick_ms = 0;
+  const char* component = "jobs";  ///< in its log lines
   static inline const char* name = "job_registry";
 };
 
@@ -26,10 +36,28 @@ void forward(registry_ptr self, const std::string& id, const char* what) {
   log::info(self->state.component, what, {{"task_id", id}, {"running_here", !actors.empty()}});
 }
 
-/// `component`: the name its log lines carry. (Also: CAF 0.17 spawns a function actor without
-/// arguments by binding a reference to a null tuple pointer, which UBSan reports.)
-job_registry_actor::behavior_type registry(registry_ptr self, const char* component) {
+/// Arms the next heartbeat tick: `beat` to the registry when it fires.
+void arm_tick(registry_ptr self) {
+  auto& st = self->state;
+  boost::asio::post(st.tick->executor(),
+                    [t = st.tick, ms = st.tick_ms, me = job_registry_actor{self}] {
+                      t->wait(ms, [me](bool fired) {
+                        if (fired) caf::anon_send(me, beat_atom::value);
+                      });
+                    });
+}
+
+/// `component`: the name its log lines carry.
+job_registry_actor::behavior_type registry(registry_ptr self, const char* component,
+                                           std::shared_ptr<runtime::timer> tick, int64_t tick_ms) {
   self->state.component = component;
+  self->state.tick = tick;
+  self->state.tick_ms = tick_ms;
+  // The pending wait holds a handle to the registry: cancel it when the registry ends.
+  self->attach_functor([tick](const caf::error&) {
+    boost::asio::post(tick->executor(), [tick] { tick->cancel(); });
+  });
+  arm_tick(self);
   self->set_down_handler([self](caf::down_msg& m) {
     auto& st = self->state;
     if (!st.table.remove(m.source.id()) || !st.table.empty()) return;
@@ -53,6 +81,10 @@ job_registry_actor::behavior_type registry(registry_ptr self, const char* compon
                   {{"jobs", self->state.table.jobs()}});
         self->state.table.for_each([&](const job_actor& a) { self->send(a, release_atom::value); });
       },
+      [=](beat_atom) {
+        self->state.table.for_each([&](const job_actor& a) { self->send(a, beat_atom::value); });
+        arm_tick(self);
+      },
       [=](drain_atom) -> caf::typed_response_promise<bool> {
         auto p = self->make_response_promise<bool>();
         if (self->state.table.empty()) {
@@ -67,8 +99,10 @@ job_registry_actor::behavior_type registry(registry_ptr self, const char* compon
 
 }  // namespace
 
-job_registry_actor spawn_job_registry(caf::actor_system& sys) {
-  return sys.spawn(registry, "jobs");
+job_registry_actor spawn_job_registry(caf::actor_system& sys, const runtime::clock& clock,
+                                      boost::asio::any_io_executor ex, int64_t beat_tick_ms) {
+  std::shared_ptr<runtime::timer> tick = clock.make_timer(boost::asio::make_strand(std::move(ex)));
+  return sys.spawn(registry, "jobs", std::move(tick), std::max<int64_t>(beat_tick_ms, 1));
 }
 
 }  // namespace sy::actors

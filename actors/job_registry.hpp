@@ -7,7 +7,13 @@
 ///
 /// Receives: (`register`, id, actor) from a starting job actor; (`cancel`, id) and (`expire`, id)
 /// after the cancel or the expiry of `id` committed; `release` (shutdown: every job gives its
-/// task back); `drain` → true once no job is registered (answered when the last one ends).
+/// task back); `drain` → true once no job is registered (answered when the last one ends);
+/// `beat` from its own timer.
+///
+/// Heartbeats are paced here: one timer of the injected clock ticks every `beat_tick_ms` and the
+/// registry sends `beat` to every registered job actor, which extends its lease when its last
+/// extension is a beat period old. A job that answers within the period (nearly all) costs no
+/// timer at all; one per job would cost a strand, a timer and two posts to the executor.
 
 #include <cstdint>
 #include <map>
@@ -20,13 +26,14 @@
 #include <caf/typed_actor.hpp>
 
 #include "actors/atoms.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/gateway_client.hpp"
 
 namespace sy::actors {
 
 /// One job's work on this node (actors/job_actor.hpp): its attempt, deadline and heartbeat.
-/// Receives `cancel`, `expire` (its deadline passed), `release` (shutdown), `beat` (its
-/// heartbeat timer) and the gateway's outcome.
+/// Receives `cancel`, `expire` (its deadline passed), `release` (shutdown), `beat` (the
+/// registry's heartbeat tick) and the gateway's outcome.
 using job_actor = caf::typed_actor<caf::reacts_to<cancel_atom>, caf::reacts_to<expire_atom>,
                                    caf::reacts_to<release_atom>, caf::reacts_to<beat_atom>,
                                    caf::reacts_to<runtime::gateway_outcome>>;
@@ -35,7 +42,7 @@ using job_registry_actor =
     caf::typed_actor<caf::reacts_to<register_atom, std::string, job_actor>,
                      caf::reacts_to<cancel_atom, std::string>,
                      caf::reacts_to<expire_atom, std::string>, caf::reacts_to<release_atom>,
-                     caf::replies_to<drain_atom>::with<bool>>;
+                     caf::reacts_to<beat_atom>, caf::replies_to<drain_atom>::with<bool>>;
 
 /// The registry's table, as a plain class (unit-tested without an actor system): jobs by id,
 /// each with the actors working for it (a redelivery can briefly run a second attempt of the
@@ -80,6 +87,8 @@ class job_table {
   std::map<uint64_t, std::string> id_of_;
 };
 
-job_registry_actor spawn_job_registry(caf::actor_system& sys);
+/// The registry; its heartbeat tick runs on a strand of `ex`, every `beat_tick_ms` of `clock`.
+job_registry_actor spawn_job_registry(caf::actor_system& sys, const runtime::clock& clock,
+                                      boost::asio::any_io_executor ex, int64_t beat_tick_ms);
 
 }  // namespace sy::actors

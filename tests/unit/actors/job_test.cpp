@@ -2,11 +2,15 @@
 // (actors/job_registry.hpp) without an actor system, and the registry's message flow on CAF's
 // test coordinator.
 
+#include <utility>  // before any Asio header (Boost 1.74)
+
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
@@ -117,7 +121,7 @@ job_actor::behavior_type recording_job(job_actor::pointer self, std::string name
         seen->push_back(name + ":release");
         self->quit();
       },
-      [=](beat_atom) {},
+      [=](beat_atom) { seen->push_back(name + ":beat"); },
       [=](runtime::gateway_outcome&) {},
   };
 }
@@ -136,14 +140,23 @@ struct registry_flow : ::testing::Test {
     sys = std::make_unique<caf::actor_system>(cfg);
     sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
   }
+  /// Runs what the registry's timer posted, then the scheduler, until both are idle.
+  void settle() {
+    do {
+      io.restart();
+      io.poll();
+    } while (sched->run() > 0);
+  }
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
   caf::scheduler::test_coordinator* sched = nullptr;
+  runtime::manual_clock clock{1'000};
+  boost::asio::io_context io;
 };
 
 TEST_F(registry_flow, forwards_by_id_and_answers_drain_only_when_its_last_job_ended) {
   std::vector<std::string> seen;
-  auto registry = spawn_job_registry(*sys);
+  auto registry = spawn_job_registry(*sys, clock, io.get_executor(), 5'000);
   auto a = sys->spawn(recording_job, std::string("a"), &seen);
   auto b = sys->spawn(recording_job, std::string("b"), &seen);
   caf::anon_send(registry, register_atom::value, std::string("task-a"), a);
@@ -171,6 +184,39 @@ TEST_F(registry_flow, forwards_by_id_and_answers_drain_only_when_its_last_job_en
   EXPECT_TRUE(seen.empty()) << "an ended job is forgotten";
   caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
   sched->run();
+}
+
+TEST_F(registry_flow, its_one_timer_paces_the_heartbeats_of_every_registered_job) {
+  std::vector<std::string> seen;
+  auto registry = spawn_job_registry(*sys, clock, io.get_executor(), 5'000);
+  auto a = sys->spawn(recording_job, std::string("a"), &seen);
+  auto b = sys->spawn(recording_job, std::string("b"), &seen);
+  caf::anon_send(registry, register_atom::value, std::string("task-a"), a);
+  caf::anon_send(registry, register_atom::value, std::string("task-b"), b);
+  settle();
+  ASSERT_EQ(clock.armed(), 1u) << "one timer for all jobs, not one per job";
+
+  clock.advance(4'999);
+  settle();
+  EXPECT_TRUE(seen.empty()) << "no tick before its time";
+  clock.advance(1);
+  settle();
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::string>{"a:beat", "b:beat"}));
+  EXPECT_EQ(clock.armed(), 1u) << "the tick is armed again";
+
+  seen.clear();
+  caf::anon_send(a, release_atom::value);  // a ends: the next tick reaches only b
+  settle();
+  clock.advance(5'000);
+  settle();
+  EXPECT_EQ(seen, (std::vector<std::string>{"a:release", "b:beat"}));
+
+  caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
+  settle();
+  EXPECT_EQ(clock.armed(), 0u) << "the registry's end cancels its tick";
+  caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
+  settle();
 }
 
 }  // namespace
