@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -150,17 +151,23 @@ struct registry_flow : ::testing::Test {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
   caf::scheduler::test_coordinator* sched = nullptr;
+  /// A registry (ticking every 5 s) with two recording jobs, "a" and "b", registered under
+  /// task-a and task-b; what they receive goes to `seen`.
+  std::tuple<job_registry_actor, job_actor, job_actor> two_registered_jobs() {
+    auto registry = spawn_job_registry(*sys, clock, io.get_executor(), 5'000);
+    job_actor a = sys->spawn(recording_job, std::string("a"), &seen);
+    job_actor b = sys->spawn(recording_job, std::string("b"), &seen);
+    caf::anon_send(registry, register_atom::value, std::string("task-a"), a);
+    caf::anon_send(registry, register_atom::value, std::string("task-b"), b);
+    return {registry, a, b};
+  }
   runtime::manual_clock clock{1'000};
   boost::asio::io_context io;
+  std::vector<std::string> seen;
 };
 
 TEST_F(registry_flow, forwards_by_id_and_answers_drain_only_when_its_last_job_ended) {
-  std::vector<std::string> seen;
-  auto registry = spawn_job_registry(*sys, clock, io.get_executor(), 5'000);
-  auto a = sys->spawn(recording_job, std::string("a"), &seen);
-  auto b = sys->spawn(recording_job, std::string("b"), &seen);
-  caf::anon_send(registry, register_atom::value, std::string("task-a"), a);
-  caf::anon_send(registry, register_atom::value, std::string("task-b"), b);
+  auto [registry, a, b] = two_registered_jobs();
   sched->run();
 
   caf::anon_send(registry, cancel_atom::value, std::string("task-a"));
@@ -187,12 +194,7 @@ TEST_F(registry_flow, forwards_by_id_and_answers_drain_only_when_its_last_job_en
 }
 
 TEST_F(registry_flow, its_one_timer_paces_the_heartbeats_of_every_registered_job) {
-  std::vector<std::string> seen;
-  auto registry = spawn_job_registry(*sys, clock, io.get_executor(), 5'000);
-  auto a = sys->spawn(recording_job, std::string("a"), &seen);
-  auto b = sys->spawn(recording_job, std::string("b"), &seen);
-  caf::anon_send(registry, register_atom::value, std::string("task-a"), a);
-  caf::anon_send(registry, register_atom::value, std::string("task-b"), b);
+  auto [registry, a, b] = two_registered_jobs();
   settle();
   ASSERT_EQ(clock.armed(), 1u) << "one timer for all jobs, not one per job";
 
