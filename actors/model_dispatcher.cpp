@@ -69,8 +69,8 @@ fetched_tasks fetch_now(fetcher_state& st, int32_t max) {
 
 task_fetcher_actor::behavior_type fetcher(fetcher_ptr self, engine_context* ctx, std::string model,
                                           runtime::pull_subscription* sub, uint64_t generation,
-                                          model_dispatcher_actor dispatcher) {
-  runtime::name_this_thread("sy-fetch");  // detached: its fetches block this thread only
+                                          model_dispatcher_actor dispatcher, bool own_thread) {
+  if (own_thread) runtime::name_this_thread("sy-fetch");  // detached: its fetches block it only
   self->state.ctx = ctx;
   self->state.model = std::move(model);
   self->state.sub.reset(sub);
@@ -157,14 +157,16 @@ void on_fetched(dispatcher_ptr self, fetched_tasks& r) {
 
 model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, engine_context* ctx,
                                                  std::string model, runtime::pull_subscription* sub,
-                                                 uint64_t generation) {
+                                                 uint64_t generation, runs_on fetcher_on) {
   auto& st = self->state;
   st.ctx = ctx;
   st.model = std::move(model);
   st.logic.emplace(ctx->cfg.per_model_concurrency, slots_of(self));
   model_dispatcher_actor me = self;
-  st.fetcher =
-      self->spawn<caf::detached + caf::linked>(fetcher, ctx, st.model, sub, generation, me);
+  st.fetcher = fetcher_on == runs_on::own_thread
+                   ? self->spawn<caf::detached + caf::linked>(fetcher, ctx, st.model, sub,
+                                                              generation, me, true)
+                   : self->spawn<caf::linked>(fetcher, ctx, st.model, sub, generation, me, false);
   schedule_fetch(self);
   return {
       [=](fetch_atom) {
@@ -191,9 +193,9 @@ model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, engine_con
 
 model_dispatcher_actor spawn_model_dispatcher(engine_context& ctx, std::string model,
                                               std::unique_ptr<runtime::pull_subscription> sub,
-                                              uint64_t generation) {
+                                              uint64_t generation, runs_on fetcher_on) {
   // CAF copies spawn arguments; the subscription travels as a raw owning pointer to the fetcher.
-  return ctx.sys.spawn(dispatcher, &ctx, std::move(model), sub.release(), generation);
+  return ctx.sys.spawn(dispatcher, &ctx, std::move(model), sub.release(), generation, fetcher_on);
 }
 
 }  // namespace sy::actors

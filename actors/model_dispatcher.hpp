@@ -52,9 +52,11 @@ using task_fetcher_actor = caf::typed_actor<caf::reacts_to<fetch_atom, int32_t>>
 /// layout was at `generation` (js_client::layout_generation()). When the layout is made again
 /// (after a reconnect) the fetcher binds the consumer again before its next fetch: a server
 /// that came back without its store has lost the consumer, and a fetch from it would never
-/// return a message.
+/// return a message. `fetcher_on`: runs_on::scheduler only for flow tests on CAF's test
+/// coordinator (its fetches then block the scheduler's thread).
 model_dispatcher_actor spawn_model_dispatcher(engine_context& ctx, std::string model,
                                               std::unique_ptr<runtime::pull_subscription> sub,
-                                              uint64_t generation);
+                                              uint64_t generation,
+                                              runs_on fetcher_on = runs_on::own_thread);
 
 }  // namespace sy::actors

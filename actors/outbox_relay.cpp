@@ -89,8 +89,8 @@ void on_wake(relay_ptr self) {
 
 outbox_relay_actor::behavior_type relay(relay_ptr self, storage::environment* env,
                                         storage_writer_actor writer, runtime::js_client* js,
-                                        outbox_relay_options opts) {
-  runtime::name_this_thread("sy-outbox");  // detached: this actor has its own thread
+                                        outbox_relay_options opts, bool own_thread) {
+  if (own_thread) runtime::name_this_thread("sy-outbox");  // detached: its own thread
   self->state.env = env;
   self->state.js = js;
   self->state.writer = std::move(writer);
@@ -109,8 +109,10 @@ outbox_relay_actor::behavior_type relay(relay_ptr self, storage::environment* en
 
 outbox_relay_actor spawn_outbox_relay(caf::actor_system& sys, storage::environment& env,
                                       storage_writer_actor writer, runtime::js_client& js,
-                                      outbox_relay_options opts) {
-  return sys.spawn<caf::detached>(relay, &env, std::move(writer), &js, opts);
+                                      outbox_relay_options opts, runs_on where) {
+  if (where == runs_on::scheduler)
+    return sys.spawn(relay, &env, std::move(writer), &js, opts, false);
+  return sys.spawn<caf::detached>(relay, &env, std::move(writer), &js, opts, true);
 }
 
 }  // namespace sy::actors

@@ -30,6 +30,7 @@ struct outbox_relay_options {
 
 outbox_relay_actor spawn_outbox_relay(caf::actor_system& sys, storage::environment& env,
                                       storage_writer_actor writer, runtime::js_client& js,
-                                      outbox_relay_options opts);
+                                      outbox_relay_options opts,
+                                      runs_on where = runs_on::own_thread);
 
 }  // namespace sy::actors

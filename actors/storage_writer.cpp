@@ -202,8 +202,8 @@ void flush(writer_ptr self) {
 
 storage_writer_actor::behavior_type writer(writer_ptr self, storage::environment* env,
                                            size_t max_ops, storage::store_policy policy,
-                                           writer_hooks hooks) {
-  runtime::name_this_thread("sy-writer");  // detached: this actor has its own thread
+                                           writer_hooks hooks, bool own_thread) {
+  if (own_thread) runtime::name_this_thread("sy-writer");  // detached: its own thread
   self->state.env = env;
   self->state.max_ops = max_ops == 0 ? 1 : max_ops;
   self->state.policy = std::move(policy);
@@ -265,9 +265,12 @@ void completion_batch::add_erased(boost::asio::any_io_executor ex,
 
 storage_writer_actor spawn_storage_writer(caf::actor_system& sys, storage::environment& env,
                                           size_t max_ops_per_commit, storage::store_policy policy,
-                                          writer_hooks hooks) {
-  auto w = sys.spawn<caf::detached>(writer, &env, max_ops_per_commit, std::move(policy),
-                                    std::move(hooks));
+                                          writer_hooks hooks, runs_on where) {
+  auto w =
+      where == runs_on::own_thread
+          ? sys.spawn<caf::detached>(writer, &env, max_ops_per_commit, std::move(policy),
+                                     std::move(hooks), true)
+          : sys.spawn(writer, &env, max_ops_per_commit, std::move(policy), std::move(hooks), false);
   // The slot opens before anyone can send a write_call, and closes once the writer has ended
   // and dropped its mailbox (attached to a writer already gone, the functor runs at once).
   auto key = detail::key_of(w);

@@ -125,10 +125,16 @@ struct writer_hooks {
   std::function<void(const std::vector<std::string>&)> on_changed;
 };
 
+/// Where an actor whose handlers block (the writer on fsync, the relay on JetStream acks) runs:
+/// on a thread of its own (the engine), or on the actor system's scheduler like the others — for
+/// message-flow tests on CAF's test coordinator, which runs every actor on the test's thread and
+/// cannot take messages from another thread.
+enum class runs_on { own_thread, scheduler };
+
 /// Spawns the writer; `policy` is handed to every operation (storage/ops.hpp). Opens the writer's
 /// slot in write_tickets before returning the handle; the slot closes when the writer ends.
 storage_writer_actor spawn_storage_writer(caf::actor_system& sys, storage::environment& env,
                                           size_t max_ops_per_commit, storage::store_policy policy,
-                                          writer_hooks hooks);
+                                          writer_hooks hooks, runs_on where = runs_on::own_thread);
 
 }  // namespace sy::actors
