@@ -122,7 +122,7 @@ class flow_env {
   std::unique_ptr<caf::actor_system> sys_;
   caf::scheduler::test_coordinator* sched_ = nullptr;
   std::unique_ptr<actors::engine_context> ctx_;
-  std::vector<caf::actor> long_lived_;  ///< ended explicitly at teardown
+  std::vector<caf::actor> long_lived_;  ///< ended at teardown, before the registry and writer
 };
 
 }  // namespace sy::test
