@@ -39,16 +39,10 @@ bool drain(relay_ptr self) {
     std::vector<runtime::pub_msg> msgs;
     msgs.reserve(records.size());
     for (const auto& r : records) msgs.push_back({r.subject, r.msg_id, r.payload});
-    auto acked = st.js->publish_batch(msgs, st.opts.publish_timeout_ms);
+    auto sorted = sort_acks(records, st.js->publish_batch(msgs, st.opts.publish_timeout_ms));
+    st.cursor = sorted.next_cursor;
     storage::outbox_ack_op done;
-    bool all = true;
-    for (size_t i = 0; i < records.size(); ++i) {
-      if (i < acked.size() && acked[i]) {
-        done.seqs.push_back(records[i].seq);
-      } else {
-        all = false;
-      }
-    }
+    done.seqs = std::move(sorted.acked_seqs);
     if (!done.seqs.empty()) {
       self->request(st.writer, caf::infinite, write_request{std::move(done)})
           .then([](write_reply& r) {
@@ -56,14 +50,7 @@ bool drain(relay_ptr self) {
               log::warn("outbox", "deleting acked records failed", {{"error", r.err.message}});
           });
     }
-    if (!all) {
-      // Keep the cursor at the first record not acked so that it is retried (a record acked
-      // after one that failed is re-published too; JetStream drops it by its Nats-Msg-Id).
-      for (size_t i = 0; i < records.size(); ++i)
-        if (i >= acked.size() || !acked[i]) {
-          st.cursor = records[i].seq;
-          break;
-        }
+    if (!sorted.all_acked) {
       if (!st.nats_down_logged) {
         log::warn("outbox", "publishing to JetStream failed; records stay queued and are retried",
                   {{"pending_from_seq", st.cursor}, {"connected", st.js->connected()}});
@@ -75,7 +62,6 @@ bool drain(relay_ptr self) {
       log::info("outbox", "publishing to JetStream resumed", {{"seq", records.back().seq}});
       st.nats_down_logged = false;
     }
-    st.cursor = records.back().seq + 1;
   }
 }
 
@@ -106,6 +92,21 @@ outbox_relay_actor::behavior_type relay(relay_ptr self, storage::environment* en
 }
 
 }  // namespace
+
+publish_outcome sort_acks(const std::vector<storage::outbox_record>& records,
+                          const std::vector<bool>& acked) {
+  publish_outcome out;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (i < acked.size() && acked[i]) {
+      out.acked_seqs.push_back(records[i].seq);
+    } else if (out.all_acked) {
+      out.all_acked = false;
+      out.next_cursor = records[i].seq;
+    }
+  }
+  if (out.all_acked && !records.empty()) out.next_cursor = records.back().seq + 1;
+  return out;
+}
 
 outbox_relay_actor spawn_outbox_relay(caf::actor_system& sys, storage::environment& env,
                                       storage_writer_actor writer, runtime::js_client& js,

@@ -6,6 +6,8 @@
 /// waits for acks. Owns: its read cursor into the outbox (in memory; restarts from the beginning).
 
 #include <chrono>
+#include <cstdint>
+#include <vector>
 
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
@@ -27,6 +29,19 @@ struct outbox_relay_options {
   int64_t publish_timeout_ms = 5'000;
   std::chrono::milliseconds retry_interval{500};
 };
+
+/// What one publish of `records` (in sequence order) leaves to do, given which were acked
+/// (`acked[i]` for `records[i]`; missing entries count as not acked). Pure; unit-tested.
+struct publish_outcome {
+  std::vector<uint64_t> acked_seqs;  ///< delete these (through the writer)
+  bool all_acked = true;
+  /// Where the next read starts: past the last record when all were acked, else at the first
+  /// record not acked — it is retried, and so is every record after it (a record acked after
+  /// one that failed is published again; JetStream drops the copy by its Nats-Msg-Id).
+  uint64_t next_cursor = 0;
+};
+publish_outcome sort_acks(const std::vector<storage::outbox_record>& records,
+                          const std::vector<bool>& acked);
 
 outbox_relay_actor spawn_outbox_relay(caf::actor_system& sys, storage::environment& env,
                                       storage_writer_actor writer, runtime::js_client& js,
