@@ -90,8 +90,8 @@ class completion_batch {
   static completion_batch* current();
 
   template <class F>
-  void add(boost::asio::any_io_executor ex, F fn) {
-    add_erased(std::move(ex), std::make_unique<continuation_of<F>>(std::move(fn)));
+  void add(const boost::asio::any_io_executor& ex, F fn) {
+    add_erased(ex, std::make_unique<continuation_of<F>>(std::move(fn)));
   }
 
  private:

@@ -1,6 +1,7 @@
 #include "actors/submission.hpp"
 
 #include <array>
+#include <cmath>
 #include <string_view>
 #include <utility>
 
@@ -110,7 +111,7 @@ result<int64_t> parse_timeout(const json& j) {
                       "'timeout' must be a number of seconds greater than 0 and at most 604800 "
                       "(7 days).",
                       "timeout");
-  return static_cast<int64_t>(it->get<double>() * 1000.0 + 0.5);
+  return static_cast<int64_t>(std::llround(it->get<double>() * 1000.0));
 }
 
 /// The first `chars` code points of valid UTF-8 `s` (for quoting a too-long key whole

@@ -130,10 +130,11 @@ void scan(deliverer_ptr self) {
     if (st.in_flight.size() >= st.max_in_flight) break;
     const uint64_t seq = w.seq;
     if (!st.in_flight.insert(seq).second) continue;  // already being delivered
-    asio::co_spawn(st.dc->strand, deliver(st.dc, std::move(w)), [me, seq](std::exception_ptr e) {
-      if (e) log::error("webhooks", "a delivery ended unexpectedly", {{"seq", seq}});
-      caf::anon_send(me, done_atom::value, seq);
-    });
+    asio::co_spawn(st.dc->strand, deliver(st.dc, std::move(w)),
+                   [me, seq](const std::exception_ptr& e) {
+                     if (e) log::error("webhooks", "a delivery ended unexpectedly", {{"seq", seq}});
+                     caf::anon_send(me, done_atom::value, seq);
+                   });
   }
   int64_t wait_ms = max_idle_ms;
   if (next_due) wait_ms = std::clamp<int64_t>(*next_due - now, 0, max_idle_ms);

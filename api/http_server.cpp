@@ -158,6 +158,7 @@ http_server::http_server(const config::settings& settings, actors::job_service& 
                          std::function<bool()> ready, actors::batch_service* batches)
     : lanes_([n = settings.http_threads < 1 ? 1 : settings.http_threads] {
         std::vector<std::unique_ptr<io_lane>> v;
+        v.reserve(static_cast<size_t>(n));
         for (int i = 0; i < n; ++i) v.push_back(std::make_unique<io_lane>());
         return v;
       }()),
@@ -317,10 +318,10 @@ asio::awaitable<bool> http_server::serve_upload(connection& conn, beast::flat_bu
     co_return false;
   }
   std::optional<sy::error> failure;
-  std::vector<char> chunk(256 * 1024);
+  std::vector<char> chunk(size_t{256} * 1024);
   // Beast reads at most the buffer's free capacity (at least 512 bytes) per call: give it room,
   // or a large body arrives in thousands of small reads.
-  buffer.reserve(256 * 1024);
+  buffer.reserve(size_t{256} * 1024);
   beast::error_code ec;
   while (!body.is_done()) {
     body.get().body().data = chunk.data();

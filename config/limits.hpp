@@ -56,7 +56,7 @@ inline constexpr size_t http_header_max_bytes = 8192;
 inline constexpr size_t upload_field_max_bytes = 4096;
 
 /// The headers of one part of a multipart upload (its name and filename among them), in bytes.
-inline constexpr size_t multipart_part_header_max_bytes = 16 * 1024;
+inline constexpr size_t multipart_part_header_max_bytes = size_t{16} * 1024;
 
 /// JetStream names derived from client values (the per-model consumer `tasks_<token>`) stay
 /// within this many bytes: nats-server stores a durable consumer under a directory of that

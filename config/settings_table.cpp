@@ -9,6 +9,7 @@ namespace sy::config {
 namespace {
 
 constexpr int64_t k_second = 1'000;
+constexpr int64_t k_minute = 60 * k_second;
 constexpr int64_t k_hour = 3'600'000;
 constexpr int64_t k_day = 24 * k_hour;
 
@@ -225,7 +226,7 @@ std::vector<setting_def> build_settings_table() {
          .flag = "--webhook-timeout-ms",
          .type = vt::duration_ms,
          .min = 1,
-         .max = 10 * 60 * k_second,
+         .max = 10 * k_minute,
          .description = "Time allowed for one webhook delivery (connect, send, answer), in ms.",
          .field = &settings::webhook_timeout_ms},
       sd{.name = "webhook_initial_backoff_ms",

@@ -18,7 +18,7 @@ std::string sha256_hex(std::string_view data) {
   }
   static constexpr char hex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(length * 2);
+  out.reserve(size_t{length} * 2);
   for (unsigned int i = 0; i < length; ++i) {
     out.push_back(hex[digest[i] >> 4]);
     out.push_back(hex[digest[i] & 0x0f]);

@@ -14,6 +14,14 @@
 namespace sy::config {
 namespace {
 
+/// `path.key`, the path of a mapping's entry in error messages.
+std::string child_path(const std::string& path, const std::string& key) {
+  std::string out;
+  out.reserve(path.size() + 1 + key.size());
+  out.append(path).append(1, '.').append(key);
+  return out;
+}
+
 sy::error yaml_error(std::string_view origin, const std::string& path, const std::string& what) {
   return make_error(errc::invalid_config, std::string(origin) + ": " + path + ": " + what, path);
 }
@@ -56,7 +64,7 @@ status apply_gateway_fields(gateway_settings& g, const YAML::Node& node, std::st
   std::set<std::string> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string key = it->first.Scalar();
-    const std::string key_path = path + "." + key;
+    const std::string key_path = child_path(path, key);
     const gateway_field_def* def = find_gateway_field(key);
     if (def == nullptr) {
       return yaml_error(origin, key_path,
@@ -109,7 +117,7 @@ result<api_key_entry> parse_api_key(const YAML::Node& node, std::string_view ori
   api_key_entry entry;
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string key = it->first.Scalar();
-    auto text = scalar_text(it->second, origin, path + "." + key);
+    auto text = scalar_text(it->second, origin, child_path(path, key));
     if (!text) return text.error();
     if (key == "sha256")
       sha256 = *text;
@@ -122,7 +130,7 @@ result<api_key_entry> parse_api_key(const YAML::Node& node, std::string_view ori
                         "plain keys are not accepted in the file; "
                         "store its hash (switchyard hash-key KEY) as sha256, or use key_file");
     } else {
-      return yaml_error(origin, path + "." + key,
+      return yaml_error(origin, child_path(path, key),
                         "unknown key (expected sha256, key_file, tenant)");
     }
   }

@@ -19,7 +19,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr size_t kEntryBytes = 16;
-constexpr size_t kIoBufferBytes = 64 * 1024;
+constexpr size_t kIoBufferBytes = size_t{64} * 1024;
 constexpr size_t kMaxModelMapBytes = 64 << 20;
 
 void store_le(unsigned char* p, uint64_t v, int bytes) {

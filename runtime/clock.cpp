@@ -22,7 +22,7 @@ namespace {
 
 class steady_timer_adapter final : public timer {
  public:
-  explicit steady_timer_adapter(asio::any_io_executor ex) : timer_(std::move(ex)) {}
+  explicit steady_timer_adapter(const asio::any_io_executor& ex) : timer_(ex) {}
   void wait(int64_t delay_ms, std::function<void(bool)> done) override {
     timer_.expires_after(std::chrono::milliseconds(std::max<int64_t>(delay_ms, 0)));
     timer_.async_wait([done = std::move(done)](const boost::system::error_code& ec) { done(!ec); });

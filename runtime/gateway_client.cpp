@@ -169,8 +169,8 @@ int64_t parse_retry_after(std::string_view value) {
 // impl
 
 struct gateway_client::impl {
-  impl(asio::any_io_executor ex, sy::config::gateway_settings s)
-      : strand(asio::make_strand(std::move(ex))),
+  impl(const asio::any_io_executor& ex, sy::config::gateway_settings s)
+      : strand(asio::make_strand(ex)),
         settings(std::move(s)),
         url(parse_url(settings.url)),
         fixed_headers(render_fixed_headers(url, settings)),
@@ -453,9 +453,9 @@ asio::awaitable<bool> gateway_client::impl::sleep(int64_t ms, wait_state& ws,
 // ---------------------------------------------------------------------------------------------
 // gateway_client
 
-gateway_client::gateway_client(asio::any_io_executor executor,
+gateway_client::gateway_client(const asio::any_io_executor& executor,
                                sy::config::gateway_settings settings)
-    : impl_(std::make_shared<impl>(std::move(executor), std::move(settings))) {}
+    : impl_(std::make_shared<impl>(executor, std::move(settings))) {}
 
 gateway_client::~gateway_client() = default;
 

@@ -73,7 +73,8 @@ class gateway_client {
  public:
   /// `settings.url` must be `http://host[:port][/prefix]`; an invalid URL makes every `send()`
   /// answer a non-retryable error naming it (validation is config's job; this is the backstop).
-  gateway_client(boost::asio::any_io_executor executor, sy::config::gateway_settings settings);
+  gateway_client(const boost::asio::any_io_executor& executor,
+                 sy::config::gateway_settings settings);
   ~gateway_client();
   gateway_client(const gateway_client&) = delete;
   gateway_client& operator=(const gateway_client&) = delete;

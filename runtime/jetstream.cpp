@@ -319,8 +319,8 @@ js_client::js_client(std::shared_ptr<detail::js_conn> conn, js_layout layout)
 
 js_client::~js_client() = default;
 
-result<std::unique_ptr<js_client>> js_client::connect(std::string url, std::string name,
-                                                      js_layout layout,
+result<std::unique_ptr<js_client>> js_client::connect(const std::string& url,
+                                                      const std::string& name, js_layout layout,
                                                       int64_t connect_timeout_ms) {
   auto opts = make_options(url, name, connect_timeout_ms);
   if (!opts) return opts.error();
@@ -336,7 +336,7 @@ result<std::unique_ptr<js_client>> js_client::connect(std::string url, std::stri
   return with_context(*nc, std::move(layout));
 }
 
-result<std::unique_ptr<js_client>> js_client::open(std::string url, std::string name,
+result<std::unique_ptr<js_client>> js_client::open(const std::string& url, const std::string& name,
                                                    js_layout layout, int64_t first_wait_ms) {
   auto opts = make_options(url, name, first_wait_ms);
   if (!opts) return opts.error();

@@ -148,7 +148,7 @@ class js_client {
   /// Connects with unlimited reconnects (reconnect wait ~250 ms, an 8 MiB reconnect buffer so
   /// publishes and acks during a blip are sent after reconnect), `name` set as the client name;
   /// fails only if the first connect still fails after retrying for `connect_timeout_ms`.
-  static result<std::unique_ptr<js_client>> connect(std::string url, std::string name,
+  static result<std::unique_ptr<js_client>> connect(const std::string& url, const std::string& name,
                                                     js_layout layout, int64_t connect_timeout_ms);
   /// Like connect(), but an unreachable server is not a failure: after waiting up to
   /// `first_wait_ms` for the first connect it returns a client that keeps connecting in the
@@ -156,7 +156,7 @@ class js_client {
   /// callers retry). Fails only on options nats.c refuses (e.g. a malformed URL). This is how
   /// `switchyard serve --nats URL` starts while that server is down: submissions are committed
   /// to LMDB and published once it is up.
-  static result<std::unique_ptr<js_client>> open(std::string url, std::string name,
+  static result<std::unique_ptr<js_client>> open(const std::string& url, const std::string& name,
                                                  js_layout layout, int64_t first_wait_ms);
   js_client(const js_client&) = delete;
   js_client& operator=(const js_client&) = delete;

@@ -144,6 +144,12 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
 
 }  // namespace
 
+// No catch-all here on purpose (bugprone-exception-escape): an exception that reaches main is a
+// bug, and with no handler std::terminate aborts where it was thrown, printing its what() and
+// leaving a core dump. A handler would first unwind the stack and run the destructors of the
+// actor system and the server threads, which wait for work that may never end: a crash could
+// become a hang.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
   auto cmd = config::parse_command_line(argc, argv, config::environment_map(environ));
   if (!cmd) {

@@ -155,6 +155,7 @@ std::string nats_server::url() const {
 status nats_server::spawn_and_wait() {
   std::vector<std::string> args = server_args(options_, port_);
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t parent = ::getpid();

@@ -32,14 +32,14 @@ std::string make_ulid(int64_t ms, const ulid_random& random) {
   // 10 characters of time: 50 bits, the top 2 always zero.
   for (int i = 9; i >= 0; --i) out[static_cast<size_t>(i)] = kAlphabet[(t >> (5 * (9 - i))) & 31];
   // 16 characters of randomness: exactly 80 bits, read 5 at a time from the top.
-  for (int i = 0; i < 16; ++i) {
+  for (size_t i = 0; i < 16; ++i) {
     int value = 0;
-    for (int b = 0; b < 5; ++b) {
-      const int bit = i * 5 + b;
-      const int byte = random[static_cast<size_t>(bit / 8)];
+    for (size_t b = 0; b < 5; ++b) {
+      const size_t bit = i * 5 + b;
+      const int byte = random[bit / 8];
       value = (value << 1) | ((byte >> (7 - bit % 8)) & 1);
     }
-    out[static_cast<size_t>(10 + i)] = kAlphabet[value];
+    out[10 + i] = kAlphabet[value];
   }
   return out;
 }

@@ -29,7 +29,7 @@ using error_code = boost::system::error_code;
 
 namespace {
 
-constexpr uint64_t kMaxResponseBytes = 64 * 1024;
+constexpr uint64_t kMaxResponseBytes = uint64_t{64} * 1024;
 constexpr size_t kErrorBodyExcerpt = 200;
 
 auto use_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }

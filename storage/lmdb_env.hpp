@@ -137,7 +137,7 @@ class write_txn : public txn_view {
  private:
   friend class environment;
   write_txn(const environment* env, MDB_txn* txn) : txn_view(env, txn) {}
-  sy::error fail(int rc, std::string what);
+  sy::error fail(int rc, std::string_view what);
 };
 
 /// The LMDB environment. Owned by the runtime; outlives every transaction.

@@ -108,8 +108,9 @@ read_txn::read_txn(const environment* env, MDB_txn* txn,
 read_txn& read_txn::operator=(read_txn&& o) noexcept {
   if (this != &o) {
     release();
-    txn_view::operator=(std::move(o));
+    // The lock before the base part, so that nothing of `o` is read after it was moved from.
     lock_ = std::move(o.lock_);
+    txn_view::operator=(std::move(o));
   }
   return *this;
 }
@@ -132,7 +133,7 @@ write_txn& write_txn::operator=(write_txn&& o) noexcept {
 
 write_txn::~write_txn() { abort(); }
 
-sy::error write_txn::fail(int rc, std::string what) {
+sy::error write_txn::fail(int rc, std::string_view what) {
   auto e = detail::lmdb_error(rc, what);
   if (!failure_) failure_ = e;
   return e;

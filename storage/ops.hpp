@@ -151,7 +151,7 @@ struct store_policy {
 };
 
 /// NATS events carry results inline up to this size at most (NATS' default max payload is 1 MiB).
-inline constexpr int64_t max_nats_inline_result_bytes = 256 * 1024;
+inline constexpr int64_t max_nats_inline_result_bytes = int64_t{256} * 1024;
 
 /// The answer to an operation.
 struct op_reply {

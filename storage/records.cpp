@@ -110,7 +110,7 @@ json to_json(const job_record& r) {
   if (r.error) j["er"] = json{{"cd", r.error->code}, {"ms", r.error->message}};
   put_str(j, "wh", r.webhook_url);
   put_int(j, "dl", r.deadline_ms);
-  put_int(j, "ev", r.event_seq);
+  put_int(j, "ev", static_cast<int64_t>(r.event_seq));
   if (r.input_dropped) j["id0"] = true;
   return j;
 }

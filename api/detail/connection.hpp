@@ -5,14 +5,18 @@
 
 #include <utility>  // before any Asio/Beast header
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
 namespace sy::api::detail {
 
+/// A socket as the server's accept loop receives it: accepted on one of its io_context lanes.
+using lane_socket =
+    boost::asio::ip::tcp::socket::rebind_executor<boost::asio::io_context::executor_type>::other;
+
 struct connection {
-  template <class Socket>
-  explicit connection(Socket&& socket) : stream(std::forward<Socket>(socket)) {}
+  explicit connection(lane_socket socket) : stream(std::move(socket)) {}
 
   boost::beast::tcp_stream stream;
   bool busy = false;  ///< a request has been read and its response is not yet written

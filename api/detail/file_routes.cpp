@@ -27,7 +27,7 @@ namespace {
 namespace http = boost::beast::http;
 using nlohmann::json;
 
-constexpr size_t content_chunk = 64 * 1024;
+constexpr size_t content_chunk = size_t{64} * 1024;
 constexpr int files_max_limit = 10'000;
 constexpr int batches_default_limit = 20;
 constexpr int batches_max_limit = 100;
@@ -70,8 +70,7 @@ result<std::unique_ptr<upload>> request_handler::begin_upload(const request& hea
     return make_error(errc::invalid_file,
                       "The upload must be sent as 'Content-Type: multipart/form-data; "
                       "boundary=...' with a 'file' part and a 'purpose' field.");
-  return upload::start(std::move(*tenant), std::move(*boundary), batches_->upload_dir(),
-                       files_max_bytes_);
+  return upload::start(std::move(*tenant), *boundary, batches_->upload_dir(), files_max_bytes_);
 }
 
 boost::asio::awaitable<response> request_handler::finish_upload(std::unique_ptr<upload> u,

@@ -59,8 +59,10 @@ std::optional<std::string> multipart_boundary(std::string_view content_type) {
   return b;
 }
 
-multipart_parser::multipart_parser(std::string boundary, handlers h, size_t max_header_bytes)
-    : delimiter_("\r\n--" + boundary), h_(std::move(h)), max_header_bytes_(max_header_bytes) {
+multipart_parser::multipart_parser(std::string_view boundary, handlers h, size_t max_header_bytes)
+    : delimiter_(std::string("\r\n--").append(boundary)),
+      h_(std::move(h)),
+      max_header_bytes_(max_header_bytes) {
   // The first delimiter may open the body without a CRLF before it: pretend there was one.
   pending_ = "\r\n";
 }

@@ -34,7 +34,7 @@ class multipart_parser {
     std::function<status()> on_part_end;                   ///< it ended
   };
 
-  multipart_parser(std::string boundary, handlers h,
+  multipart_parser(std::string_view boundary, handlers h,
                    size_t max_header_bytes = limits::multipart_part_header_max_bytes);
 
   /// Feeds the next bytes. Errors: invalid_file (malformed body, headers over the limit) or the

@@ -43,17 +43,17 @@ bool is_file_purpose(std::string_view p) {
   return false;
 }
 
-upload::upload(std::string tenant, std::string boundary, int64_t max_bytes)
+upload::upload(std::string tenant, std::string_view boundary, int64_t max_bytes)
     : tenant_(std::move(tenant)),
       max_bytes_(max_bytes),
-      parser_(std::move(boundary),
+      parser_(boundary,
               multipart_parser::handlers{[this](const multipart_part& p) { return on_part(p); },
                                          [this](std::string_view b) { return on_data(b); },
                                          [this] { return on_part_end(); }}) {}
 
-result<std::unique_ptr<upload>> upload::start(std::string tenant, std::string boundary,
+result<std::unique_ptr<upload>> upload::start(std::string tenant, std::string_view boundary,
                                               const std::string& dir, int64_t max_bytes) {
-  std::unique_ptr<upload> u{new upload(std::move(tenant), std::move(boundary), max_bytes)};
+  std::unique_ptr<upload> u{new upload(std::move(tenant), boundary, max_bytes)};
   u->path_ = dir + "/upload-" + random_hex(24) + ".part";
   u->fd_ = ::open(u->path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (u->fd_ < 0) return disk_error("create", u->path_);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "api/detail/multipart.hpp"
 #include "config/result.hpp"
@@ -20,7 +21,7 @@ bool is_file_purpose(std::string_view purpose);
 class upload {
  public:
   /// Opens the staging file `<dir>/upload-<random>.part`. Errors: storage_unavailable.
-  static result<std::unique_ptr<upload>> start(std::string tenant, std::string boundary,
+  static result<std::unique_ptr<upload>> start(std::string tenant, std::string_view boundary,
                                                const std::string& dir, int64_t max_bytes);
   /// Removes the staging file unless `adopt()` took it.
   ~upload();
@@ -43,7 +44,7 @@ class upload {
   int64_t expires_after() const { return expires_after_; }
 
  private:
-  upload(std::string tenant, std::string boundary, int64_t max_bytes);
+  upload(std::string tenant, std::string_view boundary, int64_t max_bytes);
   status on_part(const multipart_part& p);
   status on_data(std::string_view bytes);
   status on_part_end();
