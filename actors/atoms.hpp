@@ -17,5 +17,9 @@ using expire_atom = caf::atom_constant<caf::atom("expire")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using beat_atom = caf::atom_constant<caf::atom("beat")>;
 using register_atom = caf::atom_constant<caf::atom("register")>;
+using claim_atom = caf::atom_constant<caf::atom("claim")>;
+using slot_atom = caf::atom_constant<caf::atom("slot")>;
+using yield_atom = caf::atom_constant<caf::atom("yield")>;
+using model_atom = caf::atom_constant<caf::atom("model")>;
 
 }  // namespace sy::actors

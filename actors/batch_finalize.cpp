@@ -1,23 +1,23 @@
 // After dispatch: the lines that never ran are drained into the error file with the stop code,
 // the recorded lines are written into the output and error files, and the batch is made
-// terminal — each step retried with backoff (batch_retry_policy) when it fails.
-
-#include "actors/batch_runner.hpp"
+// terminal — each step retried with backoff (batch_retry_policy) when it fails. The file work
+// runs on the batch manager's blocking thread and answers the actor by message.
 
 #include <unistd.h>
 
 #include <filesystem>
 
+#include "actors/detail/actor_timer.hpp"
 #include "actors/detail/batch_io.hpp"
+#include "actors/detail/batch_state.hpp"
 #include "runtime/backoff.hpp"
 #include "runtime/batch_output.hpp"
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
 
-namespace sy::actors {
+namespace sy::actors::detail {
 namespace {
 
-namespace asio = boost::asio;
 namespace fs = std::filesystem;
 namespace plan = runtime::batch;
 using runtime::batch::error_line;
@@ -26,90 +26,123 @@ using runtime::batch::stop_message;
 
 constexpr size_t drain_chunk = 1'000;  ///< error lines per commit when draining
 
-}  // namespace
+/// What a drain step needs, copied for the blocking thread.
+struct drain_job {
+  std::shared_ptr<drain_cursor> cursor;
+  storage::environment* env;
+  std::string id, dir, code, message;
+  std::array<uint64_t, 2> seed;
+  int fd;
+};
 
-// Every line without a result gets an error line with the stop code. Reading and matching run
-// on the blocking pool, a chunk at a time; each chunk commits before the next is read, so a try
-// that fails part way keeps what it committed and the next try skips those lines. "" when every
-// line has its result, else what failed.
-asio::awaitable<std::string> batch_runner::drain(const plan::ingest_result& p) {
-  const std::string code = stop_code;
-  const std::string message = stop_message(code);
-  for (uint64_t model_index = 0; model_index < p.models.size(); ++model_index) {
-    const auto& model = p.models[model_index];
-    uint64_t position = 0;
-    auto open_plan = [p = plans_dir() + "/plans/" + model.safe_name + ".plan"] {
-      return plan::plan_reader::open(p);
-    };
-    auto reader = co_await blocking(std::move(open_plan));
-    if (!reader)
-      co_return "cannot open the plan of model " + model.model + ": " + reader.error().message;
-    for (;;) {
-      auto next_chunk = [&] {
-        std::vector<storage::batch_line> lines;
-        plan::plan_entry e{};
-        auto txn = mgr.env_.begin_read();
-        while (lines.size() < drain_chunk && reader->next(e)) {
-          const uint64_t slot = storage::batch_slot(model_index, position++);
-          if (storage::has_batch_line(txn, id, slot)) continue;
-          std::string custom_id;
-          if (fd >= 0)
-            if (auto text = plan::read_at(fd, e.offset, e.length))
-              if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
-          lines.push_back(storage::batch_line{
-              slot,
-              false,
-              error_line(request_id_for(id_seed, e.offset), custom_id, code, message),
-              {}});
-        }
-        return lines;
-      };
-      auto chunk = co_await blocking(std::move(next_chunk));
-      if (chunk.empty()) break;
-      storage::batch_lines_op op{id, std::move(chunk)};
-      auto r = co_await mgr.commit(std::move(op));
-      if (!r) co_return "cannot record drained lines: " + r.error().message;
+/// The next chunk of error lines for lines without a result (on the blocking thread): reading
+/// and matching a chunk at a time, each committed before the next is read, so a try that fails
+/// part way keeps what it committed and the next try skips those lines.
+drained_lines next_chunk(const drain_job& j) {
+  drained_lines out;
+  auto& c = *j.cursor;
+  auto txn = j.env->begin_read();
+  while (out.lines.size() < drain_chunk && c.model_index < c.models.size()) {
+    const auto& model = c.models[c.model_index];
+    if (!c.reader) {
+      auto r = plan::plan_reader::open(j.dir + "/plans/" + model.safe_name + ".plan");
+      if (!r) {
+        out.failure = "cannot open the plan of model " + model.model + ": " + r.error().message;
+        return out;
+      }
+      c.reader.emplace(std::move(*r));
+      c.position = 0;
     }
-    if (reader->failed()) co_return "cannot read the plan of model " + model.model;
+    plan::plan_entry e{};
+    if (!c.reader->next(e)) {
+      if (c.reader->failed()) {
+        out.failure = "cannot read the plan of model " + model.model;
+        return out;
+      }
+      c.reader.reset();
+      ++c.model_index;
+      continue;
+    }
+    const uint64_t slot = storage::batch_slot(c.model_index, c.position++);
+    if (storage::has_batch_line(txn, j.id, slot)) continue;
+    std::string custom_id;
+    if (j.fd >= 0)
+      if (auto text = plan::read_at(j.fd, e.offset, e.length))
+        if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
+    out.lines.push_back(storage::batch_line{
+        slot,
+        false,
+        error_line(request_id_for(j.seed, e.offset), custom_id, j.code, j.message),
+        {}});
   }
-  co_return std::string{};
+  return out;
 }
 
-asio::awaitable<std::optional<std::string>> batch_runner::drain_with_retries(
-    const plan::ingest_result& p) {
-  for (int tries = 1;; ++tries) {
-    std::string failure = co_await drain(p);
-    if (failure.empty()) co_return failure;
-    ++mgr.failed_tries_;
-    if (tries >= mgr.retry_policy().tries) {
-      log::error("batch", "cannot drain the batch; giving up",
-                 {{"batch_id", id}, {"tries", tries}, {"error", failure}});
-      co_return "after " + std::to_string(tries) + " tries: " + failure;
-    }
-    if (!co_await back_off(tries, "drain", failure)) co_return std::nullopt;
-  }
+void drain_step(batch_ptr self) {
+  auto& st = self->state;
+  drain_job j{st.cursor,    &st.mgr->env_,
+              st.id,        st.mgr->batch_dir(st.id),
+              st.stop_code, stop_message(st.stop_code),
+              st.id_seed,   st.fd};
+  off_thread(self, [j = std::move(j)] { return next_chunk(j); });
 }
 
-asio::awaitable<bool> batch_runner::back_off(int tries, const char* what,
-                                             const std::string& failure) {
-  const batch_retry_policy policy = mgr.retry_policy();
+/// Every line without a result gets an error line with the stop code; try `tries`.
+void drain(batch_ptr self, int tries) {
+  auto& st = self->state;
+  st.tries = tries;
+  st.cursor = std::make_shared<drain_cursor>();
+  st.cursor->models = st.plans->models;
+  drain_step(self);
+}
+
+void finalize(batch_ptr self, int tries);
+
+/// Logs failed try `tries` of `what` and waits the policy's delay before `next`; ends the actor
+/// instead when the engine is shutting down (the batch resumes at the next start).
+void back_off(batch_ptr self, const char* what, const std::string& failure,
+              std::function<void()> next) {
+  auto& st = self->state;
+  const batch_retry_policy policy = st.mgr->retry_policy();
   // Jitter (1.0: none) spreads clients that failed together; one batch's retries need none.
   const int64_t delay =
-      runtime::backoff_delay_ms(tries - 1, policy.initial.count(), policy.max.count(), 1.0);
+      runtime::backoff_delay_ms(st.tries - 1, policy.initial.count(), policy.max.count(), 1.0);
   log::warn("batch", std::string("cannot ") + what + " the batch; retrying",
-            {{"batch_id", id}, {"try", tries}, {"retry_in_ms", delay}, {"error", failure}});
-  if (shutting_down) co_return false;
-  co_await runtime::async_wait(*pause, delay, asio::use_awaitable);
-  co_return !shutting_down;
+            {{"batch_id", st.id}, {"try", st.tries}, {"retry_in_ms", delay}, {"error", failure}});
+  if (st.shutting_down || !st.pause) return end(self);
+  st.pausing = true;
+  st.after_pause = std::move(next);
+  arm<tick_atom>(st.pause, delay, batch_actor{self});
 }
 
-batch_runner::written_files batch_runner::write_files(const storage::batch_record& b,
-                                                      const std::string& out_id,
-                                                      const std::string& err_id, int64_t now_s) {
-  runtime::batch::result_file out(mgr.file_path(out_id)), err(mgr.file_path(err_id));
+/// The drain is over: "" when every line has its result, else why the last try gave up.
+void drained(batch_ptr self, std::string undrained) {
+  auto& st = self->state;
+  st.undrained = std::move(undrained);
+  st.cursor.reset();
+  close_input(self);
+  disarm(st.window);
+  finalize(self, 1);
+}
+
+void drain_failed(batch_ptr self, const std::string& failure) {
+  auto& st = self->state;
+  ++st.mgr->failed_tries_;
+  if (st.tries >= st.mgr->retry_policy().tries) {
+    log::error("batch", "cannot drain the batch; giving up",
+               {{"batch_id", st.id}, {"tries", st.tries}, {"error", failure}});
+    return drained(self, "after " + std::to_string(st.tries) + " tries: " + failure);
+  }
+  back_off(self, "drain", failure, [self, next = st.tries + 1] { drain(self, next); });
+}
+
+/// Streams the recorded lines into the output and error files (on the blocking thread).
+written_files write_files(batch_manager* mgr, const storage::batch_record& b,
+                          const std::string& out_id, const std::string& err_id, int64_t now_s) {
+  runtime::batch::result_file out(mgr->file_path(out_id)), err(mgr->file_path(err_id));
   {
-    auto txn = mgr.env_.begin_read();
-    storage::scan_batch_lines(txn, id, [&](uint64_t, bool ok, std::string_view text) {
+    auto txn = mgr->env_.begin_read();
+    storage::scan_batch_lines(txn, b.id, [&](uint64_t, bool ok, std::string_view text) {
       (ok ? out : err).append(text);
       return !(out.failed() && err.failed());  // nothing more can be written
     });
@@ -117,13 +150,13 @@ batch_runner::written_files batch_runner::write_files(const storage::batch_recor
   // Each file on its own: when one cannot be written the other may still be kept.
   out.commit();
   err.commit();
-  detail::fsync_dir(mgr.files_dir_);
+  fsync_dir(mgr->files_dir_);
   auto record = [&](const runtime::batch::result_file& f, const std::string& fid,
                     const char* kind) {
     storage::file_record r;
     r.id = fid;
     r.tenant = b.tenant;
-    r.filename = id + "_" + kind + ".jsonl";
+    r.filename = b.id + "_" + kind + ".jsonl";
     r.purpose = "batch_output";
     r.bytes = f.bytes();
     r.created_at = now_s;
@@ -138,107 +171,135 @@ batch_runner::written_files batch_runner::write_files(const storage::batch_recor
   return w;
 }
 
-void batch_runner::remove(const written_files& w) const {
-  if (w.output) ::unlink(mgr.file_path(w.output->id).c_str());
-  if (w.error) ::unlink(mgr.file_path(w.error->id).c_str());
+/// Removes the files of `w` that are in place (not referenced by any record).
+void remove(batch_ptr self, const written_files& w) {
+  if (w.output) ::unlink(self->state.mgr->file_path(w.output->id).c_str());
+  if (w.error) ::unlink(self->state.mgr->file_path(w.error->id).c_str());
 }
 
-asio::awaitable<std::string> batch_runner::finalize(const std::string& undrained, int tries,
-                                                    bool last) {
-  // Both files are written from the recorded lines in slot order (model by model, each in its
-  // plan's order; OpenAI does not keep input order either), so each line appears exactly once
-  // whatever happened before; a crash here redoes finalization from the same lines.
+/// Both files are written from the recorded lines in slot order (model by model, each in its
+/// plan's order; OpenAI does not keep input order either), so each line appears exactly once
+/// whatever happened before; a crash here redoes finalization from the same lines.
+void finalize(batch_ptr self, int tries) {
+  auto& st = self->state;
+  st.tries = tries;
   runtime::failpoint("batch_finalize_start");
-  const int64_t started_ms = mgr.ctx_.clock.now_ms();
-  auto b0 = mgr.get_batch_any(id);
-  if (!b0) co_return std::string{};
-  const int64_t now_ms = mgr.ctx_.clock.now_ms();
-  auto out_id = "file-" + mgr.ids_.next(now_ms);
-  auto err_id = "file-" + mgr.ids_.next(now_ms);
-  auto write = [&] { return write_files(*b0, out_id, err_id, now_ms / 1000); };
-  auto w = co_await blocking(std::move(write));
-  const bool incomplete = !w.output_failure.empty() || !w.error_failure.empty();
-  if (incomplete) {
-    ++mgr.failed_tries_;
-    const auto& failure = w.output_failure.empty() ? w.error_failure : w.output_failure;
-    if (!last) {
-      remove(w);  // all or nothing until the last try
-      co_return failure;
-    }
-    log::error("batch", "cannot write the result files; giving up, the batch fails",
-               {{"batch_id", id}, {"tries", tries}, {"error", failure}});
+  auto b = st.mgr->get_batch_any(st.id);
+  if (!b) return end(self);
+  const int64_t now_ms = st.ctx->clock.now_ms();
+  finalize_try f{"file-" + st.mgr->ids_.next(now_ms), "file-" + st.mgr->ids_.next(now_ms),
+                 std::move(*b), tries >= st.mgr->retry_policy().tries};
+  off_thread(self, [mgr = st.mgr, f, now_s = now_ms / 1000] {
+    return write_files(mgr, f.batch, f.output_id, f.error_id, now_s);
+  });
+  st.finalizing = std::move(f);
+}
+
+/// A try failed: the last one gives up until the next start (only a storage that cannot commit
+/// ends here: files that cannot be written are given up on the last try), others back off.
+void finalize_failed(batch_ptr self, const std::string& failure) {
+  auto& st = self->state;
+  if (st.finalizing->last) {
+    log::error("batch", "cannot finalize the batch; giving up until the next start",
+               {{"batch_id", st.id}, {"tries", st.tries}, {"error", failure}});
+    return end(self);
   }
-  runtime::failpoint("batch_files_written");
-  storage::batch_finish_op op{id, w.output, w.error, mgr.ctx_.clock.now_ms(), std::nullopt};
-  const runtime::batch::line_counts counts{b0->total, b0->completed, b0->failed};
-  if (auto lost = runtime::batch::lost_message(counts, b0->stop_code, undrained, w.output_failure,
-                                               w.error_failure, tries);
-      !lost.empty())
-    op.failure = storage::batch_error{errc::batch_failed, std::move(lost), "", 0};
-  auto r = co_await mgr.commit(std::move(op));
-  if (!r) {
-    if (!incomplete) ++mgr.failed_tries_;
-    remove(w);  // without a record they would only be removed at the next start
-    co_return "cannot record finalization: " + r.error().message;
+  back_off(self, "finalize", failure, [self, next = st.tries + 1] { finalize(self, next); });
+}
+
+/// The finalization committed (or found the batch terminal or gone): the plans go, the actor
+/// ends.
+void finalized(batch_ptr self, const written_files& w, const storage::op_reply& r) {
+  auto& st = self->state;
+  if (!r.batch) {  // the batch is gone: nothing to finalize
+    remove(self, w);
+    return end(self);
   }
-  if (!r->batch) {  // the batch is gone: nothing to finalize
-    remove(w);
-    co_return std::string{};
-  }
-  const auto& b = *r->batch;
+  const auto& b = *r.batch;
   // Already terminal (finalized before): the files just written are not referenced.
-  if (r->what != storage::op_reply::kind::done) remove(w);
+  if (r.what != storage::op_reply::kind::done) remove(self, w);
   std::error_code ec;
-  fs::remove_all(plans_dir(), ec);
+  fs::remove_all(st.mgr->batch_dir(st.id), ec);
   log::info("batch", "batch finished",
-            {{"batch_id", id},
+            {{"batch_id", st.id},
              {"status", storage::to_string(b.status)},
              {"total", b.total},
              {"completed", b.completed},
              {"failed", b.failed},
              {"output_file_id", b.output_file_id},
-             {"error_file_id", b.error_file_id},
-             {"finalize_ms", mgr.ctx_.clock.now_ms() - started_ms}});
-  co_return std::string{};
+             {"error_file_id", b.error_file_id}});
+  end(self);
 }
 
-asio::awaitable<void> batch_runner::finalize_with_retries(std::string undrained) {
-  for (int tries = 1;; ++tries) {
-    const bool last = tries >= mgr.retry_policy().tries;
-    std::string failure = co_await finalize(undrained, tries, last);
-    if (failure.empty()) co_return;
-    if (last) {
-      // Files that cannot be written are given up on the last try, so only a storage that
-      // cannot commit ends here: nothing more can be done now; the batch resumes at the next
-      // start.
-      log::error("batch", "cannot finalize the batch; giving up until the next start",
-                 {{"batch_id", id}, {"tries", tries}, {"error", failure}});
-      co_return;
-    }
-    if (!co_await back_off(tries, "finalize", failure)) co_return;
-  }
-}
+}  // namespace
 
-asio::awaitable<void> batch_runner::finish(const std::optional<plan::ingest_result>& p) {
-  auto b = mgr.get_batch_any(id);
-  if (!b || storage::is_terminal(b->status)) co_return;
-  std::string undrained;  // why lines without a result could not be drained, if they could not
+void finish(batch_ptr self) {
+  auto& st = self->state;
+  if (st.shutting_down) return end(self);  // resumed at the next start
+  auto b = st.mgr->get_batch_any(st.id);
+  if (!b || storage::is_terminal(b->status)) return end(self);
   if (b->stop_code.empty()) {
-    storage::batch_finalizing_op op{id, mgr.ctx_.clock.now_ms()};
-    (void)co_await mgr.commit(std::move(op));
-  } else {
-    stop_code = b->stop_code;
-    if (p) {
-      // Also without the input file (a system failure may be just that): the lines then carry
-      // no custom_id, but every one of them is accounted for.
-      auto drained = co_await drain_with_retries(*p);
-      if (!drained) co_return;  // shutting down: resumed at the next start
-      undrained = std::move(*drained);
-    }
+    close_input(self);
+    disarm(st.window);
+    storage::batch_finalizing_op op{st.id, st.ctx->clock.now_ms()};
+    return commit(self, std::move(op), [self](write_reply&) { finalize(self, 1); });
   }
-  close_input();
-  deadline->cancel();
-  co_await finalize_with_retries(std::move(undrained));
+  st.stop_code = b->stop_code;
+  // Also without the input file (a system failure may be just that): the lines then carry no
+  // custom_id, but every one of them is accounted for.
+  if (st.plans) return drain(self, 1);
+  drained(self, "");
 }
 
-}  // namespace sy::actors
+void on_drained(batch_ptr self, drained_lines& d) {
+  auto& st = self->state;
+  if (!d.failure.empty()) return drain_failed(self, d.failure);
+  if (d.lines.empty()) return drained(self, "");
+  storage::batch_lines_op op{st.id, std::move(d.lines)};
+  commit(self, std::move(op), [self](write_reply& r) {
+    if (!r.reply) return drain_failed(self, "cannot record drained lines: " + r.err.message);
+    drain_step(self);
+  });
+}
+
+void on_written(batch_ptr self, written_files& w) {
+  auto& st = self->state;
+  const auto& f = *st.finalizing;
+  const bool incomplete = !w.output_failure.empty() || !w.error_failure.empty();
+  if (incomplete) {
+    ++st.mgr->failed_tries_;
+    const auto& failure = w.output_failure.empty() ? w.error_failure : w.output_failure;
+    if (!f.last) {
+      remove(self, w);  // all or nothing until the last try
+      return finalize_failed(self, failure);
+    }
+    log::error("batch", "cannot write the result files; giving up, the batch fails",
+               {{"batch_id", st.id}, {"tries", st.tries}, {"error", failure}});
+  }
+  runtime::failpoint("batch_files_written");
+  storage::batch_finish_op op{st.id, w.output, w.error, st.ctx->clock.now_ms(), std::nullopt};
+  const runtime::batch::line_counts counts{f.batch.total, f.batch.completed, f.batch.failed};
+  if (auto lost = runtime::batch::lost_message(counts, f.batch.stop_code, st.undrained,
+                                               w.output_failure, w.error_failure, st.tries);
+      !lost.empty())
+    op.failure = storage::batch_error{errc::batch_failed, std::move(lost), "", 0};
+  commit(self, std::move(op), [self, w, incomplete](write_reply& r) {
+    if (!r.reply) {
+      if (!incomplete) ++self->state.mgr->failed_tries_;
+      remove(self, w);  // without a record they would only be removed at the next start
+      return finalize_failed(self, "cannot record finalization: " + r.err.message);
+    }
+    finalized(self, w, *r.reply);
+  });
+}
+
+void on_pause_over(batch_ptr self) {
+  auto& st = self->state;
+  st.pausing = false;
+  auto next = std::move(st.after_pause);
+  st.after_pause = nullptr;
+  if (st.shutting_down) return end(self);
+  if (next) next();
+}
+
+}  // namespace sy::actors::detail

@@ -1,22 +1,21 @@
-// The lanes: one per model, on its gateway client's strand, each with workers that take a line,
-// a slot of the model's and of the global budget, send the request and record its result.
-// Results are committed in groups through the storage writer.
+// A batch's lanes: one per model, each reading its plan in order and starting a line whenever it
+// holds an idle slot of the model's budget, which it asks the model's dispatcher for by message
+// and keeps for its next lines until the dispatcher asks for it back. Each request runs on its
+// gateway client's executor and its outcome comes back to the batch's actor as a message;
+// results are committed in groups through the storage writer.
 
-#include "actors/batch_runner.hpp"
+#include <utility>  // before any Asio header (Boost 1.74)
 
 #include <algorithm>
 #include <chrono>
 
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/this_coro.hpp>
+#include <boost/asio/co_spawn.hpp>
 
 #include "actors/batch_response.hpp"
-#include "actors/detail/batch_io.hpp"
+#include "actors/detail/batch_state.hpp"
 #include "runtime/log.hpp"
 
-namespace sy::actors {
+namespace sy::actors::detail {
 namespace {
 
 namespace asio = boost::asio;
@@ -24,243 +23,244 @@ namespace plan = runtime::batch;
 using runtime::batch::error_line;
 using runtime::batch::request_id_for;
 
-/// Results gathered before a commit. A scheduling delay on the real clock, not a time the engine
-/// keeps (it only groups fsyncs), so it does not follow the injected clock: a test that holds its
-/// manual clock still must not stall every result commit.
+/// Results gathered before a commit. A scheduling delay on the real clock (CAF's), not a time
+/// the engine keeps (it only groups fsyncs), so it does not follow the injected clock: a test
+/// that holds its manual clock still must not stall every result commit.
 constexpr std::chrono::milliseconds record_gather{5};
 
-}  // namespace
-
-// Results are committed in groups: while one commit is under way, the next results gather and
-// go in the following one. A result not yet committed when the process dies is simply run
-// again; the first committed result per line wins (storage/batch_ops.hpp).
-void batch_runner::record(storage::batch_line line) {
-  {
-    std::lock_guard lock{mu};
-    unrecorded.push_back(std::move(line));
-    if (recording) return;
-    recording = true;
+/// Tells the lane's dispatcher that it gives `give_back` slots back and how many more it wants:
+/// enough for the per-model limit while lines remain, none once it ended.
+void update(batch_ptr self, batch_lane& lane, int32_t give_back) {
+  auto& st = self->state;
+  give_back = std::clamp(give_back, 0, lane.held - lane.busy);
+  lane.held -= give_back;
+  lane.owed = std::max(0, lane.owed - give_back);
+  int32_t want = 0;
+  if (!lane.ended) {
+    const uint64_t left = lane.reader.size() - lane.position + (lane.next ? 1 : 0);
+    const auto desired = static_cast<int32_t>(
+        std::min<uint64_t>(std::max(1, st.ctx->cfg.per_model_concurrency), lane.busy + left));
+    want = std::max(0, desired - lane.held);
   }
-  asio::co_spawn(strand, record_loop(), asio::detached);
+  if (give_back == 0 && want == lane.wished) return;
+  lane.wished = want;
+  self->send(lane.owner, slot_update{lane.key, give_back, want, true}, slot_holder_actor{self});
 }
 
-asio::awaitable<void> batch_runner::record_loop() {
-  auto self = shared_from_this();
-  asio::steady_timer gather(strand);
-  for (;;) {
-    // Let a few more results arrive so that one commit (one fsync) carries many; the results'
-    // slots are already free, so this delays only their durability, never dispatch.
-    gather.expires_after(record_gather);
-    boost::system::error_code gec;
-    co_await gather.async_wait(detail::use_ec(gec));
-    std::vector<storage::batch_line> lines;
-    {
-      std::lock_guard lock{mu};
-      if (unrecorded.empty()) {
-        recording = false;
-        break;
-      }
-      lines.swap(unrecorded);
-    }
-    storage::batch_lines_op op{id, std::move(lines)};
-    auto r = co_await mgr.commit(std::move(op));
-    if (!r) {
-      // A storage that cannot commit fails the batch rather than spinning; the lines not
-      // recorded are drained with batch_failed (or run again after a restart).
-      std::string why = "cannot record results: " + r.error().message;
-      {
-        std::lock_guard lock{mu};
-        unrecorded.clear();
-        recording = false;
-      }
-      wake.cancel();
-      co_await fail(std::move(why));
-      co_return;
-    }
-  }
-  wake.cancel();
+/// Hands a result to the next commit of results. A result not yet committed when the process
+/// dies is simply run again; the first committed result per line wins (storage/batch_ops.hpp).
+void record(batch_ptr self, storage::batch_line line) {
+  auto& st = self->state;
+  st.unrecorded.push_back(std::move(line));
+  if (st.recording) return;
+  st.recording = true;
+  self->delayed_send(self, record_gather, flush_atom::value);
 }
 
-/// Waits until every result handed to `record` is committed.
-asio::awaitable<void> batch_runner::recorded() {
-  auto busy = [this] {
-    std::lock_guard lock{mu};
-    return recording || !unrecorded.empty();
-  };
-  while (busy()) {
-    boost::system::error_code ec;
-    co_await wake.async_wait(detail::use_ec(ec));
-  }
-}
-
-asio::awaitable<void> batch_runner::request(std::string model, runtime::gateway_client* gw,
-                                            plan::plan_entry e, uint64_t slot) {
-  auto self = shared_from_this();
-  auto text = plan::read_at(fd, e.offset, e.length);
-  if (!text) {
-    {
-      std::string why = "cannot read the input file: " + text.error().message;
-      co_await fail(std::move(why));
+/// The next line of the lane's plan that has no result yet; false at its end.
+bool next_line(batch_ptr self, batch_lane& lane) {
+  auto& st = self->state;
+  plan::plan_entry e{};
+  while (lane.reader.next(e)) {
+    const uint64_t slot = storage::batch_slot(lane.model_index, lane.position++);
+    if (!st.fresh) {
+      auto txn = st.mgr->env_.begin_read();
+      if (storage::has_batch_line(txn, st.id, slot)) continue;  // done before a restart
     }
-    co_return;
-  }
-  auto parsed = plan::parse_request_line(*text);
-  if (!parsed) {
-    {
-      std::string why = "input line at byte " + std::to_string(e.offset) +
-                        " no longer parses: " + parsed.error().message;
-      co_await fail(std::move(why));
-    }
-    co_return;
-  }
-  const std::string req_id = request_id_for(id_seed, e.offset);
-  if (!gw) {
-    storage::batch_line line{slot,
-                             false,
-                             error_line(req_id, parsed->custom_id, errc::model_not_found,
-                                        "No gateway serves model '" + model + "'."),
-                             {}};
-    record(std::move(line));
-    co_return;
-  }
-  auto abort = std::make_shared<runtime::abort_handle>();
-  uint64_t key = 0;
-  {
-    std::lock_guard lock{mu};
-    key = next_request++;
-    inflight.emplace(key, abort);
-  }
-  runtime::gateway_request gr{endpoint, std::move(parsed->body)};
-  auto out = co_await gw->send(std::move(gr), abort);
-  {
-    std::lock_guard lock{mu};
-    inflight.erase(key);
-  }
-  if (abort->aborted()) co_return;  // stopped: drained with the stop code, or run again later
-  storage::batch_line line;
-  if (out.got_response) {
-    line = response_line(slot, req_id, parsed->custom_id, out);
-  } else {
-    line = storage::batch_line{slot,
-                               false,
-                               error_line(req_id, parsed->custom_id, errc::gateway_unreachable,
-                                          "The gateway could not be reached after " +
-                                              std::to_string(out.tries) + " tries: " + out.error),
-                               {}};
-  }
-  record(std::move(line));
-}
-
-// A lane dispatches one model's plan. It runs on the gateway client's strand, with as many
-// workers as the per-model limit allows in flight; each worker takes the next line, a slot of
-// the model's and of the global budget, sends, records and gives the slots back — so a request
-// makes no hop between executors and no coroutine is spawned per request.
-asio::awaitable<void> batch_runner::lane(plan::model_plan model, uint64_t model_index) {
-  auto self = shared_from_this();
-  auto open_plan = [p = plans_dir() + "/plans/" + model.safe_name + ".plan"] {
-    return plan::plan_reader::open(p);
-  };
-  auto reader = co_await blocking(std::move(open_plan));
-  if (!reader) {
-    {
-      std::string why =
-          "cannot open the plan of model " + model.model + ": " + reader.error().message;
-      co_await fail(std::move(why));
-    }
-    co_return;
-  }
-  lane_state lane{std::move(*reader), model.model, model_index};
-  lane.gw = mgr.ctx_.gateway_for(model.model);
-  lane.per_model = &mgr.ctx_.model_budget(model.model);
-  lane.global = &mgr.ctx_.budget;
-  const uint64_t lines = lane.reader.size();
-  const int workers = static_cast<int>(std::max<uint64_t>(
-      1, std::min<uint64_t>({lines, static_cast<uint64_t>(std::max(1, lane.per_model->limit())),
-                             static_cast<uint64_t>(std::max(1, lane.global->limit()))})));
-  const auto ex = co_await asio::this_coro::executor;
-  asio::steady_timer done(ex, asio::steady_timer::time_point::max());
-  int running = workers;
-  for (int i = 0; i < workers; ++i) {
-    asio::co_spawn(ex, worker(lane), asio::bind_executor(ex, [&](std::exception_ptr e) {
-                     if (e) log::error("batch", "lane worker crashed", {{"batch_id", id}});
-                     --running;
-                     done.cancel();
-                   }));
-  }
-  while (running > 0) {
-    boost::system::error_code ec;
-    co_await done.async_wait(detail::use_ec(ec));
-  }
-}
-
-bool batch_runner::next_line(lane_state& lane, plan::plan_entry& e, uint64_t& slot) {
-  while (!halted && lane.reader.next(e)) {
-    slot = storage::batch_slot(lane.model_index, lane.position++);
-    if (fresh) return true;
-    auto txn = mgr.env_.begin_read();
-    if (!storage::has_batch_line(txn, id, slot)) return true;  // else: done before a restart
+    lane.next.emplace(e, slot);
+    return true;
   }
   return false;
 }
 
-asio::awaitable<void> batch_runner::worker(lane_state& lane) {
-  auto self = shared_from_this();
-  plan::plan_entry e{};
-  uint64_t slot = 0;
-  while (next_line(lane, e, slot)) {
-    if (!co_await take(*lane.per_model)) break;
-    if (!co_await take(*lane.global)) {
-      lane.per_model->release(1);
+/// A line of `lane` no longer needs its slot: a slot asked back (or of an ended lane) goes back
+/// now, the others serve the lane's next lines.
+void line_done(batch_ptr self, batch_lane& lane) {
+  --lane.busy;
+  update(self, lane, lane.owed > 0 || lane.ended ? 1 : 0);
+}
+
+/// Reads the line and sends it, holding one of the lane's slots until it ends.
+void start_line(batch_ptr self, size_t lane_index, plan::plan_entry e, uint64_t slot) {
+  auto& st = self->state;
+  auto& lane = st.lanes[lane_index];
+  ++lane.busy;
+  auto text = plan::read_at(st.fd, e.offset, e.length);
+  if (!text) {
+    line_done(self, lane);
+    return fail(self, "cannot read the input file: " + text.error().message, nullptr);
+  }
+  auto parsed = plan::parse_request_line(*text);
+  if (!parsed) {
+    line_done(self, lane);
+    return fail(self,
+                "input line at byte " + std::to_string(e.offset) +
+                    " no longer parses: " + parsed.error().message,
+                nullptr);
+  }
+  std::string req_id = request_id_for(st.id_seed, e.offset);
+  if (!lane.gw) {
+    line_done(self, lane);
+    return record(self,
+                  storage::batch_line{slot,
+                                      false,
+                                      error_line(req_id, parsed->custom_id, errc::model_not_found,
+                                                 "No gateway serves model '" + lane.model + "'."),
+                                      {}});
+  }
+  const uint64_t key = st.next_key++;
+  auto abort = std::make_shared<runtime::abort_handle>();
+  st.inflight.emplace(key,
+                      batch_request{lane_index, slot, std::move(req_id), parsed->custom_id, abort});
+  asio::co_spawn(lane.gw->executor(),
+                 lane.gw->send(runtime::gateway_request{st.endpoint, std::move(parsed->body)},
+                               std::move(abort)),
+                 [me = batch_actor{self}, key](std::exception_ptr ex, runtime::gateway_outcome o) {
+                   if (ex) {
+                     o = {};
+                     o.error = "the request failed inside the engine";
+                   }
+                   caf::anon_send(me, line_outcome{key, std::move(o)});
+                 });
+}
+
+/// Starts lines on one lane while it has idle slots; an ended lane gives its idle slots back.
+void pump_lane(batch_ptr self, size_t lane_index) {
+  auto& st = self->state;
+  auto& lane = st.lanes[lane_index];
+  while (!st.halted && !lane.ended && lane.held > lane.busy) {
+    if (!lane.next && !next_line(self, lane)) {
+      lane.ended = true;
       break;
     }
-    co_await request(lane.model, lane.gw, e, slot);
-    lane.per_model->release(1);
-    lane.global->release(1);
+    auto [e, slot] = *lane.next;
+    lane.next.reset();
+    start_line(self, lane_index, e, slot);
+  }
+  if (!lane.ended && !st.halted && !lane.next && !next_line(self, lane)) lane.ended = true;
+  update(self, lane, lane.ended ? lane.held - lane.busy : 0);
+}
+
+}  // namespace
+
+void dispatch(batch_ptr self) {
+  auto& st = self->state;
+  if (auto now = st.mgr->get_batch_any(st.id)) st.fresh = now->completed == 0 && now->failed == 0;
+  log::info(
+      "batch", "dispatching",
+      {{"batch_id", st.id}, {"lines", st.plans->line_count}, {"models", st.plans->models.size()}});
+  st.dispatching = true;
+  const auto& models = st.plans->models;
+  for (uint64_t i = 0; i < models.size() && !st.halted; ++i) {
+    auto reader = plan::plan_reader::open(st.mgr->batch_dir(st.id) + "/plans/" +
+                                          models[i].safe_name + ".plan");
+    if (!reader) {
+      fail(self, "cannot open the plan of model " + models[i].model + ": " + reader.error().message,
+           nullptr);
+      break;
+    }
+    batch_lane lane{std::move(*reader)};
+    lane.model = models[i].model;
+    lane.model_index = i;
+    lane.gw = st.ctx->gateway_for(lane.model);
+    lane.owner = st.ctx->dispatcher_for(lane.model);
+    lane.key = next_slot_key();
+    st.lanes.push_back(std::move(lane));
+  }
+  pump(self);
+}
+
+void pump(batch_ptr self) {
+  auto& st = self->state;
+  for (size_t i = 0; i < st.lanes.size(); ++i) pump_lane(self, i);
+  check_dispatched(self);
+}
+
+void on_line_outcome(batch_ptr self, line_outcome& o) {
+  auto& st = self->state;
+  auto it = st.inflight.find(o.key);
+  if (it == st.inflight.end()) return;
+  auto req = std::move(it->second);
+  st.inflight.erase(it);
+  line_done(self, st.lanes[req.lane]);
+  // Aborted (stopped): drained with the stop code, or run again after the restart.
+  if (!req.abort->aborted()) {
+    const auto& out = o.outcome;
+    if (out.got_response) {
+      record(self, response_line(req.slot, req.request_id, req.custom_id, out));
+    } else {
+      record(self, storage::batch_line{
+                       req.slot,
+                       false,
+                       error_line(req.request_id, req.custom_id, errc::gateway_unreachable,
+                                  "The gateway could not be reached after " +
+                                      std::to_string(out.tries) + " tries: " + out.error),
+                       {}});
+    }
+  }
+  pump(self);
+}
+
+void flush(batch_ptr self) {
+  auto& st = self->state;
+  if (st.unrecorded.empty()) {
+    st.recording = false;
+    return check_dispatched(self);
+  }
+  std::vector<storage::batch_line> lines;
+  lines.swap(st.unrecorded);
+  commit(self, storage::batch_lines_op{st.id, std::move(lines)}, [self](write_reply& r) {
+    auto& s = self->state;
+    if (r.reply) {
+      // While this commit was under way the next results gathered; they go in the next one.
+      if (s.unrecorded.empty()) {
+        s.recording = false;
+        return check_dispatched(self);
+      }
+      return self->delayed_send(self, record_gather, flush_atom::value);
+    }
+    // A storage that cannot commit fails the batch rather than spinning; the lines not
+    // recorded are drained with batch_failed (or run again after a restart).
+    s.unrecorded.clear();
+    s.recording = false;
+    fail(self, "cannot record results: " + r.err.message, nullptr);
+  });
+}
+
+void leave_budgets(batch_ptr self) {
+  for (auto& lane : self->state.lanes) {
+    lane.ended = true;
+    update(self, lane, lane.held - lane.busy);
   }
 }
 
-/// Takes one slot of `budget`, waiting (without blocking a thread) until one is handed to this
-/// worker or the runner stops; false when it stopped first. A worker that stops while waiting
-/// cancels its place, so a slot reserved for it goes to the next waiter (actors/budget.hpp).
-asio::awaitable<bool> batch_runner::take(global_budget& budget) {
-  static std::atomic<uint64_t> next_waiter{uint64_t{1} << 62};
-  if (halted) co_return false;
-  if (budget.try_acquire()) co_return true;  // the common case: no timer, no registration
-  const uint64_t waiter = next_waiter++;
-  const auto ex = co_await asio::this_coro::executor;
-  for (;;) {
-    auto timer = std::make_shared<asio::steady_timer>(ex, asio::steady_timer::time_point::max());
-    bool stopped = false;
-    {
-      std::lock_guard lock{mu};
-      stopped = halted;  // stop() sets halted before it cancels what is in `waiting`
-      if (!stopped) waiting.insert(timer);
-    }
-    if (stopped) {
-      budget.cancel(waiter);
-      co_return false;
-    }
-    // The wake-up is posted to this strand, so it runs after the wait below has begun.
-    int got = budget.acquire(
-        1, waiter, [timer] { asio::post(timer->get_executor(), [timer] { timer->cancel(); }); });
-    if (got != 1) {
-      boost::system::error_code ec;
-      co_await timer->async_wait(detail::use_ec(ec));
-    }
-    {
-      std::lock_guard lock{mu};
-      waiting.erase(timer);
-    }
-    if (got == 1) {
-      if (!halted) co_return true;
-      budget.release(1);
-      co_return false;
-    }
-    if (halted) {
-      budget.cancel(waiter);
-      co_return false;
-    }
+void on_slots(batch_ptr self, uint64_t key, int32_t granted, int32_t asked) {
+  auto& st = self->state;
+  for (size_t i = 0; i < st.lanes.size(); ++i) {
+    auto& lane = st.lanes[i];
+    if (lane.key != key) continue;
+    lane.held += granted;
+    lane.wished = std::max(0, lane.wished - granted);
+    lane.owed += asked;
+    if (asked > 0) update(self, lane, std::min(lane.owed, lane.held - lane.busy));
+    pump_lane(self, i);
+    return check_dispatched(self);
   }
 }
 
-}  // namespace sy::actors
+void abort_inflight(batch_ptr self) {
+  for (auto& [key, req] : self->state.inflight) req.abort->abort();
+}
+
+void check_dispatched(batch_ptr self) {
+  auto& st = self->state;
+  if (!st.dispatching || !st.inflight.empty() || st.recording || st.failing > 0) return;
+  for (const auto& lane : st.lanes)
+    if (!lane.ended) return;
+  st.dispatching = false;
+  leave_budgets(self);
+  if (st.shutting_down) return end(self);  // resumed at the next start
+  finish(self);
+}
+
+}  // namespace sy::actors::detail

@@ -1,5 +1,5 @@
-// The batch manager: the Files and Batch API (batch_service), starting and stopping the runners
-// (actors/batch_runner.hpp), recovery at start and the file-expiry sweep.
+// The batch manager: the Files and Batch API (batch_service), starting the batches' actors
+// (actors/batch_actor.hpp), recovery at start and the file-expiry sweep.
 
 #include "actors/batch_manager.hpp"
 
@@ -10,15 +10,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <set>
-#include <thread>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <caf/send.hpp>
 
-#include "actors/batch_runner.hpp"
+#include "actors/batch_actor.hpp"
 #include "actors/detail/batch_io.hpp"
 #include "actors/write.hpp"
 #include "runtime/log.hpp"
@@ -45,7 +45,7 @@ batch_manager::batch_manager(engine_context& ctx, storage::environment& env)
 }
 
 batch_manager::~batch_manager() {
-  stop(std::chrono::milliseconds(0));
+  stop();
   blocking_.join();
 }
 
@@ -53,11 +53,6 @@ std::string batch_manager::upload_dir() const { return uploads_dir_; }
 std::string batch_manager::file_path(const std::string& id) const { return files_dir_ + "/" + id; }
 std::string batch_manager::batch_dir(const std::string& id) const {
   return batches_dir_ + "/" + id;
-}
-
-size_t batch_manager::running() const {
-  std::lock_guard lock{mu_};
-  return runners_.size();
 }
 
 void batch_manager::set_retry_policy(batch_retry_policy p) {
@@ -116,43 +111,13 @@ status batch_manager::start() {
   return ok;
 }
 
-void batch_manager::stop(std::chrono::milliseconds grace) {
+void batch_manager::stop() {
   if (stopping_.exchange(true)) return;
-  std::vector<std::shared_ptr<batch_runner>> all;
-  {
-    std::lock_guard lock{mu_};
-    for (auto& [id, r] : runners_) all.push_back(r);
-  }
-  for (auto& r : all) asio::post(r->strand, [r] { r->stop(""); });
   if (sweep_timer_) asio::post(sweep_timer_->executor(), [t = sweep_timer_] { t->cancel(); });
-  auto until = std::chrono::steady_clock::now() + grace;
-  while (running() > 0 && std::chrono::steady_clock::now() < until)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 void batch_manager::launch(const std::string& batch_id) {
-  auto r = std::make_shared<batch_runner>(*this, batch_id);
-  {
-    std::lock_guard lock{mu_};
-    if (stopping_ || runners_.count(batch_id)) return;
-    runners_[batch_id] = r;
-  }
-  asio::co_spawn(r->strand, r->run(), [this, r](std::exception_ptr ex) {
-    if (ex) {
-      try {
-        std::rethrow_exception(ex);
-      } catch (const std::exception& e) {
-        log::error("batch", "runner crashed", {{"batch_id", r->id}, {"what", e.what()}});
-      }
-    }
-    r->ended();  // on the strand: the completion runs there
-    finished(r->id);
-  });
-}
-
-void batch_manager::finished(const std::string& batch_id) {
-  std::lock_guard lock{mu_};
-  runners_.erase(batch_id);
+  if (!stopping_) spawn_batch_actor(*this, batch_id);
 }
 
 asio::awaitable<void> batch_manager::sweep_expired_files() {
@@ -306,16 +271,10 @@ asio::awaitable<result<storage::batch_record>> batch_manager::cancel_batch(std::
             "; only validating, in_progress or finalizing batches can be cancelled.",
         "batch_id");
   if (r->batch->status == storage::batch_status::cancelling) {
-    std::shared_ptr<batch_runner> rn;
-    {
-      std::lock_guard lock{mu_};
-      if (auto it = runners_.find(id); it != runners_.end()) rn = it->second;
-    }
-    if (rn) {
-      asio::post(rn->strand, [rn] { rn->stop(errc::batch_cancelled); });
-    } else {
-      launch(id);  // not running here (e.g. finished dispatch a moment ago): finish the cancel
-    }
+    // The batch's actor stops; when none runs it here (it ended a moment ago, or gave up until
+    // the next start), the new one finishes the cancel — the registry lets only one run.
+    caf::anon_send(ctx_.jobs, cancel_atom::value, id);
+    launch(id);
   }
   co_return std::move(*r->batch);
 }

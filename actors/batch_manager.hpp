@@ -1,7 +1,7 @@
 #pragma once
 /// The batch manager: implements `batch_service` for the API and runs every batch that is not
-/// terminal — one runner per batch (actors/batch_runner.hpp, the job actor of DESIGN.md for
-/// batches), as coroutines on a strand of the engine's execution context. A runner ingests the
+/// terminal — one job actor per batch (actors/batch_actor.hpp), registered in the job registry
+/// like every job with work on this node. A batch's actor ingests the
 /// input file (plans per model, runtime/batch_plan.hpp), dispatches each model's plan in
 /// prefix-hash order under the per-model and global budgets, records each result line exactly
 /// once (storage/batch_ops.hpp), stops on cancel, expiry or failure (draining undispatched lines
@@ -42,8 +42,6 @@ struct batch_retry_policy {
   std::chrono::milliseconds max{60'000};
 };
 
-struct batch_runner;
-
 class batch_manager final : public batch_service {
  public:
   batch_manager(engine_context& ctx, storage::environment& env);
@@ -55,9 +53,10 @@ class batch_manager final : public batch_service {
   /// record, plans of finished batches), resumes every batch that is not terminal and starts the
   /// file-expiry sweep. Call once, after the storage writer runs and before the API serves.
   status start();
-  /// Shutdown: runners stop dispatching and abort their requests without recording anything for
-  /// them (they run again after the restart); waits up to `grace` for the runners to end.
-  void stop(std::chrono::milliseconds grace);
+  /// Shutdown: no batch starts any more and the file-expiry sweep ends. The batches' actors are
+  /// stopped through the job registry (`release`): they abort their requests without recording
+  /// anything for them (they run again after the restart).
+  void stop();
 
   std::string upload_dir() const override;
   std::string file_path(const std::string& id) const override;
@@ -76,8 +75,6 @@ class batch_manager final : public batch_service {
   boost::asio::awaitable<result<storage::batch_record>> cancel_batch(std::string tenant,
                                                                      std::string id) override;
 
-  /// Batches being run right now (tests, metrics).
-  size_t running() const;
   /// Replaces the retry policy of draining and finalization (tests shorten it); takes effect
   /// for the next try.
   void set_retry_policy(batch_retry_policy p);
@@ -86,12 +83,14 @@ class batch_manager final : public batch_service {
   uint64_t failed_tries() const { return failed_tries_; }
 
  private:
-  friend struct batch_runner;
   /// Commits one operation through the storage writer.
   boost::asio::awaitable<result<storage::op_reply>> commit(storage::write_op op);
+  /// Spawns the batch's actor (it ends at once when one already runs the batch).
   void launch(const std::string& batch_id);
-  void finished(const std::string& batch_id);
   boost::asio::awaitable<void> sweep_expired_files();
+
+ public:
+  // --- For the batches' actors (actors/batch_actor.hpp, actors/detail/batch_state.hpp) --------
   std::string batch_dir(const std::string& id) const;
   /// The batch, whichever tenant owns it.
   std::optional<storage::batch_record> get_batch_any(const std::string& id) const;
@@ -104,7 +103,6 @@ class batch_manager final : public batch_service {
   runtime::ulid_generator ids_;
   boost::asio::thread_pool blocking_{1};  ///< ingestion, draining and finalization file I/O
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<batch_runner>> runners_;
   std::atomic<bool> stopping_{false};
   batch_retry_policy retry_;  ///< guarded by mu_
   std::atomic<uint64_t> failed_tries_{0};

@@ -4,24 +4,6 @@
 
 namespace sy::actors {
 
-dispatch_state::slot_source dispatch_state::both(global_budget& model, global_budget& global,
-                                                 uint64_t id, std::function<void()> wake) {
-  return {
-      [&model, &global, id, wake](int want) {
-        const int got_model = model.acquire(want, id, wake);
-        if (got_model == 0) return 0;
-        const int got = global.acquire(got_model, id, wake);
-        model.release(got_model - got);
-        return got;
-      },
-      [&model, &global](int n) {
-        if (n <= 0) return;
-        global.release(n);
-        model.release(n);
-      },
-  };
-}
-
 dispatch_actions dispatch_state::ask(int max, int held) {
   fetch_out_ = true;
   held_ = held;

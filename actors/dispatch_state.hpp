@@ -4,8 +4,9 @@
 /// thin behaviour around it that carries the decisions out (messages to its fetcher, attempts on
 /// the execution context, naks); unit tests drive it without an actor system or NATS.
 ///
-/// Slots: a request holds one slot of its model's budget and one of the global budget while it
-/// is sent; `take` gets up to N of both (the model's first) and `release` gives N of both back.
+/// Slots: a request holds one slot of its model's budget (backed by one of the global budget)
+/// while it is sent; `take` gets up to N and `release` gives N back (the dispatcher owns the
+/// budget: actors/slot_ledger.hpp).
 /// An idle model fetches one message without holding a slot; a busy one takes slots first and
 /// fetches at most that many. Owner: the model's dispatcher (one thread at a time).
 
@@ -16,7 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include "actors/budget.hpp"
 #include "runtime/jetstream.hpp"
 
 namespace sy::actors {
@@ -31,16 +31,9 @@ struct dispatch_actions {
 
 class dispatch_state {
  public:
-  struct slot_source;
-  /// The slots of a model's budget and the global one together: the model's first, then as many
-  /// global ones; a caller that gets none is queued in the budget that refused as `id`, and
-  /// `wake` is called once a slot is handed to it.
-  static slot_source both(global_budget& model, global_budget& global, uint64_t id,
-                          std::function<void()> wake);
-
   struct slot_source {
     std::function<int(int want)>
-        take;  ///< up to `want` slots of both budgets; 0: none (woken later)
+        take;  ///< up to `want` slots; 0: none (the dispatcher looks again when one is handed over)
     std::function<void(int n)> release;
   };
   /// `limit`: the per-model concurrency (bounds one fetch and the attempts still committing).

@@ -74,12 +74,12 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
     ctx.gateways[model] = std::make_unique<runtime::gateway_client>(e->exec_.get_executor(), gw);
 
   engine* self = e.get();
+  ctx.budget = spawn_global_budget(*e->sys_, d.cfg.global_concurrency);
+  ctx.dispatcher_for = [self](const std::string& model) {
+    return slot_owner_actor{self->dispatcher(model, false)};
+  };
   e->spawn_storage_actors();
   e->want_known_models();
-  e->watcher_ = std::thread([self] {
-    runtime::name_this_thread("sy-model-watch");
-    self->watch_models();
-  });
   e->reaper_ = spawn_lease_reaper(ctx, d.env, node_prefix);
 
   e->work_.emplace(e->exec_.get_executor());
@@ -97,7 +97,7 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   }
   log::info("engine", "started",
             {{"holder", ctx.holder},
-             {"models", e->wanted_models_.size()},
+             {"models", e->queued_models_},
              {"global_concurrency", d.cfg.global_concurrency},
              {"per_model_concurrency", d.cfg.per_model_concurrency}});
   return e;
@@ -128,75 +128,40 @@ void engine::spawn_storage_actors() {
 }
 
 void engine::want_known_models() {
-  auto txn = deps_.env.begin_read();
-  txn.scan(storage::db::meta, storage::known_model_prefix, [&](auto key, auto) {
-    if (key.substr(0, storage::known_model_prefix.size()) != storage::known_model_prefix)
-      return false;
-    wanted_models_.insert(std::string(key.substr(storage::known_model_prefix.size())));
-    return true;
-  });
-  for (const auto& [model, gw] : deps_.cfg.model_gateways) wanted_models_.insert(model);
+  std::vector<std::string> models;
+  {
+    auto txn = deps_.env.begin_read();
+    txn.scan(storage::db::meta, storage::known_model_prefix, [&](auto key, auto) {
+      if (key.substr(0, storage::known_model_prefix.size()) != storage::known_model_prefix)
+        return false;
+      models.emplace_back(key.substr(storage::known_model_prefix.size()));
+      return true;
+    });
+  }
+  for (const auto& [model, gw] : deps_.cfg.model_gateways) models.push_back(model);
+  std::lock_guard lock{models_mu_};
+  for (const auto& m : models) (void)dispatcher_locked(m, true);
 }
 
 engine::~engine() { shutdown(); }
 
-void engine::watch_models() {
-  // A model whose queue cannot be bound yet (NATS down, a stream being made again) is retried
-  // with exponential backoff, 1 s doubling to 60 s, and its failure logged at most once a
-  // minute with a count — never a line per try.
-  struct model_retry {
-    int failures = 0;
-    int64_t next_ms = 0;
-    log::throttle warn{60'000};
-  };
-  std::map<std::string, model_retry> retries;
-  std::unique_lock lock{models_mu_};
-  while (!stop_watcher_) {
-    const int64_t now = deps_.clock.now_ms();
-    std::vector<std::string> due;
-    for (const auto& m : wanted_models_) {
-      if (dispatchers_.count(m)) continue;
-      auto r = retries.find(m);
-      if (r == retries.end() || r->second.next_ms <= now) due.push_back(m);
-    }
-    for (const auto& model : due) {
-      lock.unlock();
-      const uint64_t generation = deps_.js.layout_generation();  // read before binding
-      auto sub = deps_.js.subscribe_tasks(model);
-      lock.lock();
-      if (!sub) {
-        auto& r = retries[model];
-        const int64_t delay = runtime::backoff_delay_ms(r.failures++, 1000, 60'000, 1.0);
-        r.next_ms = deps_.clock.now_ms() + delay;
-        if (const uint64_t n = r.warn.occur(deps_.clock.now_ms()))
-          log::warn("engine", "cannot subscribe to a model's queue yet; retrying",
-                    {{"model", model},
-                     {"code", sub.error().code},
-                     {"error", sub.error().message},
-                     {"failures", n},
-                     {"next_try_in_ms", delay}});
-        continue;
-      }
-      retries.erase(model);
-      if (stop_watcher_) break;
-      dispatchers_[model] =
-          spawn_model_dispatcher(*ctx_, model, std::move(sub.value()), generation);
-      log::info("engine", "dispatching model", {{"model", model}});
-    }
-    int64_t next = -1;
-    for (const auto& m : wanted_models_) {
-      if (dispatchers_.count(m)) continue;
-      const int64_t at = retries.count(m) ? retries[m].next_ms : 0;
-      next = next < 0 ? at : std::min(next, at);
-    }
-    if (next < 0) {
-      models_cv_.wait(lock);
-    } else {
-      // Capped at a second so that a clock a test moves by hand is read again soon.
-      const int64_t wait_ms = std::clamp<int64_t>(next - deps_.clock.now_ms(), 1, 1000);
-      models_cv_.wait_for(lock, std::chrono::milliseconds(wait_ms));
-    }
+model_dispatcher_actor engine::dispatcher(const std::string& model, bool queue) {
+  std::lock_guard lock{models_mu_};
+  return dispatcher_locked(model, queue);
+}
+
+model_dispatcher_actor engine::dispatcher_locked(const std::string& model, bool queue) {
+  auto& d = dispatchers_[model];
+  if (!d.handle) {
+    d.handle = spawn_model_dispatcher(*ctx_, model, nullptr, 0);
+    log::info("engine", "dispatcher started", {{"model", model}});
   }
+  if (queue && !d.queue) {
+    d.queue = true;
+    ++queued_models_;
+    caf::anon_send(d.handle, wake_atom::value);  // its fetcher binds the model's queue
+  }
+  return d.handle;
 }
 
 boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
@@ -216,15 +181,15 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
     // gateway the client chooses the name: without a bound, distinct names would exhaust them.
     // Checked and taken in one critical section, so concurrent new models cannot overshoot.
     std::lock_guard lock{models_mu_};
-    if (!wanted_models_.count(model) &&
-        wanted_models_.size() >= static_cast<size_t>(deps_.cfg.max_models))
+    auto known = dispatchers_.find(model);
+    if ((known == dispatchers_.end() || !known->second.queue) &&
+        queued_models_ >= static_cast<size_t>(deps_.cfg.max_models))
       co_return make_error(errc::too_many_models,
-                           "This engine already queues jobs for " +
-                               std::to_string(wanted_models_.size()) +
+                           "This engine already queues jobs for " + std::to_string(queued_models_) +
                                " distinct models, its limit (max_models, see docs/limits.md); "
                                "a job for another model is refused.",
                            "body.model");
-    if (wanted_models_.insert(model).second) models_cv_.notify_all();
+    (void)dispatcher_locked(model, true);
   }
   const int64_t now = deps_.clock.now_ms();
   storage::job_record job;
@@ -378,8 +343,10 @@ bool engine::jobs_drained(std::chrono::milliseconds within) {
 void engine::stop_jobs() {
   auto grace = std::chrono::milliseconds(deps_.cfg.shutdown_timeout_ms);
   // Batches stop at once: their in-flight requests are aborted unrecorded and run again after
-  // the restart (a batch's lines are recorded one by one, so nothing finished is redone).
-  if (batches_) batches_->stop(grace);
+  // the restart (a batch's lines are recorded one by one, so nothing finished is redone). Their
+  // actors are in the registry, so the drain below waits for them too.
+  if (batches_) batches_->stop();
+  caf::anon_send(ctx_->jobs, release_atom::value, true);
   if (jobs_drained(grace)) return;
   log::warn("engine", "shutdown timeout: returning running attempts to the queue", {});
   caf::anon_send(ctx_->jobs, release_atom::value);
@@ -421,21 +388,22 @@ void engine::drain_webhooks() {
 
 void engine::stop_actors() {
   auto& ctx = *ctx_;
+  std::map<std::string, model_entry> dispatchers;
   {
     std::lock_guard lock{models_mu_};
-    stop_watcher_ = true;
-    models_cv_.notify_all();
+    dispatchers.swap(dispatchers_);
   }
-  if (watcher_.joinable()) watcher_.join();
-  for (auto& [m, d] : dispatchers_) caf::anon_send_exit(d, caf::exit_reason::user_shutdown);
+  for (auto& [m, d] : dispatchers) caf::anon_send_exit(d.handle, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(ctx.budget, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(reaper_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(relay_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(ctx.writer, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(ctx.jobs, caf::exit_reason::user_shutdown);
   // A detached actor's thread ends only when the last handle to it is gone.
   relay_ready_ = false;
-  dispatchers_.clear();
-  ctx.clear_budget_waiters();
+  dispatchers.clear();
+  ctx.budget = nullptr;
+  ctx.dispatcher_for = nullptr;
   reaper_ = nullptr;
   relay_ = nullptr;
   ctx.writer = nullptr;

@@ -8,7 +8,7 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -71,7 +71,10 @@ class engine final : public job_service {
 
  private:
   explicit engine(deps d);
-  void watch_models();
+  /// The dispatcher of `model`, spawned on first use; `queue`: it also takes the model's
+  /// JetStream queue (single-request jobs), not only hands out its budget (batch lanes).
+  model_dispatcher_actor dispatcher(const std::string& model, bool queue);
+  model_dispatcher_actor dispatcher_locked(const std::string& model, bool queue);
   void wake_webhooks();
   // Steps of start():
   void spawn_storage_actors();  ///< the storage writer, the job registry and the outbox relay
@@ -82,7 +85,7 @@ class engine final : public job_service {
   void stop_jobs();       ///< batches stop; attempts finish within the grace or are released
   void flush_outbox();    ///< the relay publishes what the outbox holds; its deletions commit
   void drain_webhooks();  ///< deliveries in flight end; the deliverer stops
-  void stop_actors();     ///< the model watcher, dispatchers, reaper, relay, writer, registry
+  void stop_actors();     ///< dispatchers, the global budget, reaper, relay, writer, registry
 
   deps deps_;
   caf::actor_system_config caf_cfg_;
@@ -100,14 +103,15 @@ class engine final : public job_service {
   std::atomic<bool> webhooks_ready_{false};  ///< webhooks_ is set: the writer's hook may wake it
   std::unique_ptr<batch_manager> batches_;
 
-  // Models with a dispatcher, and models wanted (the watcher thread subscribes them, since a
-  // subscription is a blocking NATS call and may need retrying while NATS is down).
+  // The directory of model dispatchers: read and grown by HTTP threads (a submission's model)
+  // and by batch actors (ctx.dispatcher_for), each lookup a short critical section.
+  struct model_entry {
+    model_dispatcher_actor handle;
+    bool queue = false;  ///< it takes the model's JetStream queue (counts toward max_models)
+  };
   std::mutex models_mu_;
-  std::condition_variable models_cv_;
-  std::set<std::string> wanted_models_;
-  std::map<std::string, model_dispatcher_actor> dispatchers_;
-  bool stop_watcher_ = false;
-  std::thread watcher_;
+  std::map<std::string, model_entry> dispatchers_;
+  size_t queued_models_ = 0;  ///< entries with `queue`
   std::atomic<bool> shut_down_{false};
 };
 

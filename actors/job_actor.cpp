@@ -15,6 +15,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/attempt.hpp"
+#include "actors/detail/actor_timer.hpp"
 #include "actors/engine_context.hpp"
 #include "runtime/backoff.hpp"
 #include "runtime/failpoint.hpp"
@@ -23,6 +24,9 @@
 namespace sy::actors {
 namespace asio = boost::asio;
 namespace {
+
+using detail::arm;
+using detail::disarm;
 
 std::string random_token() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -56,23 +60,6 @@ struct job_state {
 };
 
 using job_ptr = job_actor::stateful_pointer<job_state>;
-
-/// Arms `t` (its methods run on its strand), sending `Atom` to `me` when it fires.
-template <class Atom>
-void arm(const std::shared_ptr<runtime::timer>& t, int64_t delay_ms, job_actor me) {
-  asio::post(t->executor(), [t, delay_ms, me = std::move(me)] {
-    t->wait(delay_ms, [me](bool fired) {
-      if (fired) caf::anon_send(me, Atom::value);
-    });
-  });
-}
-
-/// Cancels `t` on its strand and lets go of it, so a second disarm posts nothing.
-void disarm(std::shared_ptr<runtime::timer>& t) {
-  if (!t) return;
-  asio::post(t->executor(), [t] { t->cancel(); });
-  t.reset();
-}
 
 /// The attempt is over for this node: its timer off, and the actor ends (its dispatcher hears
 /// `done` and the registry forgets it, both through what is attached to its exit).
@@ -230,7 +217,7 @@ void on_started(job_ptr self, write_reply& r) {
 void begin(job_ptr self) {
   auto& st = self->state;
   auto& ctx = *st.ctx;
-  self->send(ctx.jobs, register_atom::value, st.task_id, job_actor{self});
+  self->send(ctx.jobs, register_atom::value, st.task_id, job_control_actor{self});
   st.token = random_token();
   st.lease_from_ms = ctx.clock.now_ms();
   storage::start_attempt_op start{st.task_id, st.attempt,       st.token,

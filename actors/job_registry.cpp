@@ -18,7 +18,7 @@ namespace sy::actors {
 namespace {
 
 struct registry_state {
-  job_table<job_actor> table;
+  job_table<job_control_actor> table;
   std::vector<caf::typed_response_promise<bool>> drains;  ///< answered when the table empties
   std::shared_ptr<runtime::timer> tick;                   ///< the heartbeat tick (on its strand)
   int64_t tick_ms = 0;
@@ -34,6 +34,15 @@ void forward(registry_ptr self, const std::string& id, const char* what) {
   auto actors = self->state.table.find(id);
   for (auto& a : actors) self->send(a, Atom::value);
   log::info(self->state.component, what, {{"task_id", id}, {"running_here", !actors.empty()}});
+}
+
+/// Shutdown: every registered job (or only the claimed ones) gives its work back.
+void release(registry_ptr self, bool claimed_only) {
+  log::info(self->state.component,
+            claimed_only ? "stopping running batches" : "giving running attempts back to the queue",
+            {{"jobs", self->state.table.jobs()}});
+  self->state.table.for_each(
+      [&](const job_control_actor& a) { self->send(a, release_atom::value); }, claimed_only);
 }
 
 /// Arms the next heartbeat tick: `beat` to the registry when it fires.
@@ -65,10 +74,17 @@ job_registry_actor::behavior_type registry(registry_ptr self, const char* compon
     st.drains.clear();
   });
   return {
-      [=](register_atom, const std::string& id, job_actor a) {
+      [=](register_atom, const std::string& id, job_control_actor a) {
         self->monitor(a);
         const auto actor_id = a.id();
         self->state.table.add(id, actor_id, std::move(a));
+      },
+      [=](claim_atom, const std::string& id, job_control_actor a) {
+        if (self->state.table.has(id)) return false;
+        self->monitor(a);
+        const auto actor_id = a.id();
+        self->state.table.add(id, actor_id, std::move(a), true);
+        return true;
       },
       [=](cancel_atom, const std::string& id) {
         forward<cancel_atom>(self, id, "cancelling a running job");
@@ -76,13 +92,11 @@ job_registry_actor::behavior_type registry(registry_ptr self, const char* compon
       [=](expire_atom, const std::string& id) {
         forward<expire_atom>(self, id, "a running job's timeout passed");
       },
-      [=](release_atom) {
-        log::info(self->state.component, "giving running attempts back to the queue",
-                  {{"jobs", self->state.table.jobs()}});
-        self->state.table.for_each([&](const job_actor& a) { self->send(a, release_atom::value); });
-      },
+      [=](release_atom) { release(self, false); },
+      [=](release_atom, bool claimed_only) { release(self, claimed_only); },
       [=](beat_atom) {
-        self->state.table.for_each([&](const job_actor& a) { self->send(a, beat_atom::value); });
+        self->state.table.for_each(
+            [&](const job_control_actor& a) { self->send(a, beat_atom::value); });
         arm_tick(self);
       },
       [=](drain_atom) -> caf::typed_response_promise<bool> {

@@ -31,18 +31,28 @@
 
 namespace sy::actors {
 
-/// One job's work on this node (actors/job_actor.hpp): its attempt, deadline and heartbeat.
-/// Receives `cancel`, `expire` (its deadline passed), `release` (shutdown), `beat` (the
-/// registry's heartbeat tick) and the gateway's outcome.
-using job_actor = caf::typed_actor<caf::reacts_to<cancel_atom>, caf::reacts_to<expire_atom>,
-                                   caf::reacts_to<release_atom>, caf::reacts_to<beat_atom>,
-                                   caf::reacts_to<runtime::gateway_outcome>>;
+/// What the registry and the engine say to a job's actor, whatever its kind: `cancel`, `expire`
+/// (its deadline passed), `release` (shutdown: give the work back) and `beat` (the registry's
+/// heartbeat tick). A single-request job's actor (actors/job_actor.hpp) and a batch's
+/// (actors/batch_actor.hpp) extend it with their own messages.
+using job_control_actor = caf::typed_actor<caf::reacts_to<cancel_atom>, caf::reacts_to<expire_atom>,
+                                           caf::reacts_to<release_atom>, caf::reacts_to<beat_atom>>;
 
+/// One attempt of a single-request job on this node: the control messages and the gateway's
+/// outcome.
+using job_actor = job_control_actor::extend<caf::reacts_to<runtime::gateway_outcome>>;
+
+/// Receives (`register`, id, actor) from a starting job actor; (`claim`, id, actor) → true from
+/// a job that must be the only one of its id here (a batch: false when one already runs, and
+/// the newcomer ends); (`cancel`, id) and (`expire`, id); `release` (every job) and
+/// (`release`, true) (only the claimed ones: batches stop at once at shutdown); `beat`; `drain`.
 using job_registry_actor =
-    caf::typed_actor<caf::reacts_to<register_atom, std::string, job_actor>,
+    caf::typed_actor<caf::reacts_to<register_atom, std::string, job_control_actor>,
+                     caf::replies_to<claim_atom, std::string, job_control_actor>::with<bool>,
                      caf::reacts_to<cancel_atom, std::string>,
                      caf::reacts_to<expire_atom, std::string>, caf::reacts_to<release_atom>,
-                     caf::reacts_to<beat_atom>, caf::replies_to<drain_atom>::with<bool>>;
+                     caf::reacts_to<release_atom, bool>, caf::reacts_to<beat_atom>,
+                     caf::replies_to<drain_atom>::with<bool>>;
 
 /// The registry's table, as a plain class (unit-tested without an actor system): jobs by id,
 /// each with the actors working for it (a redelivery can briefly run a second attempt of the
@@ -50,8 +60,9 @@ using job_registry_actor =
 template <class Handle>
 class job_table {
  public:
-  void add(const std::string& id, uint64_t actor_id, Handle h) {
-    by_id_[id].emplace_back(actor_id, std::move(h));
+  /// `claimed`: registered with `claim` (the only actor of its id; see job_registry_actor).
+  void add(const std::string& id, uint64_t actor_id, Handle h, bool claimed = false) {
+    by_id_[id].push_back(entry{actor_id, std::move(h), claimed});
     id_of_[actor_id] = id;
   }
   /// Forgets the actor `actor_id`; false when it was not registered.
@@ -60,7 +71,7 @@ class job_table {
     if (it == id_of_.end()) return false;
     auto jobs = by_id_.find(it->second);
     if (jobs != by_id_.end()) {
-      std::erase_if(jobs->second, [&](const auto& e) { return e.first == actor_id; });
+      std::erase_if(jobs->second, [&](const entry& e) { return e.actor_id == actor_id; });
       if (jobs->second.empty()) by_id_.erase(jobs);
     }
     id_of_.erase(it);
@@ -70,20 +81,28 @@ class job_table {
   std::vector<Handle> find(const std::string& id) const {
     std::vector<Handle> out;
     if (auto it = by_id_.find(id); it != by_id_.end())
-      for (const auto& e : it->second) out.push_back(e.second);
+      for (const auto& e : it->second) out.push_back(e.handle);
     return out;
   }
+  bool has(const std::string& id) const { return by_id_.count(id) > 0; }
+  /// Calls `f` with every actor (only the claimed ones when `claimed_only`).
   template <class F>
-  void for_each(F&& f) const {
+  void for_each(F&& f, bool claimed_only = false) const {
     for (const auto& [id, actors] : by_id_)
-      for (const auto& e : actors) f(e.second);
+      for (const auto& e : actors)
+        if (!claimed_only || e.claimed) f(e.handle);
   }
   size_t jobs() const { return by_id_.size(); }
   size_t actors() const { return id_of_.size(); }
   bool empty() const { return id_of_.empty(); }
 
  private:
-  std::map<std::string, std::vector<std::pair<uint64_t, Handle>>> by_id_;
+  struct entry {
+    uint64_t actor_id;
+    Handle handle;
+    bool claimed;
+  };
+  std::map<std::string, std::vector<entry>> by_id_;
   std::map<uint64_t, std::string> id_of_;
 };
 

@@ -11,6 +11,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/detail/slot_book.hpp"
 #include "actors/dispatch_state.hpp"
 #include "actors/job_actor.hpp"
 #include "runtime/log.hpp"
@@ -34,23 +35,33 @@ struct fetcher_state {
 
 using fetcher_ptr = task_fetcher_actor::stateful_pointer<fetcher_state>;
 
-/// Binds the model's consumer again when the streams were made again since it was bound (see
-/// spawn_model_dispatcher); a failure is retried before the next fetch.
-void rebind_if_layout_remade(fetcher_state& st) {
-  const uint64_t generation = st.ctx->js.layout_generation();
-  if (generation == st.generation) return;
+/// Binds the model's consumer when it is not bound yet (NATS was down) or the streams were made
+/// again since it was bound (see spawn_model_dispatcher); a failure is retried before the next
+/// fetch. False while it is not bound.
+bool bind_consumer(fetcher_state& st, std::string& error) {
+  const uint64_t generation = st.ctx->js.layout_generation();  // read before binding
+  if (st.sub && generation == st.generation) return true;
   auto sub = st.ctx->js.subscribe_tasks(st.model);
-  if (!sub) return;
+  if (!sub) {
+    error = "cannot subscribe to the model's queue: " + sub.error().message;
+    return st.sub != nullptr;  // a stale binding still fetches what the server kept
+  }
+  const bool again = st.sub != nullptr;
   st.sub = std::move(sub.value());
   st.generation = generation;
-  log::info("dispatcher", "bound the model's consumer again (the streams were made again)",
+  log::info("dispatcher",
+            again ? "bound the model's consumer again (the streams were made again)"
+                  : "bound the model's consumer",
             {{"model", st.model}, {"generation", generation}});
+  error.clear();
+  return true;
 }
 
 fetched_tasks fetch_now(fetcher_state& st, int32_t max) {
   fetched_tasks out;
   out.asked = max;
-  rebind_if_layout_remade(st);
+  if (!bind_consumer(st, out.error)) return out;
+  out.error.clear();
   auto msgs = st.sub->fetch(max, fetch_wait_ms);
   if (!msgs) {
     out.error = msgs.error().message;
@@ -87,9 +98,17 @@ task_fetcher_actor::behavior_type fetcher(fetcher_ptr self, engine_context* ctx,
 struct dispatcher_state {
   engine_context* ctx = nullptr;
   std::string model;
-  task_fetcher_actor fetcher;
+  task_fetcher_actor fetcher;           ///< set once it takes the model's queue
   std::optional<dispatch_state> logic;  ///< the decisions (actors/dispatch_state.hpp)
   bool fetch_scheduled = false;         ///< a `fetch` to self is on its way
+  // The model's budget (its owner) and the global slots behind it (their holder).
+  std::optional<detail::slot_book> slots;  ///< model slots: its attempts and batch lanes
+  uint64_t own_key = next_slot_key();      ///< its attempts' key in `slots`
+  uint64_t global_key = next_slot_key();   ///< its key at the global budget
+  int32_t credit = 0;       ///< model slots handed to its attempts' key, not yet taken
+  int32_t global_held = 0;  ///< global slots it holds (the model slots' cap, less `owed`)
+  int32_t owed = 0;         ///< global slots the global budget asked back, not yet returned
+  int32_t global_wish = 0;  ///< global slots it asked for and has not been granted
   static inline const char* name = "model_dispatcher";
 };
 
@@ -97,14 +116,15 @@ using dispatcher_ptr = model_dispatcher_actor::stateful_pointer<dispatcher_state
 
 void schedule_fetch(dispatcher_ptr self) {
   auto& st = self->state;
-  if (st.fetch_scheduled || st.logic->fetch_outstanding() || st.ctx->stopping) return;
+  if (!st.fetcher || st.fetch_scheduled || st.logic->fetch_outstanding() || st.ctx->stopping)
+    return;
   st.fetch_scheduled = true;
   self->send(self, fetch_atom::value);
 }
 
-/// Starts one attempt as a job actor holding one slot of each budget. The slots go back when
-/// the gateway has answered (`answered`), or when the attempt ends if it never sent
-/// (`done`, false); an answered attempt ends with `done`, true.
+/// Starts one attempt as a job actor holding one model slot. The slot goes back when the
+/// gateway has answered (`answered`), or when the attempt ends if it never sent (`done`, false);
+/// an answered attempt ends with `done`, true.
 void launch(dispatcher_ptr self, runtime::delivery d) {
   auto& st = self->state;
   auto& ctx = *st.ctx;
@@ -132,13 +152,69 @@ void carry_out(dispatcher_ptr self, dispatch_actions a) {
   for (auto& d : a.start) launch(self, std::move(d));
 }
 
-/// The budgets as the logic sees them: per-model first, then global; a dispatcher that gets no
-/// slot is queued as a waiter and woken with `fetch` once one is handed to it.
+/// Looks for work: what a `fetch` message does, and what a slot handed to its attempts does.
+void look(dispatcher_ptr self) {
+  auto& st = self->state;
+  auto a = st.logic->on_fetch(st.ctx->stopping);
+  const bool started = !a.start.empty();
+  carry_out(self, std::move(a));
+  if (started) schedule_fetch(self);  // else: its answer, a slot or a `done` wakes us
+}
+
+/// Sends the grants and yields of the model's budget; slots handed to its own attempts' key
+/// become credit for the logic, which looks for work next (`fetch`; never from inside the
+/// logic, which may be what released the slot).
+void deliver(dispatcher_ptr self, const std::vector<slot_grant>& grants) {
+  auto& st = self->state;
+  if (int32_t own = st.slots->deliver(self, grants); own > 0) {
+    st.credit += own;
+    schedule_fetch(self);
+  }
+}
+
+/// After every event: model slots handed to its attempts that the logic did not take go back
+/// (so they serve the lanes waiting); lanes are asked to yield what waiters need; global slots
+/// asked back go once not in use; and the global budget hears how many more slots the model's
+/// waiters need.
+void settle(dispatcher_ptr self) {
+  auto& st = self->state;
+  auto& ledger = st.slots->ledger;
+  if (st.credit > 0 && !st.fetch_scheduled) {  // else the coming `fetch` takes them
+    (void)ledger.want(st.own_key, 0);
+    const int32_t n = std::exchange(st.credit, 0);
+    st.slots->deliver(self, ledger.release(st.own_key, n));
+  }
+  (void)st.slots->deliver(self, {});  // yields, when its own attempts now wait for a lane's slot
+  slot_update u{st.global_key, 0, 0, true};
+  u.give_back = std::min(st.owed, std::max(0, st.global_held - ledger.held()));
+  st.global_held -= u.give_back;
+  st.owed -= u.give_back;
+  if (ledger.waiting() > 0 && ledger.free() == 0 && ledger.cap() < ledger.limit())
+    u.want = std::min(ledger.limit() - ledger.cap(), ledger.wanted());
+  if (u.give_back == 0 && u.want == st.global_wish) return;
+  st.global_wish = u.want;
+  self->send(st.ctx->budget, u, slot_holder_actor{self});
+}
+
+/// The logic's view of the model's budget: slots handed to its attempts' key first (credit),
+/// then free ones; when it gets none it waits in turn, and `deliver` wakes it.
 dispatch_state::slot_source slots_of(dispatcher_ptr self) {
-  engine_context* ctx = self->state.ctx;
-  model_dispatcher_actor me = self;
-  return dispatch_state::both(ctx->model_budget(self->state.model), ctx->budget, self->id(),
-                              [me] { caf::anon_send(me, fetch_atom::value); });
+  return {
+      [self](int want) {
+        auto& st = self->state;
+        int got = std::min(want, st.credit);
+        st.credit -= got;
+        if (got < want) {
+          got += st.slots->ledger.want(st.own_key, want - got);
+          if (got > 0) (void)st.slots->ledger.want(st.own_key, 0);  // waits only when it got none
+        }
+        return got;
+      },
+      [self](int n) {
+        auto& st = self->state;
+        if (n > 0) deliver(self, st.slots->ledger.release(st.own_key, n));
+      },
+  };
 }
 
 void on_fetched(dispatcher_ptr self, fetched_tasks& r) {
@@ -155,36 +231,77 @@ void on_fetched(dispatcher_ptr self, fetched_tasks& r) {
   schedule_fetch(self);
 }
 
+/// The global budget changed what this dispatcher holds: `granted` more, or `asked` back.
+void on_global(dispatcher_ptr self, int32_t granted, int32_t asked) {
+  auto& st = self->state;
+  st.global_held += granted;
+  st.global_wish = std::max(0, st.global_wish - granted);
+  st.owed = std::min(st.global_held, st.owed + asked);
+  deliver(self, st.slots->ledger.set_cap(st.global_held - st.owed));
+}
+
+/// Starts taking the model's queue: spawns the task fetcher (over `sub`, or binding the
+/// consumer itself when it is null) and fetches.
+void take_queue(dispatcher_ptr self, runtime::pull_subscription* sub, uint64_t generation,
+                runs_on fetcher_on) {
+  auto& st = self->state;
+  model_dispatcher_actor me = self;
+  st.fetcher =
+      fetcher_on == runs_on::own_thread
+          ? self->spawn<caf::detached + caf::linked>(fetcher, st.ctx, st.model, sub, generation, me,
+                                                     true)
+          : self->spawn<caf::linked>(fetcher, st.ctx, st.model, sub, generation, me, false);
+  schedule_fetch(self);
+}
+
 model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, engine_context* ctx,
                                                  std::string model, runtime::pull_subscription* sub,
                                                  uint64_t generation, runs_on fetcher_on) {
   auto& st = self->state;
   st.ctx = ctx;
   st.model = std::move(model);
+  st.slots.emplace(ctx->cfg.per_model_concurrency);
+  (void)st.slots->ledger.set_cap(0);  // no model slot without a global slot behind it
   st.logic.emplace(ctx->cfg.per_model_concurrency, slots_of(self));
-  model_dispatcher_actor me = self;
-  st.fetcher = fetcher_on == runs_on::own_thread
-                   ? self->spawn<caf::detached + caf::linked>(fetcher, ctx, st.model, sub,
-                                                              generation, me, true)
-                   : self->spawn<caf::linked>(fetcher, ctx, st.model, sub, generation, me, false);
-  schedule_fetch(self);
+  if (sub != nullptr) take_queue(self, sub, generation, fetcher_on);
+  self->set_down_handler([self](caf::down_msg& m) {
+    deliver(self, self->state.slots->holder_down(m.source));
+    settle(self);
+  });
   return {
-      [=](fetch_atom) {
-        auto& s = self->state;
-        s.fetch_scheduled = false;
-        auto a = s.logic->on_fetch(s.ctx->stopping);
-        const bool started = !a.start.empty();
-        carry_out(self, std::move(a));
-        if (started) schedule_fetch(self);  // else: its answer, a slot or a `done` wakes us
+      [=](wake_atom) {
+        if (!self->state.fetcher) take_queue(self, nullptr, 0, fetcher_on);
       },
-      [=](fetched_tasks& r) { on_fetched(self, r); },
+      [=](fetch_atom) {
+        self->state.fetch_scheduled = false;
+        look(self);
+        settle(self);
+      },
+      [=](fetched_tasks& r) {
+        on_fetched(self, r);
+        settle(self);
+      },
       [=](answered_atom) {
         self->state.logic->on_answered();
         schedule_fetch(self);
+        settle(self);
       },
       [=](done_atom, bool answered) {
         self->state.logic->on_done(answered);
         schedule_fetch(self);
+        settle(self);
+      },
+      [=](slot_update& u, slot_holder_actor& h) {
+        deliver(self, self->state.slots->update(self, u, h));
+        settle(self);
+      },
+      [=](slot_atom, uint64_t, int32_t n) {
+        on_global(self, n, 0);
+        settle(self);
+      },
+      [=](yield_atom, uint64_t, int32_t n) {
+        on_global(self, 0, n);
+        settle(self);
       },
   };
 }

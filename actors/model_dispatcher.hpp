@@ -1,8 +1,15 @@
 #pragma once
-/// The model dispatcher: one actor per model. It takes from the model's JetStream pull consumer
-/// only as many tasks as it has free slots of the model's budget and the global one, then spawns
-/// a job actor for each (actors/job_actor.hpp). The job actor sends `answered` once the gateway
-/// exchange is over, which frees its slots, and `done` when it ends.
+/// The model dispatcher: one actor per model. It owns the model's concurrency budget
+/// (`per_model_concurrency` slots, actors/slot_ledger.hpp) for everything sent to the model:
+/// its own attempts and the lanes of batches, which ask it for slots by message (actors/slots.hpp).
+/// Every model slot it hands out is backed by a slot of the global budget that it holds
+/// (actors/global_budget.hpp): it asks the global budget for more when its own waiters need
+/// them, keeps what it has while nobody else waits, and gives back what the global budget asks
+/// for as soon as a slot is not in use.
+///
+/// It takes from the model's JetStream pull consumer only as many tasks as it has slots for,
+/// then spawns a job actor for each (actors/job_actor.hpp). The job actor sends `answered` once
+/// the gateway exchange is over, which frees its slot, and `done` when it ends.
 ///
 /// No handler blocks: the blocking JetStream fetch runs in the model's task fetcher, a detached
 /// actor (its own thread) linked to the dispatcher, which owns the pull subscription. The
@@ -21,6 +28,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/engine_context.hpp"
+#include "actors/slots.hpp"
 
 namespace sy::actors {
 
@@ -37,22 +45,29 @@ typename Inspector::result_type inspect(Inspector& f, fetched_tasks& x) {
   return f(x.asked, x.got, x.error);
 }
 
-/// Receives: `fetch` (look for work now), `fetched_tasks` (its fetcher's answer), `answered`
-/// (an attempt's gateway exchange is over: its slot is free) and (`done`, answered) (an attempt
-/// ended; when it never sent, its slot is freed now).
-using model_dispatcher_actor =
-    caf::typed_actor<caf::reacts_to<fetch_atom>, caf::reacts_to<fetched_tasks>,
-                     caf::reacts_to<answered_atom>, caf::reacts_to<done_atom, bool>>;
+/// Receives: `wake` (take the model's JetStream queue from now on; until then it only hands
+/// out the model's budget, to batch lanes), `fetch` (look for work now), `fetched_tasks` (its
+/// fetcher's answer), `answered` (an attempt's gateway exchange is over: its slot is free) and
+/// (`done`, answered) (an attempt ended; when it never sent, its slot is freed now). As the owner
+/// of its model's budget: `slot_update`s from batch lanes. As a holder of global slots: grants and
+/// yields from the global budget (actors/slots.hpp).
+using model_dispatcher_actor = caf::typed_actor<
+    caf::reacts_to<wake_atom>, caf::reacts_to<fetch_atom>, caf::reacts_to<fetched_tasks>,
+    caf::reacts_to<answered_atom>, caf::reacts_to<done_atom, bool>,
+    caf::reacts_to<slot_update, slot_holder_actor>, caf::reacts_to<slot_atom, uint64_t, int32_t>,
+    caf::reacts_to<yield_atom, uint64_t, int32_t>>;
 
 /// The task fetcher of one model: receives (`fetch`, max) and answers its dispatcher with
 /// `fetched_tasks` after one blocking fetch (up to 250 ms).
 using task_fetcher_actor = caf::typed_actor<caf::reacts_to<fetch_atom, int32_t>>;
 
-/// Spawns the dispatcher for `model` over its pull subscription, bound while the JetStream
-/// layout was at `generation` (js_client::layout_generation()). When the layout is made again
-/// (after a reconnect) the fetcher binds the consumer again before its next fetch: a server
-/// that came back without its store has lost the consumer, and a fetch from it would never
-/// return a message. `fetcher_on`: runs_on::scheduler only for flow tests on CAF's test
+/// Spawns the dispatcher for `model`. With `sub` it takes the model's queue at once; without, it
+/// does when it gets `wake`, and its fetcher binds the model's pull consumer itself before its
+/// first fetch (retried at each fetch while NATS is down). `sub` is bound while
+/// the JetStream layout was at `generation` (js_client::layout_generation()). When the layout is
+/// made again (after a reconnect) the fetcher binds the consumer again before its next fetch: a
+/// server that came back without its store has lost the consumer, and a fetch from it would
+/// never return a message. `fetcher_on`: runs_on::scheduler only for flow tests on CAF's test
 /// coordinator (its fetches then block the scheduler's thread).
 model_dispatcher_actor spawn_model_dispatcher(engine_context& ctx, std::string model,
                                               std::unique_ptr<runtime::pull_subscription> sub,

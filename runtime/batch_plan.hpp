@@ -40,6 +40,8 @@ struct line_error {
   int64_t line = 0;     ///< 1-based physical line number (blank lines count); 0 = whole file
   std::string param;    ///< the offending parameter, e.g. "body.model"; empty when none
   std::string message;  ///< full sentence starting "Line N: ", or about the file when line is 0
+
+  bool operator==(const line_error&) const = default;
 };
 
 /// One model of the batch and its plan file `<work_dir>/plans/<safe_name>.plan`.
@@ -47,6 +49,8 @@ struct model_plan {
   std::string model;
   std::string safe_name;  ///< see `safe_model_name`
   uint64_t count = 0;     ///< request lines for this model (= entries in the plan file)
+
+  bool operator==(const model_plan&) const = default;
 };
 
 struct ingest_options {
@@ -73,7 +77,25 @@ struct ingest_result {
   int64_t line_count = 0;
   uint64_t bytes = 0;              ///< bytes scanned
   std::vector<model_plan> models;  ///< sorted by model name; empty when errors is non-empty
+
+  bool operator==(const ingest_result&) const = default;
 };
+
+/// CAF 0.17's inspector concept: ingestion's result travels to the batch's actor as a message.
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, line_error& x) {
+  return f(x.code, x.line, x.param, x.message);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, model_plan& x) {
+  return f(x.model, x.safe_name, x.count);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ingest_result& x) {
+  return f(x.errors, x.error_count, x.line_count, x.bytes, x.models);
+}
 
 /// Scans `o.input_path` once, validates every non-blank line and, when all are valid, writes the
 /// plans and then model_map.json (each to a .tmp file, fsync, atomic rename, fsync of the

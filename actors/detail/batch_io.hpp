@@ -1,6 +1,6 @@
 #pragma once
-/// Small helpers shared by the batch manager and its runners (actors/batch_manager.cpp,
-/// actors/batch_runner.hpp): file-system calls that report errno, and Asio's error_code
+/// Small helpers shared by the batch manager and the batches' actors (actors/batch_manager.cpp,
+/// actors/batch_actor.hpp): file-system calls that report errno, and Asio's error_code
 /// completion token. Not for other modules.
 
 #include <utility>  // before any Asio header (Boost 1.74 coroutine support needs it)

@@ -6,6 +6,7 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/global_budget.hpp"
 #include "actors/job_actor.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/storage_writer.hpp"
@@ -50,12 +51,16 @@ caf::behavior drain_asker(caf::event_based_actor* self, actors::job_registry_act
 actors::model_dispatcher_actor::behavior_type recorder(actors::model_dispatcher_actor::pointer,
                                                        dispatcher_log* log) {
   return {
+      [=](actors::wake_atom) { log->push_back("wake"); },
       [=](actors::fetch_atom) { log->push_back("fetch"); },
       [=](actors::fetched_tasks&) { log->push_back("fetched"); },
       [=](actors::answered_atom) { log->push_back("answered"); },
       [=](actors::done_atom, bool answered) {
         log->push_back(answered ? "done:true" : "done:false");
       },
+      [=](actors::slot_update&, actors::slot_holder_actor&) { log->push_back("slot_update"); },
+      [=](actors::slot_atom, uint64_t, int32_t) { log->push_back("slot"); },
+      [=](actors::yield_atom, uint64_t, int32_t) { log->push_back("yield"); },
   };
 }
 
@@ -107,6 +112,7 @@ flow_env::flow_env(int global_concurrency, int per_model_concurrency) {
                                               actors::runs_on::scheduler);
   ctx_->jobs = actors::spawn_job_registry(*sys_, clock_, io_.get_executor(),
                                           actors::heartbeat_period_ms(cfg_) / 2);
+  ctx_->budget = actors::spawn_global_budget(*sys_, cfg_.global_concurrency);
   settle();
 }
 
@@ -120,6 +126,7 @@ flow_env::~flow_env() {
   drained = drive_until([&] { return drained; }, std::chrono::seconds(10));
   caf::anon_send_exit(ctx_->writer, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(ctx_->jobs, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(ctx_->budget, caf::exit_reason::user_shutdown);
   settle();
   sys_->await_actors_before_shutdown(false);
   if (!drained) {

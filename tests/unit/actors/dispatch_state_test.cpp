@@ -1,10 +1,11 @@
-// The model dispatcher's decisions, driven without an actor system or NATS, over real budgets.
+// The model dispatcher's decisions, driven without an actor system or NATS, over a real ledger of
+// the model's budget (actors/slot_ledger.hpp) wired as the dispatcher wires it.
 
 #include "actors/dispatch_state.hpp"
 
 #include <gtest/gtest.h>
 
-#include "actors/budget.hpp"
+#include "actors/slot_ledger.hpp"
 
 namespace sy::actors {
 namespace {
@@ -22,21 +23,46 @@ std::vector<runtime::delivery> msgs(int n) {
   return out;
 }
 
-/// One dispatcher over a per-model budget and a global one, as the actor wires them.
+/// One dispatcher over its model's budget, as the actor wires it: slots handed to its key by a
+/// release become credit and wake it. `cap`: the global slots behind the model's (0: as many).
 struct rig {
-  rig(int per_model, int global, uint64_t id = 1)
-      : model(per_model), shared_global(global), logic(per_model, slots(id)) {}
-  dispatch_state::slot_source slots(uint64_t id) {
-    return dispatch_state::both(model, shared_global, id, [this] { ++wakes; });
+  explicit rig(int per_model, int cap = 0) : model(per_model), logic(per_model, slots()) {
+    if (cap > 0) (void)model.set_cap(cap);
   }
-  global_budget model;
-  global_budget shared_global;
+  dispatch_state::slot_source slots() {
+    return {
+        [this](int want) {
+          int got = std::min(want, credit);
+          credit -= got;
+          if (got < want) {
+            got += model.want(key, want - got);
+            if (got > 0) (void)model.want(key, 0);
+          }
+          return got;
+        },
+        [this](int n) { take_grants(model.release(key, n)); },
+    };
+  }
+  void take_grants(const std::vector<slot_grant>& grants) {
+    for (const auto& g : grants)
+      if (g.key == key) {
+        credit += g.n;
+        ++wakes;
+      }
+  }
+  /// Another holder (a batch lane) takes a slot, or gives it back.
+  int other_takes() { return model.want(other, 1); }
+  void other_releases() { take_grants(model.release(other, 1)); }
+
+  slot_ledger model;
+  const uint64_t key = 1, other = 99;
+  int credit = 0;
   int wakes = 0;
   dispatch_state logic;
 };
 
 TEST(DispatchState, AnIdleModelFetchesOneMessageWithoutHoldingASlot) {
-  rig r(4, 4);
+  rig r(4);
   auto a = r.logic.on_fetch(false);
   EXPECT_EQ(a.fetch, 1);
   EXPECT_TRUE(r.logic.fetch_outstanding());
@@ -48,12 +74,11 @@ TEST(DispatchState, AnIdleModelFetchesOneMessageWithoutHoldingASlot) {
   EXPECT_EQ(r.logic.on_fetch(false).fetch, 1);  // still idle: one again
   auto one = r.logic.on_fetched(msgs(1), "", false);
   ASSERT_EQ(one.start.size(), 1u);
-  EXPECT_EQ(r.model.free(), 3);  // the started attempt holds a slot of each budget
-  EXPECT_EQ(r.shared_global.free(), 3);
+  EXPECT_EQ(r.model.free(), 3);  // the started attempt holds a slot
 }
 
 TEST(DispatchState, ABusyModelTakesSlotsFirstAndGivesBackWhatTheFetchDidNotUse) {
-  rig r(4, 10);
+  rig r(4);
   (void)r.logic.on_fetch(false);
   (void)r.logic.on_fetched(msgs(1), "", false);  // now busy, 1 slot in use
   auto a = r.logic.on_fetch(false);
@@ -62,25 +87,24 @@ TEST(DispatchState, ABusyModelTakesSlotsFirstAndGivesBackWhatTheFetchDidNotUse) 
   auto got = r.logic.on_fetched(msgs(2), "", false);
   EXPECT_EQ(got.start.size(), 2u);
   EXPECT_EQ(r.model.free(), 1);  // the unused one went back
-  EXPECT_EQ(r.shared_global.free(), 7);
 }
 
 TEST(DispatchState, AMessageFetchedWhenNoSlotIsFreeWaitsForOne) {
   rig r(2, 1);
   (void)r.logic.on_fetch(false);
-  (void)r.logic.on_fetched(msgs(1), "", false);  // holds the only global slot
-  ASSERT_EQ(r.shared_global.free(), 0);
-  // Busy, but no global slot: nothing to fetch, queued as a waiter.
+  (void)r.logic.on_fetched(msgs(1), "", false);  // holds the only slot the global one backs
+  ASSERT_EQ(r.model.free(), 0);
+  // Busy, but no slot: nothing to fetch, queued as a waiter.
   EXPECT_EQ(r.logic.on_fetch(false).fetch, 0);
   // An idle-mode message that arrives with no slot free waits in the dispatcher.
-  rig idle(2, 1, 7);
-  ASSERT_TRUE(idle.shared_global.try_acquire());  // someone else holds the global slot
+  rig idle(2, 1);
+  ASSERT_EQ(idle.other_takes(), 1);  // a batch lane holds the only slot
   (void)idle.logic.on_fetch(false);
   auto waits = idle.logic.on_fetched(msgs(1), "", false);
   EXPECT_TRUE(waits.start.empty());
   EXPECT_TRUE(idle.logic.has_pending());
   EXPECT_TRUE(idle.logic.on_fetch(false).start.empty());  // still no slot
-  idle.shared_global.release(1);  // handed to the waiting dispatcher, which is woken
+  idle.other_releases();  // handed to the waiting dispatcher, which is woken
   EXPECT_GE(idle.wakes, 1);
   auto go = idle.logic.on_fetch(false);
   ASSERT_EQ(go.start.size(), 1u);
@@ -89,7 +113,7 @@ TEST(DispatchState, AMessageFetchedWhenNoSlotIsFreeWaitsForOne) {
 }
 
 TEST(DispatchState, AnsweredAttemptsStillCommittingCapTheNextFetch) {
-  rig r(2, 10);
+  rig r(2);
   (void)r.logic.on_fetch(false);
   (void)r.logic.on_fetched(msgs(1), "", false);
   auto a = r.logic.on_fetch(false);
@@ -105,18 +129,17 @@ TEST(DispatchState, AnsweredAttemptsStillCommittingCapTheNextFetch) {
 }
 
 TEST(DispatchState, AnAttemptThatNeverSentGivesItsSlotBackWhenItEnds) {
-  rig r(3, 3);
+  rig r(3);
   (void)r.logic.on_fetch(false);
   (void)r.logic.on_fetched(msgs(1), "", false);
   EXPECT_EQ(r.model.free(), 2);
   r.logic.on_done(false);
   EXPECT_EQ(r.model.free(), 3);
-  EXPECT_EQ(r.shared_global.free(), 3);
   EXPECT_EQ(r.logic.finishing(), 0);
 }
 
 TEST(DispatchState, AFailedFetchGivesItsSlotsBackAndPauses) {
-  rig r(4, 4);
+  rig r(4);
   (void)r.logic.on_fetch(false);
   (void)r.logic.on_fetched(msgs(1), "", false);
   ASSERT_EQ(r.logic.on_fetch(false).fetch, 3);
@@ -132,7 +155,7 @@ TEST(DispatchState, AFailedFetchGivesItsSlotsBackAndPauses) {
 }
 
 TEST(DispatchState, OnceShutdownBeganFetchedAndWaitingMessagesAreHandedBack) {
-  rig r(2, 2);
+  rig r(2);
   (void)r.logic.on_fetch(false);
   (void)r.logic.on_fetched(msgs(1), "", false);
   ASSERT_EQ(r.logic.on_fetch(false).fetch, 1);
@@ -142,8 +165,8 @@ TEST(DispatchState, OnceShutdownBeganFetchedAndWaitingMessagesAreHandedBack) {
   EXPECT_EQ(r.model.free(), 1);  // the fetch's slot went back; the running attempt keeps one
   EXPECT_EQ(r.logic.on_fetch(true).fetch, 0);  // no new fetch
 
-  rig idle(1, 1, 9);
-  ASSERT_TRUE(idle.shared_global.try_acquire());
+  rig idle(1);
+  ASSERT_EQ(idle.other_takes(), 1);
   (void)idle.logic.on_fetch(false);
   (void)idle.logic.on_fetched(msgs(1), "", false);  // waits for a slot
   ASSERT_TRUE(idle.logic.has_pending());
@@ -152,27 +175,19 @@ TEST(DispatchState, OnceShutdownBeganFetchedAndWaitingMessagesAreHandedBack) {
   EXPECT_FALSE(idle.logic.has_pending());
 }
 
-TEST(DispatchState, AHotModelDoesNotStarveAColdOneOfTheGlobalBudget) {
-  // Two dispatchers over one global budget of 1: the hot one releases and asks again at once,
-  // but the slot goes to the cold one that was already waiting.
-  global_budget global(1);
-  global_budget hot_model(4), cold_model(4);
-  int cold_woken = 0;
-  auto slots = [&](global_budget& model, uint64_t id, int* woken) {
-    return dispatch_state::both(model, global, id, [woken] {
-      if (woken) ++*woken;
-    });
-  };
-  dispatch_state hot(4, slots(hot_model, 1, nullptr));
-  dispatch_state cold(4, slots(cold_model, 2, &cold_woken));
-  (void)hot.on_fetch(false);
-  ASSERT_EQ(hot.on_fetched(msgs(1), "", false).start.size(), 1u);  // holds the slot
-  (void)cold.on_fetch(false);
-  EXPECT_TRUE(cold.on_fetched(msgs(1), "", false).start.empty());  // waits for it
-  hot.on_done(false);  // the hot attempt ends and the hot model asks again at once
-  EXPECT_EQ(hot.on_fetch(false).fetch, 0);  // no slot: it queues behind the cold model
-  EXPECT_EQ(cold_woken, 1);
-  EXPECT_EQ(cold.on_fetch(false).start.size(), 1u);  // the cold model got the slot
+TEST(DispatchState, ABatchLaneThatAsksAgainAtOnceQueuesBehindTheWaitingAttempts) {
+  // The model's one slot: a lane holds it; the dispatcher's message waits for it; the lane gives
+  // it back and asks again at once, but the slot goes to the dispatcher that was waiting.
+  rig r(1);
+  ASSERT_EQ(r.other_takes(), 1);
+  (void)r.logic.on_fetch(false);
+  EXPECT_TRUE(r.logic.on_fetched(msgs(1), "", false).start.empty());  // waits for it
+  r.other_releases();
+  EXPECT_EQ(r.other_takes(), 0) << "the lane queues behind the waiting dispatcher";
+  EXPECT_EQ(r.wakes, 1);
+  EXPECT_EQ(r.logic.on_fetch(false).start.size(), 1u);  // the dispatcher got the slot
+  r.logic.on_done(false);  // its attempt ends: the slot goes to the lane, which waited
+  EXPECT_EQ(r.model.held(r.other), 1);
 }
 
 }  // namespace

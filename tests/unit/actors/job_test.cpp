@@ -157,8 +157,8 @@ struct registry_flow : ::testing::Test {
     auto registry = spawn_job_registry(*sys, clock, io.get_executor(), 5'000);
     job_actor a = sys->spawn(recording_job, std::string("a"), &seen);
     job_actor b = sys->spawn(recording_job, std::string("b"), &seen);
-    caf::anon_send(registry, register_atom::value, std::string("task-a"), a);
-    caf::anon_send(registry, register_atom::value, std::string("task-b"), b);
+    caf::anon_send(registry, register_atom::value, std::string("task-a"), job_control_actor{a});
+    caf::anon_send(registry, register_atom::value, std::string("task-b"), job_control_actor{b});
     return {registry, a, b};
   }
   runtime::manual_clock clock{1'000};

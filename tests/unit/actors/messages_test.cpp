@@ -1,4 +1,5 @@
-// The actors' messages are values (the storage writer's, the model dispatcher's, a job actor's):
+// The actors' messages are values (the storage writer's, the model dispatcher's, a job actor's, a
+// batch's actor's, the budgets'):
 // each round-trips through CAF's binary serializer unchanged. Every field of every value below
 // differs from its default, so an `inspect` overload that forgets a field fails the comparison (the
 // defaulted operator== compares all). Also: the write_tickets table, which lets a write_call carry
@@ -22,9 +23,11 @@
 #include <caf/binary_serializer.hpp>
 #include <caf/deep_to_string.hpp>
 
+#include "actors/batch_actor.hpp"
 #include "actors/detail/write_tickets.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/model_dispatcher.hpp"
+#include "actors/slots.hpp"
 #include "actors/storage_writer.hpp"
 #include "actors/write.hpp"
 
@@ -278,6 +281,41 @@ TEST_F(messages, a_job_actors_gateway_outcome_round_trips) {
   in.tries = 3;
   auto out = round_trip(in);
   EXPECT_TRUE(out == in) << caf::deep_to_string(out);
+}
+
+TEST_F(messages, a_batch_actors_messages_round_trip) {
+  batch_plans plans;
+  plans.ingested = true;
+  plans.plans.errors = {{"invalid_request", 3, "body.model", "Line 3: no model."}};
+  plans.plans.error_count = 4;
+  plans.plans.line_count = 5;
+  plans.plans.bytes = 6;
+  plans.plans.models = {{"m1", "m1_safe", 7}};
+  plans.failure = "cannot read";
+  EXPECT_TRUE(round_trip(plans) == plans) << caf::deep_to_string(plans);
+
+  line_outcome outcome{9, {}};
+  outcome.outcome.got_response = true;
+  outcome.outcome.status_code = 200;
+  outcome.outcome.body = "{}";
+  outcome.outcome.tries = 1;
+  EXPECT_TRUE(round_trip(outcome) == outcome);
+
+  drained_lines drained{{st::batch_line{10, true, R"({"id":"x"})", st::token_usage{1, 2, 3, 4, 5}},
+                         st::batch_line{11, false, "{}", std::nullopt}},
+                        "plan unreadable"};
+  EXPECT_TRUE(round_trip(drained) == drained) << caf::deep_to_string(drained);
+
+  st::file_record f{"file-1", "acme", "b_output.jsonl", "batch_output", 12, 13, 14};
+  written_files written{f, std::nullopt, "", "disk full"};
+  EXPECT_TRUE(round_trip(written) == written) << caf::deep_to_string(written);
+  written_files both{f, f, "a", "b"};
+  EXPECT_TRUE(round_trip(both) == both);
+}
+
+TEST_F(messages, a_budgets_slot_update_round_trips) {
+  slot_update in{0xfedcba9876543210u, 3, 4, false};
+  EXPECT_TRUE(round_trip(in) == in) << caf::deep_to_string(in);
 }
 
 TEST_F(messages, loading_refuses_an_index_past_the_alternatives) {

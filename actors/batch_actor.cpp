@@ -1,0 +1,251 @@
+// The batch's job actor: its start (claim, ingestion, plans, the input file), its control
+// messages (cancel, the completion window, shutdown), failure and its end. Lanes:
+// batch_lanes.cpp; after dispatch: batch_finalize.cpp.
+
+#include "actors/batch_actor.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <boost/asio/strand.hpp>
+#include <caf/actor_system.hpp>
+
+#include "actors/detail/actor_timer.hpp"
+#include "actors/detail/batch_io.hpp"
+#include "actors/detail/batch_state.hpp"
+#include "runtime/failpoint.hpp"
+#include "runtime/log.hpp"
+
+namespace sy::actors {
+namespace detail {
+namespace {
+
+namespace fs = std::filesystem;
+namespace plan = runtime::batch;
+
+void after_plans(batch_ptr self, bool have_plan);
+
+/// Ingestion failed or found the batch invalid: a batch that is terminal now (failed
+/// validation) leaves no plans; one whose failure only set its stop code finishes without them.
+void after_failed_ingest(batch_ptr self) {
+  auto& st = self->state;
+  if (auto now = st.mgr->get_batch_any(st.id); now && storage::is_terminal(now->status)) {
+    std::error_code ec;
+    fs::remove_all(st.mgr->batch_dir(st.id), ec);
+    return end(self);
+  }
+  finish(self);
+}
+
+/// Scans and validates the input file into plans, on the blocking thread.
+void ingest(batch_ptr self, const storage::batch_record& b) {
+  auto& st = self->state;
+  plan::ingest_options o;
+  o.input_path = st.mgr->file_path(b.input_file_id);
+  o.endpoint = b.endpoint;
+  o.work_dir = st.mgr->batch_dir(st.id);
+  o.max_lines = st.ctx->cfg.batch_max_lines;
+  engine_context* ctx = st.ctx;
+  o.model_known = [ctx](std::string_view model) {
+    return ctx->gateway_for(std::string(model)) != nullptr;
+  };
+  off_thread(self, [o = std::move(o), file = b.input_file_id] {
+    batch_plans out;
+    out.ingested = true;
+    auto r = plan::ingest(o);
+    if (r)
+      out.plans = std::move(*r);
+    else
+      out.failure = "cannot read the input file " + file + ": " + r.error().message;
+    return out;
+  });
+}
+
+/// Records what ingestion found; a valid batch is then in progress and its plans are loaded.
+void on_ingested(batch_ptr self, batch_plans& p) {
+  auto& st = self->state;
+  if (!p.failure.empty()) return fail(self, p.failure, [self] { after_failed_ingest(self); });
+  // The plans and model_map.json are in place, the batch is still validating: a restart must
+  // ingest again from scratch rather than trust them.
+  if (p.plans.errors.empty()) runtime::failpoint("batch_ingest_map_written");
+  storage::batch_ingested_op op;
+  op.id = st.id;
+  op.total = p.plans.line_count;
+  op.now_ms = st.ctx->clock.now_ms();
+  for (auto& e : p.plans.errors)
+    op.errors.push_back(storage::batch_error{e.code, e.message, e.param, e.line});
+  log::info("batch", op.errors.empty() ? "input validated" : "input invalid; batch failed",
+            {{"batch_id", st.id},
+             {"lines", p.plans.line_count},
+             {"bytes", p.plans.bytes},
+             {"errors", op.errors.size()},
+             {"models", p.plans.models.size()}});
+  commit(self, std::move(op), [self](write_reply& r) {
+    if (!r.reply)
+      return fail(self, "cannot record validation: " + r.err.message,
+                  [self] { after_failed_ingest(self); });
+    if (!r.reply->batch || r.reply->batch->status == storage::batch_status::failed)
+      return after_failed_ingest(self);
+    // Committed in_progress, nothing dispatched yet: a restart loads the plans as they are.
+    runtime::failpoint("batch_ingest_committed");
+    after_plans(self, true);
+  });
+}
+
+/// The plans are loaded: open the input file and dispatch, unless the batch stopped meanwhile.
+void on_loaded(batch_ptr self, batch_plans& p) {
+  auto& st = self->state;
+  if (!p.failure.empty())
+    return fail(self, "cannot load the batch's plan: " + p.failure, [self] { finish(self); });
+  st.plans = std::move(p.plans);
+  auto b = st.mgr->get_batch_any(st.id);
+  if (!b) return end(self);
+  const auto input = st.mgr->file_path(b->input_file_id);
+  st.fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
+  if (st.fd < 0)
+    return fail(self, sys_error("cannot open the input file", input), [self] { finish(self); });
+  if (st.shutting_down) return end(self);  // resumed at the next start
+  if (st.stopped()) return finish(self);
+  dispatch(self);
+}
+
+void after_plans(batch_ptr self, bool have_plan) {
+  auto& st = self->state;
+  if (st.shutting_down) return end(self);
+  if (!have_plan) return finish(self);
+  off_thread(self, [dir = st.mgr->batch_dir(st.id)] {
+    batch_plans out;
+    auto r = plan::load_plan(dir);
+    if (r)
+      out.plans = std::move(*r);
+    else
+      out.failure = r.error().message;
+    return out;
+  });
+}
+
+/// Runs the batch from where its record says it is.
+void start(batch_ptr self) {
+  auto& st = self->state;
+  auto b = st.mgr->get_batch_any(st.id);
+  if (!b || storage::is_terminal(b->status)) return end(self);
+  st.endpoint = b->endpoint;
+  st.stop_code = b->stop_code;
+  if (b->deadline_ms > 0) {
+    st.window = st.ctx->clock.make_timer(boost::asio::make_strand(st.ctx->exec));
+    arm<expire_atom>(st.window, b->deadline_ms - st.ctx->clock.now_ms(), batch_actor{self});
+  }
+  const bool validating = b->status == storage::batch_status::validating;
+  if (validating && !st.stopped()) return ingest(self, *b);
+  after_plans(self, !validating && fs::exists(st.mgr->batch_dir(st.id) + "/model_map.json"));
+}
+
+/// The completion window passed: commit the expiry, then stop.
+void expire(batch_ptr self) {
+  auto& st = self->state;
+  if (st.stopped()) return;
+  storage::stop_batch_op op{st.id, errc::batch_expired, "", st.ctx->clock.now_ms()};
+  commit(self, std::move(op), [self](write_reply& r) {
+    if (r.reply && r.reply->batch && r.reply->batch->stop_code == errc::batch_expired) {
+      log::info("batch", "completion window passed; stopping", {{"batch_id", self->state.id}});
+      stop(self, errc::batch_expired);
+    }
+  });
+}
+
+void on_release(batch_ptr self) {
+  stop(self, "");
+  // Waiting for a retry: the batch resumes at the next start. Otherwise the step under way
+  // (ingestion, dispatch, a commit) sees `shutting_down` when it ends.
+  if (self->state.pausing) end(self);
+}
+
+batch_actor::behavior_type batch(batch_ptr self, batch_manager* mgr, std::string id) {
+  auto& st = self->state;
+  st.mgr = mgr;
+  st.ctx = &mgr->ctx_;
+  st.id = std::move(id);
+  st.id_seed = plan::request_id_seed(st.id);
+  st.pause = st.ctx->clock.make_timer(boost::asio::make_strand(st.ctx->exec));
+  self->request(st.ctx->jobs, caf::infinite, claim_atom::value, st.id, job_control_actor{self})
+      .then([self](bool mine) { mine ? start(self) : self->quit(); },
+            [self](caf::error&) { self->quit(); });
+  return {
+      [=](cancel_atom) { stop(self, errc::batch_cancelled); },
+      [=](expire_atom) { expire(self); },
+      [=](release_atom) { on_release(self); },
+      [=](beat_atom) {},  // no lease to extend: a batch is fenced per line, not per lease
+      [=](slot_atom, uint64_t key, int32_t n) { on_slots(self, key, n, 0); },
+      [=](yield_atom, uint64_t key, int32_t n) { on_slots(self, key, 0, n); },
+      [=](flush_atom) { flush(self); },
+      [=](tick_atom) { on_pause_over(self); },
+      [=](batch_plans& p) { p.ingested ? on_ingested(self, p) : on_loaded(self, p); },
+      [=](line_outcome& o) { on_line_outcome(self, o); },
+      [=](drained_lines& d) { on_drained(self, d); },
+      [=](written_files& w) { on_written(self, w); },
+  };
+}
+
+}  // namespace
+
+void commit(batch_ptr self, storage::write_op op, std::function<void(write_reply&)> then) {
+  self->request(self->state.ctx->writer, caf::infinite, write_request{std::move(op)})
+      .then([then](write_reply& r) { then(r); },
+            [self, then](caf::error& e) {
+              write_reply r;
+              r.err = make_error(errc::storage_unavailable, self->system().render(e));
+              then(r);
+            });
+}
+
+void stop(batch_ptr self, const std::string& code) {
+  auto& st = self->state;
+  if (code.empty()) {
+    st.shutting_down = true;
+    disarm(st.pause);  // a retry waiting for its backoff ends; the next start resumes the batch
+  } else if (st.stop_code.empty()) {
+    st.stop_code = code;
+  }
+  st.halted = true;
+  abort_inflight(self);
+  leave_budgets(self);
+  check_dispatched(self);
+}
+
+void fail(batch_ptr self, std::string why, std::function<void()> next) {
+  auto& st = self->state;
+  log::error("batch", "batch failed", {{"batch_id", st.id}, {"error", why}});
+  storage::stop_batch_op op{st.id, errc::batch_failed, std::move(why), st.ctx->clock.now_ms()};
+  ++st.failing;
+  commit(self, std::move(op), [self, next = std::move(next)](write_reply&) {
+    --self->state.failing;
+    stop(self, errc::batch_failed);
+    if (next) next();
+  });
+}
+
+void close_input(batch_ptr self) {
+  auto& fd = self->state.fd;
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+void end(batch_ptr self) {
+  auto& st = self->state;
+  disarm(st.window);
+  disarm(st.pause);
+  leave_budgets(self);
+  close_input(self);
+  st.after_pause = nullptr;
+  self->quit();
+}
+
+}  // namespace detail
+
+batch_actor spawn_batch_actor(batch_manager& mgr, std::string id) {
+  return mgr.ctx_.sys.spawn(detail::batch, &mgr, std::move(id));
+}
+
+}  // namespace sy::actors

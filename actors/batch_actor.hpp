@@ -1,0 +1,114 @@
+#pragma once
+/// The job actor of a batch: one CAF actor per batch with work on this node, from its validation
+/// to its terminal state (lifecycle, layout and recovery: docs/batches.md). It owns the batch's
+/// progress: the input file and the plans, one lane per model with the lane's budget slots and
+/// its next plan entry, the requests in flight and their abort handles, the results waiting for
+/// their commit, the completion-window timer, and draining and finalization with their retries.
+///
+/// It claims the batch's id in the job registry (actors/job_registry.hpp) before it does
+/// anything, so at most one runs per batch here; cancel, expiry and shutdown reach it by message.
+/// Commits go through the storage writer; each result line is recorded exactly once (the first
+/// commit per line wins, storage/batch_ops.hpp), so an actor that dies with the process loses
+/// nothing: the next start resumes the batch from its record and its plan files.
+///
+/// What blocks runs elsewhere and answers by message: ingestion, loading the plans, draining and
+/// writing the result files on the batch manager's blocking thread (`batch_plans`,
+/// `drained_lines`, `written_files`); each request on its gateway client's executor
+/// (`line_outcome`). Each lane asks its model's dispatcher for slots by message. Reading a plan
+/// entry or an input line (a buffered read or a `pread` of one line, local disk) is done in the
+/// handler, as the reaper's short LMDB reads are.
+///
+/// Files: batch_actor.cpp (start, ingestion, plans, control messages, failure),
+/// batch_lanes.cpp (lanes, slots, requests, recording results), batch_finalize.cpp (draining,
+/// the result files, finalization, retries); the state in actors/detail/batch_state.hpp.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/typed_actor.hpp>
+
+#include "actors/job_registry.hpp"
+#include "actors/slots.hpp"
+#include "runtime/batch_plan.hpp"
+#include "runtime/gateway_client.hpp"
+#include "storage/batch_ops.hpp"
+#include "storage/batch_records.hpp"
+#include "storage/inspect.hpp"
+
+namespace sy::actors {
+
+class batch_manager;
+
+/// The batch's plans — ingested from the input file now (`ingested`), or loaded from the plan
+/// files after a restart — or why they could not be had (`failure`: an I/O error).
+struct batch_plans {
+  bool ingested = false;
+  runtime::batch::ingest_result plans;
+  std::string failure;
+
+  bool operator==(const batch_plans&) const = default;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_plans& x) {
+  return f(x.ingested, x.plans, x.failure);
+}
+
+/// The gateway's outcome of the request `key` (a line in flight).
+struct line_outcome {
+  uint64_t key = 0;
+  runtime::gateway_outcome outcome;
+
+  bool operator==(const line_outcome&) const = default;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, line_outcome& x) {
+  return f(x.key, x.outcome);
+}
+
+/// The next chunk of error lines for lines that never ran; no lines and no failure: every line
+/// has its result.
+struct drained_lines {
+  std::vector<storage::batch_line> lines;
+  std::string failure;
+
+  bool operator==(const drained_lines&) const = default;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, drained_lines& x) {
+  return f(x.lines, x.failure);
+}
+
+/// What one finalization try wrote: a record per file now in place, and why a file could not be
+/// written (empty when it could).
+struct written_files {
+  std::optional<storage::file_record> output, error;
+  std::string output_failure, error_failure;
+
+  bool operator==(const written_files&) const = default;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, written_files& x) {
+  return f(storage::optional_field{x.output}, storage::optional_field{x.error}, x.output_failure,
+           x.error_failure);
+}
+
+/// Receives the control messages of every job (`cancel`: the batch's cancel committed;
+/// `expire`: its completion window passed; `release`: shutdown; `beat`: ignored), `flush`
+/// (commit the results gathered), `tick` (a retry's pause is
+/// over) and the answers of what it runs elsewhere. As a holder of model slots (one key per
+/// lane): grants and yields from the models' dispatchers (actors/slots.hpp).
+using batch_actor = job_control_actor::extend<
+    caf::reacts_to<slot_atom, uint64_t, int32_t>, caf::reacts_to<yield_atom, uint64_t, int32_t>,
+    caf::reacts_to<flush_atom>, caf::reacts_to<tick_atom>, caf::reacts_to<batch_plans>,
+    caf::reacts_to<line_outcome>, caf::reacts_to<drained_lines>, caf::reacts_to<written_files>>;
+
+/// Spawns the actor of batch `id`. It ends at once when another actor runs the batch here, or
+/// when the batch is terminal.
+batch_actor spawn_batch_actor(batch_manager& mgr, std::string id);
+
+}  // namespace sy::actors
