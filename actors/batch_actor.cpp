@@ -190,7 +190,7 @@ batch_actor::behavior_type batch(batch_ptr self, batch_manager* mgr, std::string
 
 }  // namespace
 
-void commit(batch_ptr self, storage::write_op op, std::function<void(write_reply&)> then) {
+void commit(batch_ptr self, storage::write_op op, const std::function<void(write_reply&)>& then) {
   self->request(self->state.ctx->writer, caf::infinite, write_request{std::move(op)})
       .then([then](write_reply& r) { then(r); },
             [self, then](caf::error& e) {

@@ -111,17 +111,18 @@ void start_line(batch_ptr self, size_t lane_index, plan::plan_entry e, uint64_t 
   const uint64_t key = st.next_key++;
   auto abort = std::make_shared<runtime::abort_handle>();
   st.inflight.emplace(key,
-                      batch_request{lane_index, slot, std::move(req_id), parsed->custom_id, abort});
-  asio::co_spawn(lane.gw->executor(),
-                 lane.gw->send(runtime::gateway_request{st.endpoint, std::move(parsed->body)},
-                               std::move(abort)),
-                 [me = batch_actor{self}, key](std::exception_ptr ex, runtime::gateway_outcome o) {
-                   if (ex) {
-                     o = {};
-                     o.error = "the request failed inside the engine";
-                   }
-                   caf::anon_send(me, line_outcome{key, std::move(o)});
-                 });
+                      line_request{lane_index, slot, std::move(req_id), parsed->custom_id, abort});
+  asio::co_spawn(
+      lane.gw->executor(),
+      lane.gw->send(runtime::gateway_request{st.endpoint, std::move(parsed->body)},
+                    std::move(abort)),
+      [me = batch_actor{self}, key](const std::exception_ptr& ex, runtime::gateway_outcome o) {
+        if (ex) {
+          o = {};
+          o.error = "the request failed inside the engine";
+        }
+        caf::anon_send(me, line_outcome{key, std::move(o)});
+      });
 }
 
 /// Starts lines on one lane while it has idle slots; an ended lane gives its idle slots back.

@@ -130,7 +130,7 @@ void send_request(job_ptr self) {
   });
   asio::co_spawn(gw->executor(),
                  gw->send(runtime::gateway_request{job.endpoint, job.body}, st.abort),
-                 [me](std::exception_ptr e, runtime::gateway_outcome o) {
+                 [me](const std::exception_ptr& e, runtime::gateway_outcome o) {
                    if (e) {
                      o = {};
                      o.error = "the request failed inside the engine";
@@ -243,7 +243,7 @@ void abort_for(job_ptr self, abort_reason why) {
 
 job_actor::behavior_type job(job_ptr self, engine_context* ctx, std::string model,
                              runtime::delivery d, std::string task_id, int attempt,
-                             model_dispatcher_actor dispatcher) {
+                             const model_dispatcher_actor& dispatcher) {
   auto& st = self->state;
   st.ctx = ctx;
   st.model = std::move(model);

@@ -58,7 +58,8 @@ void arm_tick(registry_ptr self) {
 
 /// `component`: the name its log lines carry.
 job_registry_actor::behavior_type registry(registry_ptr self, const char* component,
-                                           std::shared_ptr<runtime::timer> tick, int64_t tick_ms) {
+                                           const std::shared_ptr<runtime::timer>& tick,
+                                           int64_t tick_ms) {
   self->state.component = component;
   self->state.tick = tick;
   self->state.tick_ms = tick_ms;
@@ -114,8 +115,9 @@ job_registry_actor::behavior_type registry(registry_ptr self, const char* compon
 }  // namespace
 
 job_registry_actor spawn_job_registry(caf::actor_system& sys, const runtime::clock& clock,
-                                      boost::asio::any_io_executor ex, int64_t beat_tick_ms) {
-  std::shared_ptr<runtime::timer> tick = clock.make_timer(boost::asio::make_strand(std::move(ex)));
+                                      const boost::asio::any_io_executor& ex,
+                                      int64_t beat_tick_ms) {
+  std::shared_ptr<runtime::timer> tick = clock.make_timer(boost::asio::make_strand(ex));
   return sys.spawn(registry, "jobs", std::move(tick), std::max<int64_t>(beat_tick_ms, 1));
 }
 

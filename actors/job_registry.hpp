@@ -108,6 +108,6 @@ class job_table {
 
 /// The registry; its heartbeat tick runs on a strand of `ex`, every `beat_tick_ms` of `clock`.
 job_registry_actor spawn_job_registry(caf::actor_system& sys, const runtime::clock& clock,
-                                      boost::asio::any_io_executor ex, int64_t beat_tick_ms);
+                                      const boost::asio::any_io_executor& ex, int64_t beat_tick_ms);
 
 }  // namespace sy::actors

@@ -80,7 +80,8 @@ fetched_tasks fetch_now(fetcher_state& st, int32_t max) {
 
 task_fetcher_actor::behavior_type fetcher(fetcher_ptr self, engine_context* ctx, std::string model,
                                           runtime::pull_subscription* sub, uint64_t generation,
-                                          model_dispatcher_actor dispatcher, bool own_thread) {
+                                          const model_dispatcher_actor& dispatcher,
+                                          bool own_thread) {
   if (own_thread) runtime::name_this_thread("sy-fetch");  // detached: its fetches block it only
   self->state.ctx = ctx;
   self->state.model = std::move(model);

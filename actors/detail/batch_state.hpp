@@ -53,7 +53,7 @@ struct batch_lane {
 };
 
 /// A request in flight.
-struct batch_request {
+struct line_request {
   size_t lane = 0;
   uint64_t slot = 0;
   std::string request_id;
@@ -96,7 +96,7 @@ struct batch_state {
   bool fresh = false;  ///< no line had a result when dispatch began: skip the per-line check
   std::vector<batch_lane> lanes;
   uint64_t next_key = 0;
-  std::map<uint64_t, batch_request> inflight;
+  std::map<uint64_t, line_request> inflight;
   std::vector<storage::batch_line> unrecorded;  ///< results waiting for the next commit
   bool recording = false;                       ///< a commit of results is gathering or under way
 
@@ -123,7 +123,7 @@ void off_thread(batch_ptr self, F fn) {
 
 /// Commits `op` through the storage writer and calls `then` with the reply (an empty reply and
 /// the error when it could not be committed).
-void commit(batch_ptr self, storage::write_op op, std::function<void(write_reply&)> then);
+void commit(batch_ptr self, storage::write_op op, const std::function<void(write_reply&)>& then);
 
 // batch_actor.cpp
 /// Stops dispatch: `code` for cancel, expiry or failure, empty for shutdown.

@@ -26,11 +26,15 @@ using nlohmann::json;
 using storage::batch_record;
 using storage::batch_status;
 
-/// Runs one service call to completion on a private io_context.
+/// Runs one service call to completion on a private io_context. The context outlives every
+/// engine (it is static): the writer's thread posts the call's completion into it and may still
+/// be inside that post (Asio unlocks, then signals its condition variable) when run() returns, so
+/// destroying the context then would race with the writer (ThreadSanitizer saw it).
 template <class F>
 auto run(F f) {
   using T = typename decltype(f())::value_type;
-  boost::asio::io_context ioc;
+  static boost::asio::io_context ioc;
+  ioc.restart();
   // Boxed: co_spawn's result must be default-constructible, a result<T> is not.
   auto fut = boost::asio::co_spawn(
       ioc, [&]() -> boost::asio::awaitable<std::optional<T>> { co_return co_await f(); },
