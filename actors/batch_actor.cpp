@@ -51,6 +51,7 @@ void ingest(batch_ptr self, const storage::batch_record& b) {
   o.model_known = [ctx](std::string_view model) {
     return ctx->gateway_for(std::string(model)) != nullptr;
   };
+  st.step_started_ms = st.ctx->clock.now_ms();
   off_thread(self, [o = std::move(o), file = b.input_file_id] {
     batch_plans out;
     out.ingested = true;
@@ -81,7 +82,8 @@ void on_ingested(batch_ptr self, batch_plans& p) {
              {"lines", p.plans.line_count},
              {"bytes", p.plans.bytes},
              {"errors", op.errors.size()},
-             {"models", p.plans.models.size()}});
+             {"models", p.plans.models.size()},
+             {"ms", st.ctx->clock.now_ms() - st.step_started_ms}});
   commit(self, std::move(op), [self](write_reply& r) {
     if (!r.reply)
       return fail(self, "cannot record validation: " + r.err.message,

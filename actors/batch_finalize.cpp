@@ -187,6 +187,7 @@ void finalize(batch_ptr self, int tries) {
   auto b = st.mgr->get_batch_any(st.id);
   if (!b) return end(self);
   const int64_t now_ms = st.ctx->clock.now_ms();
+  if (tries == 1) st.step_started_ms = now_ms;
   finalize_try f{"file-" + st.mgr->ids_.next(now_ms), "file-" + st.mgr->ids_.next(now_ms),
                  std::move(*b), tries >= st.mgr->retry_policy().tries};
   off_thread(self, [mgr = st.mgr, f, now_s = now_ms / 1000] {
@@ -227,7 +228,8 @@ void finalized(batch_ptr self, const written_files& w, const storage::op_reply& 
              {"completed", b.completed},
              {"failed", b.failed},
              {"output_file_id", b.output_file_id},
-             {"error_file_id", b.error_file_id}});
+             {"error_file_id", b.error_file_id},
+             {"finalize_ms", st.ctx->clock.now_ms() - st.step_started_ms}});
   end(self);
 }
 

@@ -88,6 +88,7 @@ struct batch_state {
   int failing = 0;             ///< failures being committed: dispatch is not over before they are
   int fd = -1;                 ///< the input file, while lines are read from it
   std::optional<runtime::batch::ingest_result> plans;
+  int64_t step_started_ms = 0;  ///< when ingestion or finalization began (its log line's "ms")
   std::shared_ptr<runtime::timer> window;  ///< the completion window's end (ctx.clock's)
   std::shared_ptr<runtime::timer> pause;   ///< the wait before a retry of a drain or finalization
 
