@@ -102,9 +102,7 @@ void on_loaded(batch_ptr self, batch_plans& p) {
   if (!p.failure.empty())
     return fail(self, "cannot load the batch's plan: " + p.failure, [self] { finish(self); });
   st.plans = std::move(p.plans);
-  auto b = st.mgr->get_batch_any(st.id);
-  if (!b) return end(self);
-  const auto input = st.mgr->file_path(b->input_file_id);
+  const auto input = st.mgr->file_path(st.input_file_id);
   st.fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
   if (st.fd < 0)
     return fail(self, sys_error("cannot open the input file", input), [self] { finish(self); });
@@ -134,7 +132,10 @@ void start(batch_ptr self) {
   auto b = st.mgr->get_batch_any(st.id);
   if (!b || storage::is_terminal(b->status)) return end(self);
   st.endpoint = b->endpoint;
+  st.input_file_id = b->input_file_id;
   st.stop_code = b->stop_code;
+  // Only this actor records the batch's lines (its claim), so the counts stay as read here.
+  st.fresh = b->completed == 0 && b->failed == 0;
   if (b->deadline_ms > 0) {
     st.window = st.ctx->clock.make_timer(boost::asio::make_strand(st.ctx->exec));
     arm<expire_atom>(st.window, b->deadline_ms - st.ctx->clock.now_ms(), batch_actor{self});

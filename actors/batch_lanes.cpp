@@ -146,7 +146,6 @@ void pump_lane(batch_ptr self, size_t lane_index) {
 
 void dispatch(batch_ptr self) {
   auto& st = self->state;
-  if (auto now = st.mgr->get_batch_any(st.id)) st.fresh = now->completed == 0 && now->failed == 0;
   log::info(
       "batch", "dispatching",
       {{"batch_id", st.id}, {"lines", st.plans->line_count}, {"models", st.plans->models.size()}});

@@ -82,6 +82,7 @@ struct batch_state {
   std::string id;
   std::array<uint64_t, 2> id_seed{};  ///< request ids
   std::string endpoint;
+  std::string input_file_id;
   std::string stop_code;       ///< set when dispatch must stop (cancel, expiry, failure)
   bool shutting_down = false;  ///< release: stop and resume at the next start
   bool halted = false;         ///< dispatch stopped (any of the above)
@@ -94,7 +95,7 @@ struct batch_state {
 
   // Dispatch (batch_lanes.cpp)
   bool dispatching = false;
-  bool fresh = false;  ///< no line had a result when dispatch began: skip the per-line check
+  bool fresh = false;  ///< no line had a result when the actor started: skip the per-line check
   std::vector<batch_lane> lanes;
   uint64_t next_key = 0;
   std::map<uint64_t, line_request> inflight;
