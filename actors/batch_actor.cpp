@@ -103,9 +103,10 @@ void on_loaded(batch_ptr self, batch_plans& p) {
     return fail(self, "cannot load the batch's plan: " + p.failure, [self] { finish(self); });
   st.plans = std::move(p.plans);
   const auto input = st.mgr->file_path(st.input_file_id);
-  st.fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
-  if (st.fd < 0)
+  const int fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
     return fail(self, sys_error("cannot open the input file", input), [self] { finish(self); });
+  st.input = std::make_shared<const input_file>(fd);
   if (st.shutting_down) return end(self);  // resumed at the next start
   if (st.stopped()) return finish(self);
   dispatch(self);
@@ -185,7 +186,7 @@ batch_actor::behavior_type batch(batch_ptr self, batch_manager* mgr, std::string
       [=](flush_atom) { flush(self); },
       [=](tick_atom) { on_pause_over(self); },
       [=](batch_plans& p) { p.ingested ? on_ingested(self, p) : on_loaded(self, p); },
-      [=](line_outcome& o) { on_line_outcome(self, o); },
+      [=](window_done& w) { on_window_done(self, w); },
       [=](drained_lines& d) { on_drained(self, d); },
       [=](written_files& w) { on_written(self, w); },
   };
@@ -229,11 +230,9 @@ void fail(batch_ptr self, std::string why, std::function<void()> next) {
   });
 }
 
-void close_input(batch_ptr self) {
-  auto& fd = self->state.fd;
-  if (fd >= 0) ::close(fd);
-  fd = -1;
-}
+input_file::~input_file() { ::close(fd); }
+
+void close_input(batch_ptr self) { self->state.input.reset(); }
 
 void end(batch_ptr self) {
   auto& st = self->state;

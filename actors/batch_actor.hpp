@@ -13,10 +13,10 @@
 ///
 /// What blocks runs elsewhere and answers by message: ingestion, loading the plans, draining and
 /// writing the result files on the batch manager's blocking thread (`batch_plans`,
-/// `drained_lines`, `written_files`); each request on its gateway client's executor
-/// (`line_outcome`). Each lane asks its model's dispatcher for slots by message. Reading a plan
-/// entry or an input line (a buffered read or a `pread` of one line, local disk) is done in the
-/// handler, as the reaper's short LMDB reads are.
+/// `drained_lines`, `written_files`); the requests on their gateway client's executor, a window of
+/// lines per slot sent back to back (`window_done`). Each lane asks its model's dispatcher for
+/// slots by message. Reading a plan entry (a buffered read, local disk) is done in the handler,
+/// as the reaper's short LMDB reads are.
 ///
 /// Files: batch_actor.cpp (start, ingestion, plans, control messages, failure),
 /// batch_lanes.cpp (lanes, slots, requests, recording results), batch_finalize.cpp (draining,
@@ -55,17 +55,26 @@ typename Inspector::result_type inspect(Inspector& f, batch_plans& x) {
   return f(x.ingested, x.plans, x.failure);
 }
 
-/// The gateway's outcome of the request `key` (a line in flight).
-struct line_outcome {
+/// Results of a window of lines (`key`) that one slot of a lane sends back to back on its
+/// gateway client's executor: the result line of each line that ended since the last report (an
+/// aborted one has none: it is drained with the stop code, or runs again after a restart). The
+/// `last` report of the window also says how many of its lines were started (those not started
+/// go back to the lane), how long they took on the real clock (the lane sizes its next windows
+/// from it), and why the window stopped when a line could not be read or parsed.
+struct window_done {
   uint64_t key = 0;
-  runtime::gateway_outcome outcome;
+  std::vector<storage::batch_line> lines;
+  bool last = true;
+  uint32_t started = 0;
+  int64_t elapsed_us = 0;
+  std::string failure;
 
-  bool operator==(const line_outcome&) const = default;
+  bool operator==(const window_done&) const = default;
 };
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, line_outcome& x) {
-  return f(x.key, x.outcome);
+typename Inspector::result_type inspect(Inspector& f, window_done& x) {
+  return f(x.key, x.lines, x.last, x.started, x.elapsed_us, x.failure);
 }
 
 /// The next chunk of error lines for lines that never ran; no lines and no failure: every line
@@ -105,7 +114,7 @@ typename Inspector::result_type inspect(Inspector& f, written_files& x) {
 using batch_actor = job_control_actor::extend<
     caf::reacts_to<slot_atom, uint64_t, int32_t>, caf::reacts_to<yield_atom, uint64_t, int32_t>,
     caf::reacts_to<flush_atom>, caf::reacts_to<tick_atom>, caf::reacts_to<batch_plans>,
-    caf::reacts_to<line_outcome>, caf::reacts_to<drained_lines>, caf::reacts_to<written_files>>;
+    caf::reacts_to<window_done>, caf::reacts_to<drained_lines>, caf::reacts_to<written_files>>;
 
 /// Spawns the actor of batch `id`. It ends at once when another actor runs the batch here, or
 /// when the batch is terminal.

@@ -32,7 +32,7 @@ struct drain_job {
   storage::environment* env;
   std::string id, dir, code, message;
   std::array<uint64_t, 2> seed;
-  int fd;
+  std::shared_ptr<const input_file> input;  ///< none when it could not be opened
 };
 
 /// The next chunk of error lines for lines without a result (on the blocking thread): reading
@@ -66,8 +66,8 @@ drained_lines next_chunk(const drain_job& j) {
     const uint64_t slot = storage::batch_slot(c.model_index, c.position++);
     if (storage::has_batch_line(txn, j.id, slot)) continue;
     std::string custom_id;
-    if (j.fd >= 0)
-      if (auto text = plan::read_at(j.fd, e.offset, e.length))
+    if (j.input)
+      if (auto text = plan::read_at(j.input->fd, e.offset, e.length))
         if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
     out.lines.push_back(storage::batch_line{
         slot,
@@ -83,7 +83,7 @@ void drain_step(batch_ptr self) {
   drain_job j{st.cursor,    &st.mgr->env_,
               st.id,        st.mgr->batch_dir(st.id),
               st.stop_code, stop_message(st.stop_code),
-              st.id_seed,   st.fd};
+              st.id_seed,   st.input};
   off_thread(self, [j = std::move(j)] { return next_chunk(j); });
 }
 

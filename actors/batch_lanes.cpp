@@ -1,15 +1,22 @@
 // A batch's lanes: one per model, each reading its plan in order and starting a line whenever it
 // holds an idle slot of the model's budget, which it asks the model's dispatcher for by message
-// and keeps for its next lines until the dispatcher asks for it back. Each request runs on its
-// gateway client's executor and its outcome comes back to the batch's actor as a message;
-// results are committed in groups through the storage writer.
+// and keeps for its next lines until the dispatcher asks for it back. A slot in use carries a
+// window of lines, sent back to back on the gateway client's executor, whose results come back
+// to the batch's actor in one message; results are committed in groups through the storage
+// writer.
 
 #include <utility>  // before any Asio header (Boost 1.74)
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <optional>
+#include <vector>
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
 
 #include "actors/batch_response.hpp"
 #include "actors/detail/batch_state.hpp"
@@ -28,6 +35,17 @@ using runtime::batch::request_id_for;
 /// that holds its manual clock still must not stall every result commit.
 constexpr std::chrono::milliseconds record_gather{5};
 
+/// A slot sends a window of lines back to back and reports them in one message, so a line costs
+/// no crossing between the actor's thread and the gateway client's. A window holds about this
+/// much work at the lane's pace: a slot the dispatcher asks back comes free within about that.
+constexpr std::chrono::microseconds window_target{10'000};
+constexpr size_t max_window = 64;
+
+/// Lines of the lane not started yet: the rest of its plan and those waiting for a slot.
+uint64_t lines_left(const batch_lane& lane) {
+  return lane.reader.size() - lane.position + lane.pending.size();
+}
+
 /// Tells the lane's dispatcher that it gives `give_back` slots back and how many more it wants:
 /// enough for the per-model limit while lines remain, none once it ended.
 void update(batch_ptr self, batch_lane& lane, int32_t give_back) {
@@ -37,9 +55,8 @@ void update(batch_ptr self, batch_lane& lane, int32_t give_back) {
   lane.owed = std::max(0, lane.owed - give_back);
   int32_t want = 0;
   if (!lane.ended) {
-    const uint64_t left = lane.reader.size() - lane.position + (lane.next ? 1 : 0);
-    const auto desired = static_cast<int32_t>(
-        std::min<uint64_t>(std::max(1, st.ctx->cfg.per_model_concurrency), lane.busy + left));
+    const auto desired = static_cast<int32_t>(std::min<uint64_t>(
+        std::max(1, st.ctx->cfg.per_model_concurrency), lane.busy + lines_left(lane)));
     want = std::max(0, desired - lane.held);
   }
   if (give_back == 0 && want == lane.wished) return;
@@ -57,9 +74,15 @@ void record(batch_ptr self, storage::batch_line line) {
   self->delayed_send(self, record_gather, flush_atom::value);
 }
 
-/// The next line of the lane's plan that has no result yet; false at its end.
-bool next_line(batch_ptr self, batch_lane& lane) {
+/// The lane's next line without a result: a pending one, else the next of its plan that has no
+/// result yet (one may have it from before a restart); false when there is none.
+std::optional<line_ref> next_line(batch_ptr self, batch_lane& lane) {
   auto& st = self->state;
+  if (!lane.pending.empty()) {
+    auto line = lane.pending.front();
+    lane.pending.pop_front();
+    return line;
+  }
   plan::plan_entry e{};
   while (lane.reader.next(e)) {
     const uint64_t slot = storage::batch_slot(lane.model_index, lane.position++);
@@ -67,10 +90,112 @@ bool next_line(batch_ptr self, batch_lane& lane) {
       auto txn = st.mgr->env_.begin_read();
       if (storage::has_batch_line(txn, st.id, slot)) continue;  // done before a restart
     }
-    lane.next.emplace(e, slot);
-    return true;
+    return line_ref{e, slot};
   }
-  return false;
+  return std::nullopt;
+}
+
+/// A window of lines as the gateway side gets it: everything it needs, copied or shared.
+struct window_job {
+  batch_actor me;
+  uint64_t key = 0;
+  std::vector<line_ref> lines;
+  std::shared_ptr<const input_file> input;
+  std::array<uint64_t, 2> seed{};
+  std::string endpoint;
+  runtime::gateway_client* gw = nullptr;
+  std::shared_ptr<runtime::abort_handle> abort;
+};
+
+/// The result line of a request that got no response.
+storage::batch_line unreachable_line(uint64_t slot, const std::string& request_id,
+                                     const std::string& custom_id,
+                                     const runtime::gateway_outcome& out) {
+  return storage::batch_line{slot,
+                             false,
+                             error_line(request_id, custom_id, errc::gateway_unreachable,
+                                        "The gateway could not be reached after " +
+                                            std::to_string(out.tries) + " tries: " + out.error),
+                             {}};
+}
+
+/// Results of a window not yet reported, and the timer that reports them when a later line of
+/// the window takes long. Touched on the gateway client's strand only.
+struct window_results {
+  explicit window_results(const asio::any_io_executor& ex) : timer(ex) {}
+  std::vector<storage::batch_line> lines;
+  asio::steady_timer timer;
+  bool armed = false;
+};
+
+/// Reports `r`'s results after `window_target` unless the window's end reports them first: the
+/// results of fast lines do not wait for a slow line after them.
+void report_later(const std::shared_ptr<window_results>& r, const batch_actor& me, uint64_t key) {
+  if (r->armed || r->lines.empty()) return;
+  r->armed = true;
+  r->timer.expires_after(window_target);
+  r->timer.async_wait([r, me, key](const boost::system::error_code& ec) {
+    r->armed = false;
+    if (ec || r->lines.empty()) return;
+    window_done partial{key, std::move(r->lines), false, 0, 0, {}};
+    r->lines.clear();
+    caf::anon_send(me, std::move(partial));
+  });
+}
+
+/// Sends the window's lines one after another on the gateway client's strand (reading, parsing
+/// and rendering there too, so the actor's thread only keeps the books). It stops at the first
+/// line that cannot be read or parsed, when aborted, and once it ran twice `window_target`.
+asio::awaitable<window_done> run_window(window_job j) {
+  window_done done{j.key, {}, true, 0, 0, {}};
+  auto results = std::make_shared<window_results>(co_await asio::this_coro::executor);
+  // The real clock on purpose: this sizes windows for throughput, it is not engine time.
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const auto& [e, slot] : j.lines) {
+    if (j.abort->aborted() ||
+        (done.started > 0 && std::chrono::steady_clock::now() - t0 > 2 * window_target))
+      break;
+    auto text = plan::read_at(j.input->fd, e.offset, e.length);
+    if (!text) {
+      done.failure = "cannot read the input file: " + text.error().message;
+      break;
+    }
+    auto parsed = plan::parse_request_line(*text);
+    if (!parsed) {
+      done.failure = "input line at byte " + std::to_string(e.offset) +
+                     " no longer parses: " + parsed.error().message;
+      break;
+    }
+    ++done.started;
+    report_later(results, j.me, j.key);
+    runtime::gateway_request request{j.endpoint, std::move(parsed->body)};
+    auto out = co_await j.gw->send(std::move(request), j.abort);
+    if (j.abort->aborted()) break;  // drained with the stop code, or run again after a restart
+    const std::string request_id = request_id_for(j.seed, e.offset);
+    results->lines.push_back(out.got_response
+                                 ? response_line(slot, request_id, parsed->custom_id, out)
+                                 : unreachable_line(slot, request_id, parsed->custom_id, out));
+  }
+  results->timer.cancel();
+  done.lines = std::move(results->lines);
+  results->lines.clear();
+  done.elapsed_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  co_return done;
+}
+
+/// How many lines the lane's next window takes: about `window_target` of work at the lane's
+/// recent pace (one line until it has one), never more than its share of the lines left, so
+/// that every slot of the lane has work to the end.
+size_t window_size(const batch_lane& lane) {
+  double n = 1;
+  if (lane.line_us > 0)
+    n = std::clamp(static_cast<double>(window_target.count()) / lane.line_us, 1.0,
+                   static_cast<double>(max_window));
+  const auto held = static_cast<uint64_t>(std::max(1, lane.held));
+  const uint64_t share = (lines_left(lane) + held - 1) / held;
+  return static_cast<size_t>(std::clamp<uint64_t>(share, 1, static_cast<uint64_t>(n)));
 }
 
 /// A line of `lane` no longer needs its slot: a slot asked back (or of an ended lane) goes back
@@ -80,66 +205,72 @@ void line_done(batch_ptr self, batch_lane& lane) {
   update(self, lane, lane.owed > 0 || lane.ended ? 1 : 0);
 }
 
-/// Reads the line and sends it, holding one of the lane's slots until it ends.
-void start_line(batch_ptr self, size_t lane_index, plan::plan_entry e, uint64_t slot) {
+/// Every line of a model no gateway serves gets its error line (read here; there is no wait).
+void no_gateway(batch_ptr self, const batch_lane& lane, const std::vector<line_ref>& lines) {
   auto& st = self->state;
-  auto& lane = st.lanes[lane_index];
-  ++lane.busy;
-  auto text = plan::read_at(st.fd, e.offset, e.length);
-  if (!text) {
-    line_done(self, lane);
-    return fail(self, "cannot read the input file: " + text.error().message, nullptr);
+  for (const auto& [e, slot] : lines) {
+    std::string custom_id;
+    if (auto text = plan::read_at(st.input->fd, e.offset, e.length))
+      if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
+    record(self, storage::batch_line{slot,
+                                     false,
+                                     error_line(request_id_for(st.id_seed, e.offset), custom_id,
+                                                errc::model_not_found,
+                                                "No gateway serves model '" + lane.model + "'."),
+                                     {}});
   }
-  auto parsed = plan::parse_request_line(*text);
-  if (!parsed) {
-    line_done(self, lane);
-    return fail(self,
-                "input line at byte " + std::to_string(e.offset) +
-                    " no longer parses: " + parsed.error().message,
-                nullptr);
-  }
-  std::string req_id = request_id_for(st.id_seed, e.offset);
-  if (!lane.gw) {
-    line_done(self, lane);
-    return record(self,
-                  storage::batch_line{slot,
-                                      false,
-                                      error_line(req_id, parsed->custom_id, errc::model_not_found,
-                                                 "No gateway serves model '" + lane.model + "'."),
-                                      {}});
-  }
-  const uint64_t key = st.next_key++;
-  auto abort = std::make_shared<runtime::abort_handle>();
-  st.inflight.emplace(key,
-                      line_request{lane_index, slot, std::move(req_id), parsed->custom_id, abort});
-  asio::co_spawn(
-      lane.gw->executor(),
-      lane.gw->send(runtime::gateway_request{st.endpoint, std::move(parsed->body)},
-                    std::move(abort)),
-      [me = batch_actor{self}, key](const std::exception_ptr& ex, runtime::gateway_outcome o) {
-        if (ex) {
-          o = {};
-          o.error = "the request failed inside the engine";
-        }
-        caf::anon_send(me, line_outcome{key, std::move(o)});
-      });
 }
 
-/// Starts lines on one lane while it has idle slots; an ended lane gives its idle slots back.
+/// Starts a window of the lane's next lines on one of its slots, holding the slot until the
+/// window ends; false when the lane has no line left to start.
+bool start_window(batch_ptr self, size_t lane_index) {
+  auto& st = self->state;
+  auto& lane = st.lanes[lane_index];
+  std::vector<line_ref> lines;
+  const size_t n = window_size(lane);
+  while (lines.size() < n) {
+    auto line = next_line(self, lane);
+    if (!line) break;
+    lines.push_back(*line);
+  }
+  if (lines.empty()) return false;
+  if (!lane.gw) {
+    no_gateway(self, lane, lines);
+    return true;
+  }
+  ++lane.busy;
+  const uint64_t key = st.next_key++;
+  auto abort = std::make_shared<runtime::abort_handle>();
+  window_job j{batch_actor{self}, key, lines, st.input, st.id_seed, st.endpoint, lane.gw, abort};
+  st.inflight.emplace(key, window_request{lane_index, std::move(lines), std::move(abort)});
+  asio::co_spawn(lane.gw->executor(), run_window(std::move(j)),
+                 [me = batch_actor{self}, key](const std::exception_ptr& ex, window_done w) {
+                   if (ex)
+                     w = window_done{key, {}, true, 0, 0, "the requests failed inside the engine"};
+                   caf::anon_send(me, std::move(w));
+                 });
+  return true;
+}
+
+/// Starts windows on one lane while it has idle slots. A lane with no line left to start gives
+/// its idle slots back, and ends once its last window ended.
 void pump_lane(batch_ptr self, size_t lane_index) {
   auto& st = self->state;
   auto& lane = st.lanes[lane_index];
-  while (!st.halted && !lane.ended && lane.held > lane.busy) {
-    if (!lane.next && !next_line(self, lane)) {
-      lane.ended = true;
+  bool started_all = false;
+  while (!st.halted && !lane.ended && lane.held > lane.busy)
+    if (!start_window(self, lane_index)) {
+      started_all = true;
       break;
     }
-    auto [e, slot] = *lane.next;
-    lane.next.reset();
-    start_line(self, lane_index, e, slot);
+  if (!started_all && !lane.ended && !st.halted && lane.pending.empty()) {
+    if (auto line = next_line(self, lane))
+      lane.pending.push_front(*line);
+    else
+      started_all = true;
   }
-  if (!lane.ended && !st.halted && !lane.next && !next_line(self, lane)) lane.ended = true;
-  update(self, lane, lane.ended ? lane.held - lane.busy : 0);
+  if (started_all && lane.busy == 0) lane.ended = true;
+  update(self, lane, started_all || lane.ended ? lane.held - lane.busy : 0);
 }
 
 }  // namespace
@@ -176,28 +307,24 @@ void pump(batch_ptr self) {
   check_dispatched(self);
 }
 
-void on_line_outcome(batch_ptr self, line_outcome& o) {
+void on_window_done(batch_ptr self, window_done& w) {
   auto& st = self->state;
-  auto it = st.inflight.find(o.key);
+  auto it = st.inflight.find(w.key);
   if (it == st.inflight.end()) return;
-  auto req = std::move(it->second);
-  st.inflight.erase(it);
-  line_done(self, st.lanes[req.lane]);
-  // Aborted (stopped): drained with the stop code, or run again after the restart.
-  if (!req.abort->aborted()) {
-    const auto& out = o.outcome;
-    if (out.got_response) {
-      record(self, response_line(req.slot, req.request_id, req.custom_id, out));
-    } else {
-      record(self, storage::batch_line{
-                       req.slot,
-                       false,
-                       error_line(req.request_id, req.custom_id, errc::gateway_unreachable,
-                                  "The gateway could not be reached after " +
-                                      std::to_string(out.tries) + " tries: " + out.error),
-                       {}});
-    }
+  for (auto& line : w.lines) record(self, std::move(line));
+  if (!w.last) return;
+  auto& lane = st.lanes[it->second.lane];
+  if (w.started > 0) {
+    const double per_line = static_cast<double>(w.elapsed_us) / w.started;
+    lane.line_us = lane.line_us > 0 ? 0.75 * lane.line_us + 0.25 * per_line : per_line;
   }
+  // Lines of a window cut short go back to the lane (aborted ones are drained or run again).
+  const auto& lines = it->second.lines;
+  if (w.failure.empty() && !it->second.abort->aborted())
+    lane.pending.insert(lane.pending.begin(), lines.begin() + w.started, lines.end());
+  st.inflight.erase(it);
+  line_done(self, lane);
+  if (!w.failure.empty()) return fail(self, std::move(w.failure), nullptr);
   pump(self);
 }
 

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -30,6 +31,9 @@
 
 namespace sy::actors::detail {
 
+/// A line of a batch: its plan entry and the slot of its result.
+using line_ref = std::pair<runtime::batch::plan_entry, uint64_t>;
+
 /// One model's lane: its plan, read in order, and the slots of the model's budget it holds. The
 /// model's dispatcher owns that budget (actors/slots.hpp): the lane asks it for as many slots as
 /// it can use, keeps them for its next lines, and gives back those the dispatcher asks for
@@ -44,20 +48,31 @@ struct batch_lane {
   slot_owner_actor owner;  ///< the model's dispatcher
   uint64_t key = 0;        ///< its holder key at the dispatcher
   int32_t held = 0;        ///< slots it holds (in use or idle)
-  int32_t busy = 0;        ///< of those, in use by a request in flight
+  int32_t busy = 0;        ///< of those, in use by a window of lines in flight
   int32_t owed = 0;        ///< slots asked back, to give back as they come free
   int32_t wished = 0;      ///< more slots asked for, not yet granted
-  /// The next line to send, read from the plan, waiting for a slot.
-  std::optional<std::pair<runtime::batch::plan_entry, uint64_t>> next;
-  bool ended = false;  ///< every line of the plan was started (or the batch halted)
+  /// Lines read from the plan (or handed back by a window cut short) waiting for a slot.
+  std::deque<line_ref> pending;
+  /// Every line of the plan was started and every window ended (or the batch halted).
+  bool ended = false;
+  /// Microseconds a line of this lane took in its windows (a moving average; 0: none ended yet).
+  double line_us = 0;
 };
 
-/// A request in flight.
-struct line_request {
+/// The batch's input file. The actor holds it while lines are read from it and so does each
+/// window in flight and each drain step, so it closes when the last of them is done with it.
+struct input_file {
+  explicit input_file(int f) : fd(f) {}
+  ~input_file();
+  input_file(const input_file&) = delete;
+  input_file& operator=(const input_file&) = delete;
+  const int fd;
+};
+
+/// A window of lines in flight: its lane, its lines and the abort handle its requests share.
+struct window_request {
   size_t lane = 0;
-  uint64_t slot = 0;
-  std::string request_id;
-  std::string custom_id;
+  std::vector<line_ref> lines;
   std::shared_ptr<runtime::abort_handle> abort;
 };
 
@@ -87,7 +102,7 @@ struct batch_state {
   bool shutting_down = false;  ///< release: stop and resume at the next start
   bool halted = false;         ///< dispatch stopped (any of the above)
   int failing = 0;             ///< failures being committed: dispatch is not over before they are
-  int fd = -1;                 ///< the input file, while lines are read from it
+  std::shared_ptr<const input_file> input;  ///< while lines are read from it
   std::optional<runtime::batch::ingest_result> plans;
   int64_t step_started_ms = 0;  ///< when ingestion or finalization began (its log line's "ms")
   std::shared_ptr<runtime::timer> window;  ///< the completion window's end (ctx.clock's)
@@ -98,7 +113,7 @@ struct batch_state {
   bool fresh = false;  ///< no line had a result when the actor started: skip the per-line check
   std::vector<batch_lane> lanes;
   uint64_t next_key = 0;
-  std::map<uint64_t, line_request> inflight;
+  std::map<uint64_t, window_request> inflight;
   std::vector<storage::batch_line> unrecorded;  ///< results waiting for the next commit
   bool recording = false;                       ///< a commit of results is gathering or under way
 
@@ -143,12 +158,13 @@ void dispatch(batch_ptr self);
 void pump(batch_ptr self);
 /// The model's dispatcher granted `n` slots to the lane `key`, or asks `n` back (`yield`).
 void on_slots(batch_ptr self, uint64_t key, int32_t granted, int32_t asked);
-void on_line_outcome(batch_ptr self, line_outcome& o);
+/// A window of lines ended: its results are recorded, its slot serves the lane's next window.
+void on_window_done(batch_ptr self, window_done& w);
 /// Commits the results gathered so far (`flush`).
 void flush(batch_ptr self);
 /// Ends every lane: its idle slots go back and it wants no more (stop, end).
 void leave_budgets(batch_ptr self);
-/// Aborts every request in flight.
+/// Aborts every window of lines in flight.
 void abort_inflight(batch_ptr self);
 /// Dispatch is over when every lane ended, nothing is in flight and every result is committed;
 /// then the batch resumes later (shutdown) or finishes.

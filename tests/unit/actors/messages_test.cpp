@@ -294,12 +294,11 @@ TEST_F(messages, a_batch_actors_messages_round_trip) {
   plans.failure = "cannot read";
   EXPECT_TRUE(round_trip(plans) == plans) << caf::deep_to_string(plans);
 
-  line_outcome outcome{9, {}};
-  outcome.outcome.got_response = true;
-  outcome.outcome.status_code = 200;
-  outcome.outcome.body = "{}";
-  outcome.outcome.tries = 1;
-  EXPECT_TRUE(round_trip(outcome) == outcome);
+  window_done window{
+      9,    {st::batch_line{4, true, R"({"id":"y"})", st::token_usage{5, 6, 7, 8, 9}}},
+      true, 2,
+      1500, "input line at byte 7 no longer parses"};
+  EXPECT_TRUE(round_trip(window) == window) << caf::deep_to_string(window);
 
   drained_lines drained{{st::batch_line{10, true, R"({"id":"x"})", st::token_usage{1, 2, 3, 4, 5}},
                          st::batch_line{11, false, "{}", std::nullopt}},
