@@ -58,10 +58,10 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   e->webhook_policy_ = std::move(*policy_or);
   auto secret = runtime::load_or_create_webhook_secret(d.cfg);
   if (!secret) return secret.error();
-  e->caf_cfg_.set("scheduler.max-threads", 2);
-  e->caf_cfg_.set("scheduler.policy", caf::atom("sharing"));
-  e->caf_cfg_.set("logger.console", caf::atom("none"));
-  e->sys_ = std::make_unique<caf::actor_system>(e->caf_cfg_);
+  e->caf_cfg_->set("scheduler.max-threads", 2);
+  e->caf_cfg_->set("scheduler.policy", caf::atom("sharing"));
+  e->caf_cfg_->set("logger.console", caf::atom("none"));
+  e->sys_ = std::make_unique<caf::actor_system>(*e->caf_cfg_);
   e->ctx_ = std::make_unique<engine_context>(*e->sys_, d.cfg, d.clock, d.js, e->exec_);
   auto& ctx = *e->ctx_;
   ctx.env = &d.env;
@@ -428,8 +428,11 @@ void engine::shutdown() {
   // Every actor has terminated (checked above). CAF 0.17's actor_system destructor also waits
   // for the threads of detached actors to see their last reference dropped, which in this
   // version never happens for our detached actors, so the system object is released on purpose
-  // instead of destroyed: its remaining threads are idle and end with the process.
+  // instead of destroyed: its remaining threads are idle and end with the process. Its config
+  // too: those threads read its thread hooks as they end (a use after free TSan found once CAF
+  // was instrumented).
   (void)sys_.release();
+  (void)caf_cfg_.release();
   log::info("engine", "stopped");
 }
 

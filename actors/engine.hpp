@@ -88,7 +88,9 @@ class engine final : public job_service {
   void stop_actors();     ///< dispatchers, the global budget, reaper, relay, writer, registry
 
   deps deps_;
-  caf::actor_system_config caf_cfg_;
+  /// Released with the system at shutdown, never destroyed: the system's last threads still read
+  /// it (engine::shutdown).
+  std::unique_ptr<caf::actor_system_config> caf_cfg_ = std::make_unique<caf::actor_system_config>();
   std::unique_ptr<caf::actor_system> sys_;
   boost::asio::io_context exec_;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
