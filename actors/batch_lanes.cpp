@@ -38,6 +38,8 @@ constexpr std::chrono::milliseconds record_gather{5};
 /// A slot sends a window of lines back to back and reports them in one message, so a line costs
 /// no crossing between the actor's thread and the gateway client's. A window holds about this
 /// much work at the lane's pace: a slot the dispatcher asks back comes free within about that.
+/// Measured and waited for on the real (steady) clock, like `record_gather`: throughput tuning,
+/// not a time the engine keeps, so a manual clock held still in a test does not distort it.
 constexpr std::chrono::microseconds window_target{10'000};
 constexpr size_t max_window = 64;
 
@@ -149,7 +151,6 @@ void report_later(const std::shared_ptr<window_results>& r, const batch_actor& m
 asio::awaitable<window_done> run_window(window_job j) {
   window_done done{j.key, {}, true, 0, 0, {}};
   auto results = std::make_shared<window_results>(co_await asio::this_coro::executor);
-  // The real clock on purpose: this sizes windows for throughput, it is not engine time.
   const auto t0 = std::chrono::steady_clock::now();
   for (const auto& [e, slot] : j.lines) {
     if (j.abort->aborted() ||

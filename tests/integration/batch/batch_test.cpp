@@ -195,6 +195,26 @@ TEST(batch, jobs_and_batches_of_one_model_share_its_limit) {
   EXPECT_LE(env.gateway().peak_in_flight(), 2);
 }
 
+TEST(batch, a_job_of_a_model_whose_only_slot_a_batch_holds_runs_long_before_the_batch_ends) {
+  // The lane sends windows of up to 64 fast lines on its one slot; asked for it back, it gives it
+  // up when its window ends (within about 20 ms), so the job does not wait for the batch.
+  batch_env env;
+  env.settings().per_model_concurrency = 1;
+  env.start();
+  const int n = 3000;
+  auto b = env.create(env.upload(lines_of(n, "r", "test-model")));
+  ASSERT_TRUE(wait_for([&] { return env.get(b.id).completed >= 100; }, std::chrono::seconds(60)));
+  http_client c(env.port());
+  auto id = env.submit(c, "job", json::object()).json()["id"].get<std::string>();
+  EXPECT_EQ(env.engine_env::wait_terminal(c, id)["status"], "completed");
+  const auto when_done = env.get(b.id);
+  EXPECT_LT(when_done.completed, n - 500) << "the job waited for most of the batch";
+  auto done = env.wait_terminal(b.id);
+  ASSERT_EQ(done.status, batch_status::completed);
+  EXPECT_EQ(done.completed, n);
+  EXPECT_EQ(env.gateway().peak_in_flight(), 1);
+}
+
 /// Runs `lines` with the given limits and returns the model of each request in arrival order.
 std::vector<std::string> arrival_order(batch_env& env, int per_model, int global,
                                        const std::vector<json>& lines, int64_t expect_peak) {
