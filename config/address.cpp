@@ -88,10 +88,12 @@ bool is_loopback_host(std::string_view host) {
 }
 
 result<gateway_url> parse_gateway_url(std::string_view url) {
-  constexpr std::string_view scheme = "http://";
-  if (url.substr(0, 8) == "https://") return bad("https gateways are not supported yet");
+  gateway_url out;
+  out.tls = url.substr(0, 8) == "https://";
+  const std::string_view scheme = out.tls ? "https://" : "http://";
+  if (out.tls) out.port = 443;
   if (url.substr(0, scheme.size()) != scheme) {
-    return bad("expected a URL http://host:port[/prefix], got " + detail::quoted(url));
+    return bad("expected a URL http(s)://host[:port][/prefix], got " + detail::quoted(url));
   }
   // The prefix goes into the request line as it is. (Not echoed: it would break the message.)
   if (const size_t at = detail::find_control(url); at != std::string_view::npos) {
@@ -109,10 +111,9 @@ result<gateway_url> parse_gateway_url(std::string_view url) {
   auto authority = rest.substr(0, slash);
   std::string_view host, port_text;
   bool has_port = false;
-  gateway_url out;
   if (!split_host_port(authority, host, port_text, has_port) || !valid_host(host) ||
       (has_port && !parse_port(port_text, out.port)) || (has_port && out.port == 0)) {
-    return bad("expected a URL http://host:port[/prefix], got " + detail::quoted(url));
+    return bad("expected a URL http(s)://host[:port][/prefix], got " + detail::quoted(url));
   }
   out.host = std::string(host);
   if (slash != std::string_view::npos) {

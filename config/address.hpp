@@ -26,13 +26,14 @@ bool is_loopback_host(std::string_view host);
 /// A gateway endpoint. `prefix` is "" or starts with '/' and has no trailing '/'; the request
 /// path (e.g. /v1/chat/completions) is appended to it.
 struct gateway_url {
+  bool tls = false;  ///< https
   std::string host;
   uint16_t port = 80;
   std::string prefix;
 };
 
-/// Parses "http://host[:port][/prefix]" (port defaults to 80). https is refused with "https
-/// gateways are not supported yet"; user info, query and fragment are refused.
+/// Parses "http://host[:port][/prefix]" or "https://…" (port defaults to 80 or 443); user info,
+/// query and fragment are refused.
 result<gateway_url> parse_gateway_url(std::string_view url);
 
 }  // namespace sy::config

@@ -40,7 +40,8 @@ std::string serve_footer() {
   }
   out +=
       "  In YAML, gateway may also be a map {url, request_timeout_ms, max_retries, "
-      "initial_backoff_ms,\n  max_backoff_ms, api_key_file, max_connections}; "
+      "initial_backoff_ms,\n  max_backoff_ms, api_key_file, max_connections, tls_ca_cert_file, "
+      "tls_client_cert_file,\n  tls_client_key_file, tls_insecure_skip_verify}; "
       "model_gateways values take the same map.\n"
       "Durations (DURATION, every *_ms setting) are an integer number of milliseconds or "
       "250ms, 30s, 2m, 1h, 1m30s.\n"

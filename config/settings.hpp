@@ -13,8 +13,7 @@ namespace sy::config {
 
 /// One OpenAI-compatible gateway and how we talk to it.
 struct gateway_settings {
-  std::string url;  ///< e.g. http://127.0.0.1:8000 (scheme http; path prefix allowed, e.g. /v1 is
-                    ///< NOT appended)
+  std::string url;  ///< http://host[:port][/prefix] or https://…; /v1 is NOT appended
   int64_t request_timeout_ms = 60'000;
   int max_retries = 2;  ///< retries within one attempt (connection errors, timeouts, 429, 5xx)
   int64_t initial_backoff_ms = 200;
@@ -22,6 +21,12 @@ struct gateway_settings {
   std::string api_key_file;  ///< optional; its trimmed content is sent as `Authorization: Bearer`
   std::string api_key;       ///< loaded from api_key_file at validation time (never logged)
   int max_connections = 64;  ///< keep-alive pool size
+  // TLS (https:// URLs only). The server's certificate is verified against the system's CAs
+  // (or tls_ca_cert_file), its name against the URL's host.
+  std::string tls_ca_cert_file;           ///< PEM CA bundle to trust instead of the system's
+  std::string tls_client_cert_file;       ///< PEM client certificate, for mutual TLS (with the key)
+  std::string tls_client_key_file;        ///< PEM private key of tls_client_cert_file
+  bool tls_insecure_skip_verify = false;  ///< no certificate or name check (logged loudly)
 };
 
 /// A configured API key: stored only as the hex SHA-256 of the key, mapped to a tenant.

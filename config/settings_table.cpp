@@ -100,7 +100,7 @@ std::vector<setting_def> build_settings_table() {
       sd{.name = "gateway",
          .flag = "--gateway",
          .type = vt::gateway,
-         .description = "The one global OpenAI-compatible gateway, http://host:port[/prefix], "
+         .description = "The one global OpenAI-compatible gateway, http(s)://host[:port][/prefix], "
                         "used for every model. Exclusive with model_gateways."},
       sd{.name = "model_gateways",
          .flag = "",
@@ -353,8 +353,9 @@ std::vector<gateway_field_def> build_gateway_table() {
       gd{.name = "url",
          .flag = "",
          .type = vt::text,
-         .description = "http://host:port[/prefix]; the OpenAI path (/v1/chat/completions) is "
-                        "appended to the prefix. https is not supported yet.",
+         .description = "http(s)://host[:port][/prefix]; the OpenAI path (/v1/chat/completions) "
+                        "is appended to the prefix. https verifies the server's certificate "
+                        "against the system's CAs and its name against the host.",
          .field = &gateway_settings::url},
       gd{.name = "request_timeout_ms",
          .flag = "",
@@ -397,6 +398,29 @@ std::vector<gateway_field_def> build_gateway_table() {
          .max = 10'000,
          .description = "Keep-alive connection pool size for this gateway.",
          .field = &gateway_settings::max_connections},
+      gd{.name = "tls_ca_cert_file",
+         .flag = "",
+         .type = vt::text,
+         .description = "https only: PEM file of the CA certificates to trust instead of the "
+                        "system's (a private CA). Empty: the system's.",
+         .field = &gateway_settings::tls_ca_cert_file},
+      gd{.name = "tls_client_cert_file",
+         .flag = "",
+         .type = vt::text,
+         .description = "https only: PEM client certificate for mutual TLS (with "
+                        "tls_client_key_file). Empty: none.",
+         .field = &gateway_settings::tls_client_cert_file},
+      gd{.name = "tls_client_key_file",
+         .flag = "",
+         .type = vt::text,
+         .description = "https only: PEM private key of tls_client_cert_file.",
+         .field = &gateway_settings::tls_client_key_file},
+      gd{.name = "tls_insecure_skip_verify",
+         .flag = "",
+         .type = vt::boolean,
+         .description = "https only: accept any certificate and name (testing only; logged as "
+                        "a warning at start).",
+         .field = &gateway_settings::tls_insecure_skip_verify},
   };
 }
 

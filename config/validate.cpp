@@ -97,14 +97,37 @@ status check_execution(const settings& s) {
   return ok;
 }
 
+/// Checks the TLS settings of a gateway: only for https, files readable, a client certificate
+/// and its key together.
+status check_gateway_tls(const gateway_settings& g, bool https, const std::string& path) {
+  const std::pair<const char*, const std::string*> files[] = {
+      {"tls_ca_cert_file", &g.tls_ca_cert_file},
+      {"tls_client_cert_file", &g.tls_client_cert_file},
+      {"tls_client_key_file", &g.tls_client_key_file}};
+  for (const auto& [name, value] : files) {
+    if (value->empty()) continue;
+    const std::string where = path + "." + name;
+    if (!https) return invalid(where, "is for https:// gateways; the url is http://");
+    if (auto content = detail::read_file(*value, where); !content) return content.error();
+  }
+  if (g.tls_insecure_skip_verify && !https)
+    return invalid(path + ".tls_insecure_skip_verify",
+                   "is for https:// gateways; the url is http://");
+  if (g.tls_client_cert_file.empty() != g.tls_client_key_file.empty())
+    return invalid(
+        path + (g.tls_client_cert_file.empty() ? ".tls_client_cert_file" : ".tls_client_key_file"),
+        "mutual TLS needs both tls_client_cert_file and tls_client_key_file");
+  return ok;
+}
+
 /// Checks one gateway (`path` is "gateway" or "model_gateways.<model>") and loads its key.
 status check_gateway(gateway_settings& g, const std::string& path) {
   if (g.url.empty()) {
     return invalid(path + ".url", "is required (e.g. http://127.0.0.1:8000)");
   }
-  if (auto url = parse_gateway_url(g.url); !url) {
-    return invalid(path + ".url", url.error().message);
-  }
+  auto url = parse_gateway_url(g.url);
+  if (!url) return invalid(path + ".url", url.error().message);
+  if (auto st = check_gateway_tls(g, url->tls, path); !st) return st;
   if (auto st = check_bounds(g, gateway_table(), path + "."); !st) return st;
   if (g.initial_backoff_ms > g.max_backoff_ms) {
     return invalid(path + ".initial_backoff_ms", "must not exceed max_backoff_ms (" +

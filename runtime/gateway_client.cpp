@@ -4,6 +4,8 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -19,17 +21,21 @@
 #include <charconv>
 #include <chrono>
 #include <deque>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "config/address.hpp"
 #include "runtime/backoff.hpp"
+#include "runtime/log.hpp"
+#include "runtime/tls.hpp"
 
 namespace sy::runtime {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 using strand_t = asio::strand<asio::any_io_executor>;
 using error_code = boost::system::error_code;
@@ -89,7 +95,8 @@ bool is_aborted(const abort_ptr& abort) { return abort && abort->aborted(); }
 
 /// The parts of a gateway URL that a request needs.
 struct gateway_url {
-  std::string authority;  ///< host[:port] for the Host header (the port when it is not 80)
+  bool tls = false;       ///< https
+  std::string authority;  ///< host[:port] for the Host header (the port when not the default)
   std::string host;
   std::string port;
   std::string prefix;  ///< path prefix without a trailing slash, possibly empty
@@ -105,18 +112,39 @@ gateway_url parse_url(const std::string& url) {
     out.error = "invalid gateway url '" + url + "': " + parsed.error().message;
     return out;
   }
+  out.tls = parsed->tls;
   out.host = parsed->host;
   out.port = std::to_string(parsed->port);
   out.prefix = parsed->prefix;
   out.authority = out.host.find(':') != std::string::npos ? "[" + out.host + "]" : out.host;
-  if (parsed->port != 80) out.authority += ":" + out.port;
+  if (parsed->port != (out.tls ? 443 : 80)) out.authority += ":" + out.port;
   return out;
 }
 
-/// One keep-alive connection. Owned by the pool while idle, by one send while busy.
+/// The TLS context of an https gateway (none for http), or why there cannot be one in `error`.
+std::shared_ptr<ssl::context> tls_context_for(const gateway_url& url,
+                                              const sy::config::gateway_settings& s,
+                                              std::string& error) {
+  if (!url.tls || !url.error.empty()) return nullptr;
+  if (s.tls_insecure_skip_verify)
+    log::warn("gateway", "TLS certificate verification is off for this gateway",
+              {{"url", s.url}, {"setting", "tls_insecure_skip_verify"}});
+  auto ctx = make_tls_client_context(tls_client_options{s.tls_ca_cert_file, s.tls_client_cert_file,
+                                                        s.tls_client_key_file,
+                                                        s.tls_insecure_skip_verify});
+  if (ctx) return std::move(*ctx);
+  error = "gateway " + s.url + ": " + ctx.error().message;
+  return nullptr;
+}
+
+/// One keep-alive connection. Owned by the pool while idle, by one send while busy. Over https
+/// its TLS layer runs on `stream`, whose deadline and close() govern both.
 struct connection {
-  explicit connection(const strand_t& ex) : stream(ex) {}
+  connection(const strand_t& ex, ssl::context* tls) : stream(ex) {
+    if (tls) secure.emplace(stream, *tls);
+  }
   beast::tcp_stream stream;
+  std::optional<ssl::stream<beast::tcp_stream&>> secure;
   beast::flat_buffer buffer;
   bool connected = false;
 };
@@ -173,6 +201,7 @@ struct gateway_client::impl {
       : strand(asio::make_strand(ex)),
         settings(std::move(s)),
         url(parse_url(settings.url)),
+        tls(tls_context_for(url, settings, tls_error)),
         fixed_headers(render_fixed_headers(url, settings)),
         rng(std::random_device{}()) {}
 
@@ -181,6 +210,8 @@ struct gateway_client::impl {
   strand_t strand;
   const sy::config::gateway_settings settings;
   const gateway_url url;
+  std::string tls_error;  ///< why an https gateway has no TLS context (every send fails with it)
+  const std::shared_ptr<ssl::context> tls;
   /// Every header but Content-Length, each ending in CRLF (see build).
   const std::string fixed_headers;
   std::atomic<int> open_count{0};
@@ -193,6 +224,9 @@ struct gateway_client::impl {
                                     const abort_ptr& abort);
   asio::awaitable<exchange> exchange_on(connection& c, const wire_request& req,
                                         const abort_ptr& abort);
+  asio::awaitable<bool> open(connection& c, exchange& ex, const abort_ptr& abort);
+  template <class Stream>
+  asio::awaitable<void> talk(Stream& s, connection& c, const wire_request& req, exchange& ex);
   asio::awaitable<bool> sleep(int64_t ms, wait_state& ws, const abort_ptr& abort);
   void release(conn_ptr c, bool reusable);
   void drop_idle();
@@ -227,8 +261,8 @@ wire_request gateway_client::impl::build(gateway_request request) const {
 asio::awaitable<gateway_outcome> gateway_client::impl::run(gateway_request request,
                                                            abort_ptr abort) {
   gateway_outcome out;
-  if (!url.error.empty()) {
-    out.error = url.error;
+  if (!url.error.empty() || !tls_error.empty()) {
+    out.error = url.error.empty() ? tls_error : url.error;
     co_return out;
   }
   auto ws = std::make_shared<wait_state>();
@@ -335,7 +369,7 @@ asio::awaitable<conn_ptr> gateway_client::impl::acquire(bool fresh, bool& reused
     if (open_ < cap) {
       open_count = ++open_;
       reused = false;
-      co_return std::make_shared<connection>(strand);
+      co_return std::make_shared<connection>(strand, tls.get());
     }
     auto t = std::make_shared<asio::steady_timer>(strand, asio::steady_timer::time_point::max());
     waiters_.push_back(t);
@@ -380,53 +414,68 @@ std::string gateway_client::impl::describe(const error_code& ec) const {
   if (ec == beast::error::timeout) {
     return "timeout after " + std::to_string(settings.request_timeout_ms) + " ms";
   }
-  if (ec == http::error::end_of_stream || ec == asio::error::eof) {
+  if (ec == http::error::end_of_stream || ec == asio::error::eof ||
+      ec == ssl::error::stream_truncated) {
     return "connection closed by the gateway";
   }
   return ec.message();
 }
 
-asio::awaitable<exchange> gateway_client::impl::exchange_on(connection& c, const wire_request& req,
-                                                            const abort_ptr& abort) {
-  exchange ex;
-  ex.attempted = true;
+/// Connects `c` (and over https does the TLS handshake); false with `ex.error` when it failed.
+asio::awaitable<bool> gateway_client::impl::open(connection& c, exchange& ex,
+                                                 const abort_ptr& abort) {
   error_code ec;
-  c.stream.expires_after(std::chrono::milliseconds(settings.request_timeout_ms));
-  if (!c.connected) {
-    const std::string where = url.host + ":" + url.port;
-    tcp::resolver resolver(strand);
-    auto endpoints = co_await resolver.async_resolve(url.host, url.port, use_ec(ec));
-    if (!ec && is_aborted(abort)) ec = asio::error::operation_aborted;
-    if (ec) {
-      ex.error = "resolve " + where + ": " + describe(ec);
-      co_return ex;
-    }
-    co_await c.stream.async_connect(endpoints, use_ec(ec));
-    if (ec) {
-      ex.error = "connect " + where + ": " + describe(ec);
-      co_return ex;
-    }
-    // Requests are small and answered one at a time: never hold a write back for Nagle.
-    c.stream.socket().set_option(tcp::no_delay(true), ec);
-    ec = {};
-    c.connected = true;
+  const std::string where = url.host + ":" + url.port;
+  tcp::resolver resolver(strand);
+  auto endpoints = co_await resolver.async_resolve(url.host, url.port, use_ec(ec));
+  if (!ec && is_aborted(abort)) ec = asio::error::operation_aborted;
+  if (ec) {
+    ex.error = "resolve " + where + ": " + describe(ec);
+    co_return false;
   }
+  co_await c.stream.async_connect(endpoints, use_ec(ec));
+  if (ec) {
+    ex.error = "connect " + where + ": " + describe(ec);
+    co_return false;
+  }
+  // Requests are small and answered one at a time: never hold a write back for Nagle.
+  c.stream.socket().set_option(tcp::no_delay(true), ec);
+  ec = {};
+  if (c.secure) {
+    set_tls_peer(c.secure->native_handle(), url.host, !settings.tls_insecure_skip_verify);
+    co_await c.secure->async_handshake(ssl::stream_base::client, use_ec(ec));
+    if (ec) {
+      ex.error =
+          "TLS handshake with " + where + " failed: " +
+          (ec == beast::error::timeout ? describe(ec) : tls_failure(c.secure->native_handle(), ec));
+      co_return false;
+    }
+  }
+  c.connected = true;
+  co_return true;
+}
+
+/// Writes the request and reads the answer on `s` (the connection's TCP or TLS stream).
+template <class Stream>
+asio::awaitable<void> gateway_client::impl::talk(Stream& s, connection& c, const wire_request& req,
+                                                 exchange& ex) {
+  error_code ec;
   const std::array<asio::const_buffer, 2> wire{asio::buffer(req.head), asio::buffer(req.body)};
-  co_await asio::async_write(c.stream, wire, use_ec(ec));
+  co_await asio::async_write(s, wire, use_ec(ec));
   const bool cut = ec && ec != beast::error::timeout && ec != asio::error::operation_aborted;
   if (ec) {
     ex.stale = cut;
     ex.error = "write request: " + describe(ec);
-    co_return ex;
+    co_return;
   }
   http::response_parser<http::string_body> parser;
   parser.body_limit(kMaxResponseBytes);
-  co_await http::async_read(c.stream, c.buffer, parser, use_ec(ec));
+  co_await http::async_read(s, c.buffer, parser, use_ec(ec));
   if (ec) {
     ex.stale =
         !parser.got_some() && ec != beast::error::timeout && ec != asio::error::operation_aborted;
     ex.error = "read response: " + describe(ec);
-    co_return ex;
+    co_return;
   }
   c.stream.expires_never();
   auto& res = parser.get();
@@ -436,6 +485,18 @@ asio::awaitable<exchange> gateway_client::impl::exchange_on(connection& c, const
   ex.retry_after_s = parse_retry_after(res[http::field::retry_after]);
   ex.reusable = res.keep_alive();
   ex.body = std::move(res.body());
+}
+
+asio::awaitable<exchange> gateway_client::impl::exchange_on(connection& c, const wire_request& req,
+                                                            const abort_ptr& abort) {
+  exchange ex;
+  ex.attempted = true;
+  c.stream.expires_after(std::chrono::milliseconds(settings.request_timeout_ms));
+  if (!c.connected && !co_await open(c, ex, abort)) co_return ex;
+  if (c.secure)
+    co_await talk(*c.secure, c, req, ex);
+  else
+    co_await talk(c.stream, c, req, ex);
   co_return ex;
 }
 

@@ -1,5 +1,7 @@
 #include "runtime/webhook_client.hpp"
 
+#include "runtime/tls.hpp"
+
 #include <openssl/ssl.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -216,15 +218,14 @@ asio::awaitable<void> run_attempt(impl_ptr self, attempt_ptr a, const webhook_ur
     co_return;
   }
   ssl::stream<tcp::socket&> stream(a->socket, *self->tls);
-  error_code ec, not_ip;
-  (void)ip::make_address(u.host, not_ip);
-  // SNI carries host names only (RFC 6066); the certificate check covers names and addresses.
-  if (not_ip) SSL_set_tlsext_host_name(stream.native_handle(), u.host.c_str());
-  stream.set_verify_callback(ssl::host_name_verification(u.host), ec);
+  error_code ec;
+  set_tls_peer(stream.native_handle(), u.host, true);
   a->phase = "during the TLS handshake with " + peer;
   co_await stream.async_handshake(ssl::stream_base::client, use_ec(ec));
   if (ec) {
-    if (!a->timed_out) out.error = "TLS handshake with " + peer + " failed: " + ec.message();
+    if (!a->timed_out)
+      out.error =
+          "TLS handshake with " + peer + " failed: " + tls_failure(stream.native_handle(), ec);
     co_return;
   }
   co_await exchange(stream, *a, req, peer, out);
@@ -288,18 +289,12 @@ webhook_client::webhook_client(asio::any_io_executor ex, webhook_policy policy, 
   i->policy = std::move(policy);
   i->secret = std::move(secret);
   i->clk = clk ? std::move(clk) : std::make_shared<system_clock_source>();
-  error_code ec;
-  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
-  SSL_CTX_set_min_proto_version(ctx->native_handle(), TLS1_2_VERSION);
-  ctx->set_verify_mode(ssl::verify_peer, ec);
-  if (!ec) ctx->set_default_verify_paths(ec);
-  if (ec) {
-    i->tls_error = "cannot load the system CA certificates: " + ec.message();
-  } else if (!i->policy.ca_file.empty()) {
-    ctx->load_verify_file(i->policy.ca_file, ec);
-    if (ec) i->tls_error = "cannot load ca_file '" + i->policy.ca_file + "': " + ec.message();
-  }
-  if (i->tls_error.empty()) i->tls = std::move(ctx);
+  tls_client_options tls;
+  tls.ca_file = i->policy.ca_file;
+  if (auto ctx = make_tls_client_context(tls))
+    i->tls = std::move(*ctx);
+  else
+    i->tls_error = ctx.error().message;
   impl_ = std::move(i);
 }
 

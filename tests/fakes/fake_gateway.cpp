@@ -9,6 +9,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -16,11 +17,15 @@
 #include <boost/beast/http.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstring>
 #include <future>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "tests/fakes/fake_responses.hpp"
@@ -84,6 +89,51 @@ body_directives parse_directives(const std::string& body) {
   return d;
 }
 
+/// What OpenSSL reports for a file it cannot open is a bare "asio.ssl error": say it first.
+std::string unreadable(const char* what, const std::string& path) {
+  if (std::FILE* f = std::fopen(path.c_str(), "r")) {
+    std::fclose(f);
+    return {};
+  }
+  return "fake gateway cannot read " + std::string(what) + " " + path + ": " + std::strerror(errno);
+}
+
+/// The server's TLS context from the options, or what failed (empty when TLS is off).
+std::string make_tls_context(const fake_gateway_options& o,
+                             std::optional<asio::ssl::context>& tls) {
+  const bool any = !o.tls_cert_file.empty() || !o.tls_key_file.empty();
+  if (!any && o.tls_client_ca_file.empty()) return {};
+  if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
+    return "fake gateway: tls_cert_file and tls_key_file must both be set (tls_client_ca_file "
+           "needs them too)";
+  }
+  for (const auto& [what, path] :
+       {std::pair{"tls_cert_file", &o.tls_cert_file}, std::pair{"tls_key_file", &o.tls_key_file},
+        std::pair{"tls_client_ca_file", &o.tls_client_ca_file}}) {
+    if (path->empty()) continue;
+    if (std::string err = unreadable(what, *path); !err.empty()) return err;
+  }
+  asio::ssl::context ctx(asio::ssl::context::tls_server);
+  SSL_CTX_set_min_proto_version(ctx.native_handle(), TLS1_2_VERSION);
+  error_code ec;
+  ctx.use_certificate_chain_file(o.tls_cert_file, ec);
+  if (ec) return "fake gateway cannot load tls_cert_file " + o.tls_cert_file + ": " + ec.message();
+  // OpenSSL checks here that the key is the certificate's.
+  ctx.use_private_key_file(o.tls_key_file, asio::ssl::context::pem, ec);
+  if (ec) return "fake gateway cannot load tls_key_file " + o.tls_key_file + ": " + ec.message();
+  if (!o.tls_client_ca_file.empty()) {
+    ctx.load_verify_file(o.tls_client_ca_file, ec);
+    if (ec) {
+      return "fake gateway cannot load tls_client_ca_file " + o.tls_client_ca_file + ": " +
+             ec.message();
+    }
+    ctx.set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert, ec);
+    if (ec) return "fake gateway cannot require client certificates: " + ec.message();
+  }
+  tls.emplace(std::move(ctx));
+  return {};
+}
+
 received_request to_received(const http_request& req) {
   received_request r;
   r.method = std::string(req.method_string());
@@ -105,8 +155,11 @@ received_request to_received(const http_request& req) {
 struct fake_gateway::state {
   explicit state(fake_gateway_options o) : options(o), latency_ms(o.latency_ms) {}
 
-  // The io_context is declared first so that it is destroyed last: pending coroutine frames that
-  // it destroys hold sockets bound to it.
+  // Set by start() when serving TLS, then read-only. Declared before the io_context so that it
+  // outlives the coroutine frames the io_context destroys, whose TLS streams were made from it.
+  std::optional<asio::ssl::context> tls;
+  // The io_context comes next, so that only the TLS context outlives it: pending coroutine frames
+  // that it destroys hold sockets bound to it.
   asio::io_context ioc;
   // Keeps the io threads running while the listener is closed and no connection is open.
   asio::executor_work_guard<asio::io_context::executor_type> work{ioc.get_executor()};
@@ -126,6 +179,7 @@ struct fake_gateway::state {
   int drop_next_n = 0;
   int64_t requests = 0;
   int64_t connections = 0;
+  int64_t tls_handshake_failures = 0;
   int in_flight = 0;
   int peak_in_flight = 0;
   uint64_t seq = 0;
@@ -145,6 +199,9 @@ struct fake_gateway::state {
   void reset();
   asio::awaitable<void> accept_loop(uint64_t generation);
   asio::awaitable<void> session(socket_ptr sock, uint64_t id);
+  /// Answers requests on `stream` until the connection ends: the socket, or a TLS stream over it.
+  template <class Stream>
+  asio::awaitable<void> serve(Stream& stream);
   void unregister(uint64_t id);
 };
 
@@ -285,6 +342,7 @@ void fake_gateway::state::reset() {
   drop_next_n = 0;
   requests = 0;
   connections = 0;
+  tls_handshake_failures = 0;
   peak_in_flight = in_flight;
   received.clear();
   by_key.clear();
@@ -293,7 +351,10 @@ void fake_gateway::state::reset() {
 fake_answer fake_gateway::state::control(const http_request& req) {
   if (req.target() == "/_fake/stats") {
     std::lock_guard lock(mu);
-    json out = {{"requests", requests}, {"connections", connections}, {"by_key", by_key}};
+    json out = {{"requests", requests},
+                {"connections", connections},
+                {"tls_handshake_failures", tls_handshake_failures},
+                {"by_key", by_key}};
     return {200, out.dump(), {}};
   }
   if (req.target() != "/_fake/control") return error_answer(404, "Unknown fake control path");
@@ -315,12 +376,38 @@ fake_answer fake_gateway::state::control(const http_request& req) {
 }
 
 asio::awaitable<void> fake_gateway::state::session(socket_ptr sock, uint64_t id) {
+  if (tls) {
+    // The TLS stream wraps the registered socket, so close_sessions() closing that socket ends
+    // a handshake or a read here as it does on the plain path.
+    asio::ssl::stream<tcp::socket&> stream(*sock, *tls);
+    error_code ec;
+    co_await stream.async_handshake(asio::ssl::stream_base::server, use_ec(ec));
+    if (!ec) {
+      co_await serve(stream);
+    } else if (ec != asio::error::operation_aborted && sock->is_open()) {
+      {
+        std::lock_guard lock(mu);
+        ++tls_handshake_failures;
+      }
+      changed.notify_all();
+    }
+  } else {
+    co_await serve(*sock);
+  }
+  error_code ignored;
+  sock->shutdown(tcp::socket::shutdown_both, ignored);
+  sock->close(ignored);
+  unregister(id);
+}
+
+template <class Stream>
+asio::awaitable<void> fake_gateway::state::serve(Stream& stream) {
   beast::flat_buffer buffer;
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(uint64_t{64} << 20);
     error_code ec;
-    co_await http::async_read(*sock, buffer, parser, use_ec(ec));
+    co_await http::async_read(stream, buffer, parser, use_ec(ec));
     if (ec) break;
     http_request req = parser.release();
     const plan p = decide(req);
@@ -329,7 +416,7 @@ asio::awaitable<void> fake_gateway::state::session(socket_ptr sock, uint64_t id)
       break;
     }
     if (p.latency_ms > 0) {
-      asio::steady_timer t(sock->get_executor(), std::chrono::milliseconds(p.latency_ms));
+      asio::steady_timer t(stream.get_executor(), std::chrono::milliseconds(p.latency_ms));
       co_await t.async_wait(use_ec(ec));
     }
     fake_answer a = p.control  ? control(req)
@@ -344,14 +431,10 @@ asio::awaitable<void> fake_gateway::state::session(socket_ptr sock, uint64_t id)
     res.keep_alive(req.keep_alive());
     res.body() = std::move(a.body);
     res.prepare_payload();
-    co_await http::async_write(*sock, res, use_ec(ec));
+    co_await http::async_write(stream, res, use_ec(ec));
     if (!p.control) finish_request();
     if (ec || !res.keep_alive()) break;
   }
-  error_code ignored;
-  sock->shutdown(tcp::socket::shutdown_both, ignored);
-  sock->close(ignored);
-  unregister(id);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -362,6 +445,9 @@ fake_gateway::~fake_gateway() { stop(); }
 
 std::string fake_gateway::start() {
   if (s_->started) return "fake gateway already started";
+  if (!s_->tls) {
+    if (std::string err = make_tls_context(s_->options, s_->tls); !err.empty()) return err;
+  }
   std::string err = s_->open_listener(s_->options.port);
   if (!err.empty()) return err;
   s_->started = true;
@@ -384,7 +470,11 @@ void fake_gateway::stop() {
 
 uint16_t fake_gateway::port() const { return s_->port; }
 
-std::string fake_gateway::url() const { return "http://127.0.0.1:" + std::to_string(port()); }
+std::string fake_gateway::url() const { return url_for_host("127.0.0.1"); }
+
+std::string fake_gateway::url_for_host(const std::string& host) const {
+  return (s_->tls ? "https://" : "http://") + host + ":" + std::to_string(port());
+}
 
 void fake_gateway::set_latency_ms(int64_t ms) {
   std::lock_guard lock(s_->mu);
@@ -427,6 +517,11 @@ int64_t fake_gateway::requests() const {
 int64_t fake_gateway::connections() const {
   std::lock_guard lock(s_->mu);
   return s_->connections;
+}
+
+int64_t fake_gateway::tls_handshake_failures() const {
+  std::lock_guard lock(s_->mu);
+  return s_->tls_handshake_failures;
 }
 
 int fake_gateway::open_connections() const {

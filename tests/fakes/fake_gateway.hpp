@@ -6,6 +6,9 @@
 /// Faults can be set three ways: this in-process API; per request through an optional `"fake"`
 /// object in the request body (`status`, `latency_ms`, `fail_times` + `key`, `drop`); and over HTTP
 /// (`POST /_fake/control`, `GET /_fake/stats`) for the standalone `fake_gateway` binary.
+///
+/// With a certificate and key it serves HTTPS instead (TLS 1.2 or later), optionally requiring
+/// client certificates signed by a given CA (mutual TLS); the faults work the same over TLS.
 /// See docs/gateway.md. Every method is thread-safe.
 
 #include <cstdint>
@@ -26,6 +29,13 @@ struct fake_gateway_options {
   /// nothing outside the process can read them, and a list that only grows would make a long
   /// benchmark's fake slower (and bigger) as it runs.
   bool record_requests = true;
+  /// PEM certificate (chain) and private key. When both are set, every accepted connection does
+  /// a TLS server handshake before HTTP and url() says "https"; setting only one is an error.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  /// PEM CA certificate(s). When set (TLS only), a client must present a certificate signed by
+  /// one of them; a connection whose handshake fails is closed (see tls_handshake_failures()).
+  std::string tls_client_ca_file;
 };
 
 /// One request as the fake received it (control requests excluded).
@@ -44,15 +54,17 @@ class fake_gateway {
   fake_gateway(const fake_gateway&) = delete;
   fake_gateway& operator=(const fake_gateway&) = delete;
 
-  /// Binds the listener and starts the io threads. Returns an empty string on success, else
-  /// what failed (e.g. the port is taken).
+  /// Loads the TLS files (if any), binds the listener and starts the io threads. Returns an empty
+  /// string on success, else what failed (e.g. the port is taken, a certificate cannot be read).
   std::string start();
   /// Stops serving; idempotent.
   void stop();
 
   uint16_t port() const;
-  /// "http://127.0.0.1:<port>".
+  /// "http://127.0.0.1:<port>", or "https://..." when serving TLS.
   std::string url() const;
+  /// The same with another host name, e.g. "localhost" to match a certificate's DNS name.
+  std::string url_for_host(const std::string& host) const;
 
   // --- behaviour on demand
   /// Adds `ms` of latency before every answer.
@@ -64,7 +76,8 @@ class fake_gateway {
   /// true: closes the listener (connects are refused) and every open connection; false: listens
   /// again on the same port. Returns once the listener is in the requested state.
   void set_refusing(bool refusing);
-  /// Closes every open connection, as a server's idle timeout would.
+  /// Closes every open connection, as a server's idle timeout would (over TLS too, the TCP
+  /// connection is closed without a TLS close_notify, as drop_next() does).
   void close_connections();
   /// Clears counters, recorded requests, per-key counts and every fault (latency back to 0).
   void reset();
@@ -76,6 +89,10 @@ class fake_gateway {
   int64_t connections() const;   ///< connections accepted in total
   int open_connections() const;  ///< connections open now
   int peak_in_flight() const;    ///< most non-control requests being answered at once
+  /// TLS connections closed because their server handshake failed (no or untrusted client
+  /// certificate, plain HTTP sent to the TLS port, ...). A handshake cut short by
+  /// close_connections(), set_refusing() or stop() is not counted.
+  int64_t tls_handshake_failures() const;
   std::vector<std::string> bodies() const;
   std::vector<received_request> received() const;
   std::map<std::string, int64_t> requests_by_key() const;  ///< by the body's fake.key

@@ -7,6 +7,7 @@
 
 #include "config/sha256.hpp"
 #include "tests/integration/engine/engine_env.hpp"
+#include "tests/support/test_certs.hpp"
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
@@ -126,6 +127,45 @@ TEST(jobs, max_attempts_exhausted_fails_with_the_last_error) {
   EXPECT_EQ(done["attempts"], 2);
   EXPECT_EQ(done["error"]["code"], "gateway_error");
   EXPECT_NE(done["error"]["message"].get<std::string>().find("500"), std::string::npos);
+}
+
+TEST(jobs, a_job_runs_against_an_https_gateway_and_an_untrusted_one_fails_saying_why) {
+  engine_env env;
+  temp_dir dir;
+  std::string error;
+  const auto pki = make_test_pki(dir.sub("pki"), error);
+  ASSERT_EQ(error, "");
+  fakes::fake_gateway_options o;
+  o.tls_cert_file = pki.server_cert;
+  o.tls_key_file = pki.server_key;
+  fakes::fake_gateway tls_gateway(o);
+  ASSERT_EQ(tls_gateway.start(), "");
+  config::gateway_settings trusted = *env.settings().gateway;
+  trusted.url = tls_gateway.url_for_host("localhost");
+  trusted.tls_ca_cert_file = pki.ca_cert;
+  config::gateway_settings untrusted = trusted;
+  untrusted.tls_ca_cert_file = pki.other_ca_cert;
+  untrusted.max_retries = 0;
+  env.settings().gateway.reset();
+  env.settings().model_gateways["test-model"] = trusted;
+  env.settings().model_gateways["elsewhere"] = untrusted;
+  env.start();
+  http_client c(env.port());
+  auto ok = env.submit(c, "over tls");
+  ASSERT_EQ(ok.status, 202) << ok.body;
+  auto done = env.wait_terminal(c, ok.json()["id"]);
+  EXPECT_EQ(done["status"], "completed") << done.dump();
+  EXPECT_EQ(tls_gateway.requests(), 1);
+
+  const nlohmann::json body = {{"model", "elsewhere"},
+                               {"messages", {{{"role", "user"}, {"content", "x"}}}}};
+  auto refused = c.post_json(
+      "/v1/jobs", {{"endpoint", "/v1/chat/completions"}, {"body", body}, {"max_attempts", 1}});
+  ASSERT_EQ(refused.status, 202) << refused.body;
+  auto failed = env.wait_terminal(c, refused.json()["id"]);
+  EXPECT_EQ(failed["status"], "failed") << failed.dump();
+  EXPECT_NE(failed.dump().find("certificate verify failed"), std::string::npos) << failed.dump();
+  EXPECT_EQ(tls_gateway.requests(), 1);
 }
 
 TEST(jobs, unknown_model_is_refused_and_nothing_is_stored) {

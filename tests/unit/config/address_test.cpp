@@ -51,10 +51,18 @@ TEST(GatewayUrl, Parses) {
   EXPECT_EQ(v6->prefix, "/v1");
 }
 
-TEST(GatewayUrl, RejectsHttpsWithItsOwnMessage) {
-  auto https = parse_gateway_url("https://api.example.com");
-  ASSERT_FALSE(https.ok());
-  EXPECT_EQ(https.error().message, "https gateways are not supported yet");
+TEST(GatewayUrl, ParsesHttpsWithPort443ByDefault) {
+  auto https = parse_gateway_url("https://api.example.com/v1");
+  ASSERT_TRUE(https.ok()) << https.error().message;
+  EXPECT_TRUE(https->tls);
+  EXPECT_EQ(https->host, "api.example.com");
+  EXPECT_EQ(https->port, 443);
+  EXPECT_EQ(https->prefix, "/v1");
+  auto other_port = parse_gateway_url("https://127.0.0.1:8443");
+  ASSERT_TRUE(other_port.ok());
+  EXPECT_EQ(other_port->port, 8443);
+  EXPECT_FALSE(parse_gateway_url("http://a:1")->tls);
+  EXPECT_FALSE(parse_gateway_url("httpsx://a:1").ok());
 }
 
 TEST(GatewayUrl, Rejects) {

@@ -17,8 +17,8 @@ size_t settings_field_count() {
   return 47;
 }
 size_t gateway_field_count() {
-  [[maybe_unused]] auto [a1, a2, a3, a4, a5, a6, a7, a8] = gateway_settings{};
-  return 8;
+  [[maybe_unused]] auto [a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12] = gateway_settings{};
+  return 12;
 }
 
 TEST(SettingsTable, DeclaresEveryFieldOnce) {
@@ -69,7 +69,9 @@ TEST(SettingsTable, EveryGatewayEntryWritesItsOwnField) {
   const gateway_settings defaults{};
   for (const auto& def : gateway_table()) {
     gateway_settings g;
-    std::string value = def.type == value_type::text ? "changed" : std::to_string(def.max);
+    std::string value = def.type == value_type::text      ? "changed"
+                        : def.type == value_type::boolean ? "true"
+                                                          : std::to_string(def.max);
     ASSERT_TRUE(assign(g, def, value, "test").ok()) << def.name;
     EXPECT_NE(format_value(g, def), format_value(defaults, def)) << def.name;
   }

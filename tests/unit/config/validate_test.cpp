@@ -47,9 +47,9 @@ TEST(Validate, GatewayModesAreExclusive) {
 TEST(Validate, GatewayUrls) {
   auto s = with_gateway();
   s.gateway->url = "https://api.openai.com";
-  expect_invalid(s, "gateway.url", "https gateways are not supported yet");
+  EXPECT_TRUE(validate(s).ok());
   s.gateway->url = "ftp://x:1";
-  expect_invalid(s, "gateway.url", "http://host:port");
+  expect_invalid(s, "gateway.url", "http(s)://host[:port]");
   s.gateway->url = "";
   expect_invalid(s, "gateway.url", "is required");
   s.gateway->url = "http://gw:8000/v1\r\nX-Injected:1";
@@ -138,6 +138,28 @@ TEST(Validate, GatewayApiKeyFileIsReadAndTrimmed) {
   expect_invalid(s, "gateway.api_key_file", "line break or another control character");
   s.gateway->api_key_file = dir.write("tab.key", "sk-a\tb");
   expect_invalid(s, "gateway.api_key_file", "control character");
+}
+
+TEST(Validate, GatewayTlsSettingsAreForHttpsAndTheirFilesMustBeReadable) {
+  test::temp_dir dir;
+  auto s = with_gateway();
+  s.gateway->tls_ca_cert_file = dir.write("ca.pem", "pem");
+  expect_invalid(s, "gateway.tls_ca_cert_file", "is for https:// gateways");
+  s.gateway->url = "https://gw.example:8443";
+  EXPECT_TRUE(validate(s).ok());
+  s.gateway->tls_ca_cert_file = dir.path("missing.pem");
+  expect_invalid(s, "gateway.tls_ca_cert_file", "missing.pem");
+  s.gateway->tls_ca_cert_file.clear();
+  s.gateway->tls_client_cert_file = dir.write("client.pem", "pem");
+  expect_invalid(s, "gateway.tls_client_key_file", "needs both");
+  s.gateway->tls_client_key_file = dir.write("client.key", "pem");
+  EXPECT_TRUE(validate(s).ok());
+  s.gateway->tls_insecure_skip_verify = true;
+  EXPECT_TRUE(validate(s).ok());
+  s.gateway->url = "http://gw.example:8080";
+  s.gateway->tls_client_cert_file.clear();
+  s.gateway->tls_client_key_file.clear();
+  expect_invalid(s, "gateway.tls_insecure_skip_verify", "is for https:// gateways");
 }
 
 TEST(Validate, ListenAddress) {
