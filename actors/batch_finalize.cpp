@@ -35,6 +35,21 @@ struct drain_job {
   std::shared_ptr<const input_file> input;  ///< none when it could not be opened
 };
 
+}  // namespace
+
+storage::batch_line unrun_line(const input_file* input, const std::array<uint64_t, 2>& seed,
+                               const plan::plan_entry& e, uint64_t slot, const std::string& code,
+                               const std::string& message) {
+  std::string custom_id;
+  if (input)
+    if (auto text = plan::read_at(input->fd, e.offset, e.length))
+      if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
+  return storage::batch_line{
+      slot, false, error_line(request_id_for(seed, e.offset), custom_id, code, message), {}};
+}
+
+namespace {
+
 /// The next chunk of error lines for lines without a result (on the blocking thread): reading
 /// and matching a chunk at a time, each committed before the next is read, so a try that fails
 /// part way keeps what it committed and the next try skips those lines.
@@ -65,15 +80,7 @@ drained_lines next_chunk(const drain_job& j) {
     }
     const uint64_t slot = storage::batch_slot(c.model_index, c.position++);
     if (storage::has_batch_line(txn, j.id, slot)) continue;
-    std::string custom_id;
-    if (j.input)
-      if (auto text = plan::read_at(j.input->fd, e.offset, e.length))
-        if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
-    out.lines.push_back(storage::batch_line{
-        slot,
-        false,
-        error_line(request_id_for(j.seed, e.offset), custom_id, j.code, j.message),
-        {}});
+    out.lines.push_back(unrun_line(j.input.get(), j.seed, e, slot, j.code, j.message));
   }
   return out;
 }

@@ -209,17 +209,9 @@ void line_done(batch_ptr self, batch_lane& lane) {
 /// Every line of a model no gateway serves gets its error line (read here; there is no wait).
 void no_gateway(batch_ptr self, const batch_lane& lane, const std::vector<line_ref>& lines) {
   auto& st = self->state;
-  for (const auto& [e, slot] : lines) {
-    std::string custom_id;
-    if (auto text = plan::read_at(st.input->fd, e.offset, e.length))
-      if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
-    record(self, storage::batch_line{slot,
-                                     false,
-                                     error_line(request_id_for(st.id_seed, e.offset), custom_id,
-                                                errc::model_not_found,
-                                                "No gateway serves model '" + lane.model + "'."),
-                                     {}});
-  }
+  const std::string why = "No gateway serves model '" + lane.model + "'.";
+  for (const auto& [e, slot] : lines)
+    record(self, unrun_line(st.input.get(), st.id_seed, e, slot, errc::model_not_found, why));
 }
 
 /// Starts a window of the lane's next lines on one of its slots, holding the slot until the

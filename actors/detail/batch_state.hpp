@@ -171,6 +171,11 @@ void abort_inflight(batch_ptr self);
 void check_dispatched(batch_ptr self);
 
 // batch_finalize.cpp
+/// The error line of a line that never ran (`code`, `message`), its custom_id read from `input`
+/// when it can be (a line no longer readable gets none). Any thread.
+storage::batch_line unrun_line(const input_file* input, const std::array<uint64_t, 2>& seed,
+                               const runtime::batch::plan_entry& e, uint64_t slot,
+                               const std::string& code, const std::string& message);
 /// Dispatch ended (or never began): drain what never ran when stopped, then finalize.
 void finish(batch_ptr self);
 void on_drained(batch_ptr self, drained_lines& d);
