@@ -66,12 +66,8 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   auto& ctx = *e->ctx_;
   ctx.env = &d.env;
   ctx.holder = node_prefix + e->ids_.next(d.clock.now_ms());
-  if (d.cfg.gateway) {
-    ctx.gateways["*"] =
-        std::make_unique<runtime::gateway_client>(e->exec_.get_executor(), *d.cfg.gateway);
-  }
-  for (const auto& [model, gw] : d.cfg.model_gateways)
-    ctx.gateways[model] = std::make_unique<runtime::gateway_client>(e->exec_.get_executor(), gw);
+  if (d.cfg.gateway) ctx.add_gateway("*", *d.cfg.gateway);
+  for (const auto& [model, gw] : d.cfg.model_gateways) ctx.add_gateway(model, gw);
 
   engine* self = e.get();
   ctx.budget = spawn_global_budget(*e->sys_, d.cfg.global_concurrency);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include <boost/asio/io_context.hpp>
 #include <caf/actor_system.hpp>
@@ -39,7 +40,10 @@ struct engine_context {
   storage::environment* env = nullptr;  ///< for short read transactions
   global_budget_actor budget;           ///< owns the global concurrency slots (set once at start)
   std::string holder;                   ///< lease holder id of this process: "<node>/<boot ULID>"
-  std::map<std::string, std::unique_ptr<runtime::gateway_client>> gateways;  ///< by model; "*"
+  /// The clients, one per distinct gateway settings, with the settings each was made for.
+  std::vector<std::pair<config::gateway_settings, std::unique_ptr<runtime::gateway_client>>>
+      gateway_clients;
+  std::map<std::string, runtime::gateway_client*> gateways;  ///< by model; "*" for the global one
   job_registry_actor jobs;            ///< the jobs with work in flight here (set once at start)
   job_watch watch;                    ///< wakes waiters (Prefer: wait, SSE) when a job changes
   std::atomic<bool> stopping{false};  ///< shutdown began: dispatchers fetch no more
@@ -47,10 +51,24 @@ struct engine_context {
   /// lanes ask for slots). Set once at start by the engine, which keeps the directory.
   std::function<slot_owner_actor(const std::string& model)> dispatcher_for;
 
+  /// Serves `key` (a model, or "*") by the client made for settings equal to `g` — entries that
+  /// are equal share one client and its keep-alive pool — or by a new client on `exec`.
+  void add_gateway(const std::string& key, const config::gateway_settings& g) {
+    for (const auto& [settings, client] : gateway_clients) {
+      if (settings == g) {
+        gateways[key] = client.get();
+        return;
+      }
+    }
+    auto client = std::make_unique<runtime::gateway_client>(exec.get_executor(), g);
+    gateways[key] = client.get();
+    gateway_clients.emplace_back(g, std::move(client));
+  }
+
   /// The client for `model`, or nullptr when no gateway serves it.
   runtime::gateway_client* gateway_for(const std::string& model) const {
     auto it = gateways.find(cfg.gateway ? std::string("*") : model);
-    return it == gateways.end() ? nullptr : it->second.get();
+    return it == gateways.end() ? nullptr : it->second;
   }
 };
 

@@ -11,7 +11,17 @@
 
 namespace sy::config {
 
-/// One OpenAI-compatible gateway and how we talk to it.
+/// An extra header sent with every request to a gateway: a fixed value, or one read from a file
+/// in `secrets_dir` (then `value` is loaded at validation time and never logged).
+struct gateway_header {
+  std::string name;
+  std::string value;
+  std::string secret_name;  ///< non-empty: `value` comes from <secrets_dir>/<secret_name>
+  bool operator==(const gateway_header&) const = default;
+};
+
+/// One OpenAI-compatible gateway and how we talk to it. Each entry is complete on its own: a
+/// per-model entry inherits nothing from another.
 struct gateway_settings {
   std::string url;  ///< http://host[:port][/prefix] or https://…; /v1 is NOT appended
   int64_t request_timeout_ms = 60'000;
@@ -19,7 +29,8 @@ struct gateway_settings {
   int64_t initial_backoff_ms = 200;
   int64_t max_backoff_ms = 10'000;
   std::string api_key_file;  ///< optional; its trimmed content is sent as `Authorization: Bearer`
-  std::string api_key;       ///< loaded from api_key_file at validation time (never logged)
+  std::string api_key_name;  ///< optional; a file in secrets_dir holding the key (instead)
+  std::string api_key;  ///< loaded from api_key_file / api_key_name at validation (never logged)
   int max_connections = 64;  ///< keep-alive pool size
   // TLS (https:// URLs only). The server's certificate is verified against the system's CAs
   // (or tls_ca_cert_file), its name against the URL's host.
@@ -27,6 +38,10 @@ struct gateway_settings {
   std::string tls_client_cert_file;       ///< PEM client certificate, for mutual TLS (with the key)
   std::string tls_client_key_file;        ///< PEM private key of tls_client_cert_file
   bool tls_insecure_skip_verify = false;  ///< no certificate or name check (logged loudly)
+  std::vector<gateway_header> headers;    ///< sent with every request, in this order (YAML only)
+
+  /// Entries equal in every field share one client (one keep-alive pool).
+  bool operator==(const gateway_settings&) const = default;
 };
 
 /// A configured API key: stored only as the hex SHA-256 of the key, mapped to a tenant.
@@ -48,13 +63,15 @@ struct settings {
   // --- NATS
   std::string nats_url;  ///< empty: start and supervise a private nats-server
   std::string nats_server_bin = "nats-server";
-  std::string stream_prefix = "SY";   ///< streams are <prefix>_TASKS, ...
-  std::string subject_prefix = "sy";  ///< subjects are <prefix>.tasks.<model>, ...
-  int64_t ack_wait_ms = 30'000;       ///< JetStream transport lease
+  std::string stream_prefix = "SY";        ///< streams are <prefix>_TASKS, ...
+  std::string subject_prefix = "sy";       ///< subjects are <prefix>.tasks.<model>, ...
+  int64_t ack_wait_ms = 30'000;            ///< JetStream transport lease
 
   // --- gateways: exactly one of `gateway` (global) or `model_gateways` (model → gateway)
   std::optional<gateway_settings> gateway;
   std::map<std::string, gateway_settings> model_gateways;
+  std::string
+      secrets_dir;  ///< directory of secret files (api_key_name, header secrets); empty: none
 
   // --- execution
   int per_model_concurrency = 10;

@@ -107,6 +107,13 @@ std::vector<setting_def> build_settings_table() {
          .type = vt::gateway_map,
          .description = "Map model name -> gateway (URL or gateway map), YAML only. Exclusive "
                         "with gateway."},
+      sd{.name = "secrets_dir",
+         .flag = "--secrets-dir",
+         .type = vt::text,
+         .description = "Directory of secret files, one secret per file (e.g. a mounted "
+                        "Kubernetes secret): a gateway's api_key_name and header secrets name "
+                        "files here. Empty: none.",
+         .field = &settings::secrets_dir},
       // --- execution
       sd{.name = "per_model_concurrency",
          .flag = "--per-model-concurrency",
@@ -391,6 +398,12 @@ std::vector<gateway_field_def> build_gateway_table() {
          .description = "File whose trimmed content is sent as `Authorization: Bearer`. "
                         "Empty: no header.",
          .field = &gateway_settings::api_key_file},
+      gd{.name = "api_key_name",
+         .flag = "",
+         .type = vt::text,
+         .description = "Name of a file in secrets_dir whose trimmed content is sent as "
+                        "`Authorization: Bearer` (instead of api_key_file). Empty: none.",
+         .field = &gateway_settings::api_key_name},
       gd{.name = "max_connections",
          .flag = "",
          .type = vt::integer,
@@ -421,6 +434,12 @@ std::vector<gateway_field_def> build_gateway_table() {
          .description = "https only: accept any certificate and name (testing only; logged as "
                         "a warning at start).",
          .field = &gateway_settings::tls_insecure_skip_verify},
+      gd{.name = "headers",
+         .flag = "",
+         .type = vt::headers,
+         .description = "Map header name -> value, or -> {secret: NAME} (a file in "
+                        "secrets_dir), sent with every request (e.g. an organisation or project "
+                        "header). YAML only."},
   };
 }
 
@@ -463,6 +482,8 @@ std::string_view type_name(value_type type) {
       return "MAP";
     case vt::api_keys:
       return "LIST";
+    case vt::headers:
+      return "MAP";
     case vt::boolean:
       return "BOOL";
   }

@@ -26,6 +26,7 @@ enum class value_type {
   gateway,      ///< the global gateway: a URL (flag, env, YAML) or a map of gateway fields (YAML)
   gateway_map,  ///< model_gateways: model name → gateway (YAML only)
   api_keys,     ///< api_keys: list of {sha256|key_file, tenant} (YAML only)
+  headers,      ///< a gateway's headers: name → value or {secret: NAME} (YAML only)
   boolean,      ///< true/false (also yes/no, on/off, 1/0)
 };
 
@@ -49,7 +50,8 @@ using gateway_field_def = field_def<gateway_settings>;
 
 /// Every field of `settings`, in the order of settings.hpp.
 const std::vector<setting_def>& settings_table();
-/// Every configurable field of `gateway_settings` (`api_key` is derived from `api_key_file`).
+/// Every configurable field of `gateway_settings` (`api_key` is derived from `api_key_file` or
+/// `api_key_name`).
 const std::vector<gateway_field_def>& gateway_table();
 
 /// The table entry for a YAML key. A duration `x_ms` is also found as `x` (the issue's

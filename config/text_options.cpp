@@ -78,7 +78,9 @@ std::vector<text_option> build_text_options() {
     if (def.type == value_type::gateway) {
       options.push_back(gateway_url_option(def));
       for (const auto& field : gateway_table()) {
-        if (field.name != "url") options.push_back(gateway_field_option(field));
+        // url is the `gateway` option itself; headers is a map, YAML only.
+        if (field.name != "url" && field.type != value_type::headers)
+          options.push_back(gateway_field_option(field));
       }
     } else if (!def.flag.empty()) {
       options.push_back(scalar_option(def));

@@ -120,8 +120,106 @@ status check_gateway_tls(const gateway_settings& g, bool https, const std::strin
   return ok;
 }
 
-/// Checks one gateway (`path` is "gateway" or "model_gateways.<model>") and loads its key.
-status check_gateway(gateway_settings& g, const std::string& path) {
+/// A secret read from a file: trimmed, one line of visible characters (it goes into a header
+/// line as it is). Errors name the setting and the file, never the content.
+result<std::string> load_secret(const std::string& file, const std::string& where) {
+  auto content = detail::read_file(file, where);
+  if (!content) return content.error();
+  std::string secret(detail::trim(*content));
+  if (secret.empty()) return invalid(where, "file " + detail::quoted(file) + " is empty");
+  if (detail::find_control(secret) != std::string::npos) {
+    return invalid(where, "file " + detail::quoted(file) +
+                              " holds a line break or another control character; a secret is one "
+                              "line of visible characters");
+  }
+  return secret;
+}
+
+/// A file name in secrets_dir: letters, digits, '.', '_', '-', not "." or ".." (no path).
+bool is_secret_name(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." &&
+         std::all_of(name.begin(), name.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+         });
+}
+
+/// The secret `name` from `secrets_dir` (a Kubernetes secret mounted as a directory).
+result<std::string> read_secret(const std::string& secrets_dir, const std::string& name,
+                                const std::string& where) {
+  if (secrets_dir.empty()) return invalid(where, "names a secret, but secrets_dir is not set");
+  if (!is_secret_name(name)) {
+    return invalid(where,
+                   "must be the name of a file in secrets_dir (letters, digits, '.', '_', '-'), "
+                   "got " +
+                       detail::quoted(name));
+  }
+  return load_secret(secrets_dir + "/" + name, where);
+}
+
+/// An HTTP header name: RFC 9110 token characters.
+bool is_header_name(std::string_view name) {
+  constexpr std::string_view extra = "!#$%&'*+-.^_`|~";
+  return !name.empty() && std::all_of(name.begin(), name.end(), [&](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || extra.find(c) != std::string_view::npos;
+  });
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(), [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  });
+  return out;
+}
+
+/// Checks a gateway's extra headers and loads the ones read from secrets_dir.
+status check_headers(gateway_settings& g, const std::string& secrets_dir, const std::string& path) {
+  // Set by the engine itself for every request (framing, routing, the body's type).
+  static const std::set<std::string> reserved = {
+      "host",       "content-type", "content-length", "transfer-encoding",
+      "connection", "keep-alive",   "upgrade",        "te",
+      "trailer",    "accept"};
+  std::set<std::string> seen;
+  for (auto& h : g.headers) {
+    const std::string where = path + ".headers." + h.name;
+    if (!is_header_name(h.name)) {
+      return invalid(where, "is not a valid header name (letters, digits and !#$%&'*+-.^_`|~)");
+    }
+    const std::string name = lower(h.name);
+    if (reserved.contains(name))
+      return invalid(where, "is set by the engine and cannot be configured");
+    if (name == "authorization" && !g.api_key.empty()) {
+      return invalid(where, "conflicts with the gateway's API key (api_key_file / api_key_name)");
+    }
+    if (!seen.insert(name).second) return invalid(where, "is given twice");
+    if (!h.secret_name.empty()) {
+      auto secret = read_secret(secrets_dir, h.secret_name, where + ".secret");
+      if (!secret) return secret.error();
+      h.value = std::move(*secret);
+    } else if (detail::find_control(h.value) != std::string::npos) {
+      // The value is not echoed: it may be a credential.
+      return invalid(where, "holds a line break or another control character");
+    }
+  }
+  return ok;
+}
+
+/// Loads the gateway's API key from api_key_file or api_key_name (at most one of them).
+status load_api_key(gateway_settings& g, const std::string& secrets_dir, const std::string& path) {
+  if (!g.api_key_file.empty() && !g.api_key_name.empty()) {
+    return invalid(path + ".api_key_name", "give api_key_file or api_key_name, not both");
+  }
+  result<std::string> key = std::string{};
+  if (!g.api_key_file.empty()) key = load_secret(g.api_key_file, path + ".api_key_file");
+  if (!g.api_key_name.empty())
+    key = read_secret(secrets_dir, g.api_key_name, path + ".api_key_name");
+  if (!key) return key.error();
+  g.api_key = std::move(*key);
+  return ok;
+}
+
+/// Checks one gateway (`path` is "gateway" or "model_gateways.<model>") and loads its secrets.
+status check_gateway(gateway_settings& g, const std::string& secrets_dir, const std::string& path) {
   if (g.url.empty()) {
     return invalid(path + ".url", "is required (e.g. http://127.0.0.1:8000)");
   }
@@ -134,23 +232,8 @@ status check_gateway(gateway_settings& g, const std::string& path) {
                                                      std::to_string(g.max_backoff_ms) + "), got " +
                                                      std::to_string(g.initial_backoff_ms));
   }
-  if (!g.api_key_file.empty()) {
-    auto content = detail::read_file(g.api_key_file, path + ".api_key_file");
-    if (!content) return content.error();
-    g.api_key = std::string(detail::trim(*content));
-    if (g.api_key.empty()) {
-      return invalid(path + ".api_key_file",
-                     "file " + detail::quoted(g.api_key_file) + " is empty");
-    }
-    // It goes into an Authorization header as it is: a line break would end the header.
-    if (detail::find_control(g.api_key) != std::string::npos) {
-      return invalid(path + ".api_key_file",
-                     "file " + detail::quoted(g.api_key_file) +
-                         " holds a line break or another control character; an API key is one "
-                         "line of visible characters");
-    }
-  }
-  return ok;
+  if (auto st = load_api_key(g, secrets_dir, path); !st) return st;
+  return check_headers(g, secrets_dir, path);
 }
 
 status check_gateways(settings& s) {
@@ -159,7 +242,7 @@ status check_gateways(settings& s) {
                    "both gateway and model_gateways are set; configure exactly one "
                    "(a global gateway, or a gateway per model)");
   }
-  if (s.gateway) return check_gateway(*s.gateway, "gateway");
+  if (s.gateway) return check_gateway(*s.gateway, s.secrets_dir, "gateway");
   for (auto& [model, g] : s.model_gateways) {
     if (model.empty()) return invalid("model_gateways", "a model name is empty");
     if (model.size() > limits::model_max_bytes) {
@@ -167,7 +250,7 @@ status check_gateways(settings& s) {
                                            std::to_string(limits::model_max_bytes) +
                                            " bytes (model_max_bytes, docs/limits.md)");
     }
-    if (auto st = check_gateway(g, "model_gateways." + model); !st) return st;
+    if (auto st = check_gateway(g, s.secrets_dir, "model_gateways." + model); !st) return st;
   }
   return ok;
 }

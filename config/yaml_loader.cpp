@@ -59,6 +59,34 @@ status note_once(std::set<std::string>& seen, std::string_view def_name, std::st
   return ok;
 }
 
+/// A gateway's `headers`: name → value, or name → {secret: NAME}. Checked by validate().
+status apply_headers(gateway_settings& g, const YAML::Node& node, std::string_view origin,
+                     const std::string& path) {
+  g.headers.clear();
+  if (node.IsNull()) return ok;
+  if (!node.IsMap()) return yaml_error(origin, path, "expected a map header name -> value");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    gateway_header h;
+    h.name = it->first.Scalar();
+    const std::string key_path = child_path(path, h.name);
+    const YAML::Node value = it->second;  // a copy: GCC 12 warns on a reference into the proxy
+    if (value.IsMap()) {
+      // The only map form: {secret: NAME}, the value read from a file in secrets_dir.
+      if (value.size() != 1 || !value["secret"])
+        return yaml_error(origin, key_path, "expected a value or {secret: NAME}");
+      auto name = scalar_text(value["secret"], origin, key_path + ".secret");
+      if (!name) return name.error();
+      h.secret_name = std::string(detail::trim(*name));
+    } else {
+      auto text = scalar_text(value, origin, key_path);
+      if (!text) return text.error();
+      h.value = *text;
+    }
+    g.headers.push_back(std::move(h));
+  }
+  return ok;
+}
+
 status apply_gateway_fields(gateway_settings& g, const YAML::Node& node, std::string_view origin,
                             const std::string& path) {
   std::set<std::string> seen;
@@ -71,6 +99,10 @@ status apply_gateway_fields(gateway_settings& g, const YAML::Node& node, std::st
                         "unknown gateway setting" + suggestion(key, gateway_table()));
     }
     if (auto st = note_once(seen, def->name, origin, key_path); !st) return st;
+    if (def->type == value_type::headers) {
+      if (auto st = apply_headers(g, it->second, origin, key_path); !st) return st;
+      continue;
+    }
     auto text = scalar_text(it->second, origin, key_path);
     if (!text) return text.error();
     std::string where = std::string(origin) + ": " + key_path;

@@ -175,12 +175,18 @@ struct exchange {
   int64_t retry_after_s = -1;  ///< Retry-After in seconds, -1 when absent or not a number
 };
 
-/// Host, Content-Type, Accept, User-Agent and (with an API key) Authorization lines.
+/// Host, Content-Type, Accept, User-Agent (unless configured), the configured headers and (with
+/// an API key) the Authorization line. Validation refused control characters in every value.
 std::string render_fixed_headers(const gateway_url& url,
                                  const sy::config::gateway_settings& settings) {
   std::string h = "Host: " + url.authority + "\r\n";
   h += "Content-Type: application/json\r\nAccept: application/json\r\n";
-  h += "User-Agent: switchyard/0.1\r\n";
+  bool own_agent = false;
+  for (const auto& extra : settings.headers) {
+    own_agent = own_agent || boost::beast::iequals(extra.name, "user-agent");
+    h.append(extra.name).append(": ").append(extra.value).append("\r\n");
+  }
+  if (!own_agent) h += "User-Agent: switchyard/0.1\r\n";
   if (!settings.api_key.empty()) h += "Authorization: Bearer " + settings.api_key + "\r\n";
   return h;
 }

@@ -107,7 +107,7 @@ flow_env::flow_env(int global_concurrency, int per_model_concurrency) {
   ctx_ = std::make_unique<actors::engine_context>(*sys_, cfg_, clock_, *js_, io_);
   ctx_->env = env_.get();
   ctx_->holder = "local/flow-run";
-  ctx_->gateways["*"] = std::make_unique<runtime::gateway_client>(io_.get_executor(), gw);
+  ctx_->add_gateway("*", gw);
   ctx_->writer = actors::spawn_storage_writer(*sys_, *env_, 64, storage::store_policy{}, {},
                                               actors::runs_on::scheduler);
   ctx_->jobs = actors::spawn_job_registry(*sys_, clock_, io_.get_executor(),
@@ -132,11 +132,12 @@ flow_env::~flow_env() {
   if (!drained) {
     // A test failed with a job actor stuck mid-request: its coroutine still refers to the
     // gateway client and the actor system. Leak both rather than crash in the teardown.
-    for (auto& [m, g] : ctx_->gateways) (void)g.release();
+    for (auto& [settings, client] : ctx_->gateway_clients) (void)client.release();
     (void)sys_.release();
     return;
   }
-  ctx_->gateways.clear();  // before the io_context it runs on
+  ctx_->gateways.clear();
+  ctx_->gateway_clients.clear();  // before the io_context they run on
   work_.reset();
   io_.poll();
 }

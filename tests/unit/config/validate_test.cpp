@@ -140,6 +140,68 @@ TEST(Validate, GatewayApiKeyFileIsReadAndTrimmed) {
   expect_invalid(s, "gateway.api_key_file", "control character");
 }
 
+TEST(Validate, GatewayApiKeyNameIsReadFromTheSecretsDir) {
+  test::temp_dir dir;
+  (void)dir.write("openai", "sk-from-secret\n");
+  auto s = with_gateway();
+  s.gateway->api_key_name = "openai";
+  expect_invalid(s, "gateway.api_key_name", "secrets_dir is not set");
+  s.secrets_dir = dir.path("");
+  auto v = validate(s);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_EQ(v->gateway->api_key, "sk-from-secret");
+  s.gateway->api_key_name = "../openai";
+  expect_invalid(s, "gateway.api_key_name", "the name of a file in secrets_dir");
+  s.gateway->api_key_name = "missing";
+  expect_invalid(s, "gateway.api_key_name", "missing");
+  s.gateway->api_key_name = "openai";
+  s.gateway->api_key_file = dir.path("openai");
+  expect_invalid(s, "gateway.api_key_name", "not both");
+  // The error about a bad secret names the file, never its content.
+  s.gateway->api_key_file.clear();
+  (void)dir.write("openai", "sk-one\nsk-two");
+  auto bad = validate(s);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message.find("sk-one"), std::string::npos) << bad.error().message;
+}
+
+TEST(Validate, GatewayHeadersAreCheckedAndTheirSecretsLoaded) {
+  test::temp_dir dir;
+  (void)dir.write("project", " proj-123 \n");
+  auto s = with_gateway();
+  s.secrets_dir = dir.path("");
+  s.gateway->headers = {{.name = "OpenAI-Organization", .value = "org-1", .secret_name = {}},
+                        {.name = "OpenAI-Project", .value = {}, .secret_name = "project"}};
+  auto v = validate(s);
+  ASSERT_TRUE(v.ok()) << v.error().message;
+  EXPECT_EQ(v->gateway->headers[1].value, "proj-123");
+
+  auto with_header = [&](std::string name, std::string value) {
+    auto t = with_gateway();
+    t.gateway->headers = {{.name = std::move(name), .value = std::move(value), .secret_name = {}}};
+    return t;
+  };
+  expect_invalid(with_header("Bad Name", "x"), "gateway.headers.Bad Name", "not a valid header");
+  expect_invalid(with_header("Content-Length", "1"), "gateway.headers.Content-Length",
+                 "set by the engine");
+  expect_invalid(with_header("host", "evil"), "gateway.headers.host", "set by the engine");
+  auto injected = with_header("X-A", "secret-1\r\nX-Injected: 1");
+  expect_invalid(injected, "gateway.headers.X-A", "control character");
+  EXPECT_EQ(validate(injected).error().message.find("secret-1"), std::string::npos);
+  auto twice = with_gateway();
+  twice.gateway->headers = {{.name = "X-A", .value = "1", .secret_name = {}},
+                            {.name = "x-a", .value = "2", .secret_name = {}}};
+  expect_invalid(twice, "gateway.headers.x-a", "given twice");
+  // Authorization is free to configure unless the gateway has an API key.
+  auto auth = with_header("Authorization", "Basic abc");
+  EXPECT_TRUE(validate(auth).ok());
+  auth.gateway->api_key_file = dir.write("k", "sk");
+  expect_invalid(auth, "gateway.headers.Authorization", "conflicts with the gateway's API key");
+  auto missing = with_gateway();
+  missing.gateway->headers = {{.name = "X-P", .value = {}, .secret_name = "project"}};
+  expect_invalid(missing, "gateway.headers.X-P.secret", "secrets_dir is not set");
+}
+
 TEST(Validate, GatewayTlsSettingsAreForHttpsAndTheirFilesMustBeReadable) {
   test::temp_dir dir;
   auto s = with_gateway();

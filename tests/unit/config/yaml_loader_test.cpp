@@ -67,6 +67,25 @@ TEST(YamlLoader, ModelGateways) {
   EXPECT_FALSE(s.gateway);
 }
 
+TEST(YamlLoader, GatewayHeadersAsValuesOrSecrets) {
+  auto s = load(
+      "secrets_dir: /run/secrets\n"
+      "gateway:\n  url: https://api.example.com\n  api_key_name: openai\n"
+      "  headers:\n    OpenAI-Organization: org-1\n    OpenAI-Project: {secret: project}\n");
+  ASSERT_TRUE(s.gateway);
+  EXPECT_EQ(s.secrets_dir, "/run/secrets");
+  EXPECT_EQ(s.gateway->api_key_name, "openai");
+  ASSERT_EQ(s.gateway->headers.size(), 2u);
+  EXPECT_EQ(s.gateway->headers[0].name, "OpenAI-Organization");
+  EXPECT_EQ(s.gateway->headers[0].value, "org-1");
+  EXPECT_EQ(s.gateway->headers[0].secret_name, "");
+  EXPECT_EQ(s.gateway->headers[1].name, "OpenAI-Project");
+  EXPECT_EQ(s.gateway->headers[1].secret_name, "project");
+  EXPECT_EQ(load_error("gateway:\n  url: http://a:1\n  headers: [a]\n").param, "gateway.headers");
+  EXPECT_EQ(load_error("gateway:\n  url: http://a:1\n  headers:\n    X: {file: f}\n").param,
+            "gateway.headers.X");
+}
+
 TEST(YamlLoader, ApiKeysByHashAndByKeyFile) {
   test::temp_dir dir;
   auto key_file = dir.write("tenant_b.key", "  plain-secret-b\n");
