@@ -60,6 +60,12 @@ bool bind_consumer(fetcher_state& st, std::string& error) {
 fetched_tasks fetch_now(fetcher_state& st, int32_t max) {
   fetched_tasks out;
   out.asked = max;
+  if (!st.ctx->js.consuming()) {
+    // The store's claim on the streams is not held: another store's tasks may be there.
+    out.error =
+        "this store's registration on the streams is not held (runtime/store_registration.hpp)";
+    return out;
+  }
   if (!bind_consumer(st, out.error)) return out;
   out.error.clear();
   auto msgs = st.sub->fetch(max, fetch_wait_ms);

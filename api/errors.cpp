@@ -103,7 +103,7 @@ constexpr std::array<result_error_info, 21> result_table = {{
 }};
 
 // Keep in step with docs/api.md ("Codes that never reach a client").
-constexpr std::array<result_error_info, 21> internal_table = {{
+constexpr std::array<result_error_info, 23> internal_table = {{
     {"invalid_arguments", "startup", "the command line is invalid; switchyard exits"},
     {"invalid_config", "startup",
      "a setting (file, environment or flag) is invalid; switchyard exits"},
@@ -136,6 +136,11 @@ constexpr std::array<result_error_info, 21> internal_table = {{
      "a batch's plan file does not fit; the batch gets batch_failed"},
     {"invalid_webhook_signature", "webhook receiver",
      "runtime::verify_webhook_signature, for receivers: the signature does not verify"},
+    {"streams_in_use", "startup, engine",
+     "another store's engine holds the JetStream streams (docs/jetstream.md): switchyard does not "
+     "start, or stops"},
+    {"data_dir_in_use", "startup",
+     "another switchyard process holds the data directory's lock; switchyard exits"},
 }};
 
 const error_info* find_row(std::string_view code) {

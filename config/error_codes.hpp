@@ -117,6 +117,8 @@ inline constexpr error_code value_rejected{"value_rejected"};
 inline constexpr error_code batch_io_error{"batch_io_error"};
 inline constexpr error_code batch_plan_corrupt{"batch_plan_corrupt"};
 inline constexpr error_code invalid_webhook_signature{"invalid_webhook_signature"};
+inline constexpr error_code streams_in_use{"streams_in_use"};    ///< another store's engine
+inline constexpr error_code data_dir_in_use{"data_dir_in_use"};  ///< another process's lock
 
 }  // namespace errc
 }  // namespace sy

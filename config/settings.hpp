@@ -66,6 +66,7 @@ struct settings {
   std::string stream_prefix = "SY";        ///< streams are <prefix>_TASKS, ...
   std::string subject_prefix = "sy";       ///< subjects are <prefix>.tasks.<model>, ...
   int64_t ack_wait_ms = 30'000;            ///< JetStream transport lease
+  int64_t registration_lease_ms = 10'000;  ///< the store's claim on the streams; renewed every 1/3
 
   // --- gateways: exactly one of `gateway` (global) or `model_gateways` (model → gateway)
   std::optional<gateway_settings> gateway;

@@ -96,6 +96,16 @@ std::vector<setting_def> build_settings_table() {
          .description = "JetStream AckWait: the transport lease of a delivered task message, "
                         "in ms.",
          .field = &settings::ack_wait_ms},
+      sd{.name = "registration_lease_ms",
+         .flag = "--registration-lease-ms",
+         .type = vt::duration_ms,
+         .min = k_second,
+         .max = k_hour,
+         .description = "Lease of this engine's registration on its streams (JetStream key-value "
+                        "bucket <prefix>_REGISTRY), renewed every third of it. Another store's "
+                        "engine on the same streams refuses to start while it is renewed and "
+                        "takes the streams over once it lapses, in ms.",
+         .field = &settings::registration_lease_ms},
       // --- gateways
       sd{.name = "gateway",
          .flag = "--gateway",

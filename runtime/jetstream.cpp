@@ -640,4 +640,85 @@ result<uint64_t> js_client::consumer_backlog(const std::string& stream,
   return n;
 }
 
+// ---------------------------------------------------------------------------------------------
+// key-value buckets
+
+namespace {
+
+/// A bound kvStore, destroyed with the object (the bucket itself stays on the server).
+struct kv_handle {
+  kvStore* kv = nullptr;
+  kv_handle() = default;
+  kv_handle(const kv_handle&) = delete;
+  kv_handle& operator=(const kv_handle&) = delete;
+  ~kv_handle() { kvStore_Destroy(kv); }
+};
+
+}  // namespace
+
+status js_client::ensure_kv_bucket(const std::string& bucket) {
+  kv_handle h;
+  natsStatus s = js_KeyValue(&h.kv, conn_->js, bucket.c_str());
+  if (s == NATS_OK) return sy::ok;
+  if (s != NATS_NOT_FOUND) return nats_error("Binding key-value bucket " + bucket, s);
+  kvConfig cfg;
+  kvConfig_Init(&cfg);
+  cfg.Bucket = bucket.c_str();
+  cfg.History = 1;
+  cfg.StorageType = js_FileStorage;
+  s = js_CreateKeyValue(&h.kv, conn_->js, &cfg);
+  if (s != NATS_OK) return nats_error("Creating key-value bucket " + bucket, s);
+  return sy::ok;
+}
+
+result<std::optional<kv_entry>> js_client::kv_get(const std::string& bucket,
+                                                  const std::string& key) {
+  kv_handle h;
+  natsStatus s = js_KeyValue(&h.kv, conn_->js, bucket.c_str());
+  if (s != NATS_OK) return nats_error("Binding key-value bucket " + bucket, s);
+  kvEntry* e = nullptr;
+  s = kvStore_Get(&e, h.kv, key.c_str());
+  if (s == NATS_NOT_FOUND) return std::optional<kv_entry>{};
+  if (s != NATS_OK) return nats_error("Reading " + bucket + "." + key, s);
+  kv_entry out;
+  const int len = kvEntry_ValueLen(e);
+  if (len > 0)
+    out.value.assign(static_cast<const char*>(kvEntry_Value(e)), static_cast<size_t>(len));
+  out.revision = kvEntry_Revision(e);
+  kvEntry_Destroy(e);
+  return std::optional<kv_entry>{std::move(out)};
+}
+
+result<uint64_t> js_client::kv_create(const std::string& bucket, const std::string& key,
+                                      std::string_view value) {
+  kv_handle h;
+  natsStatus s = js_KeyValue(&h.kv, conn_->js, bucket.c_str());
+  if (s != NATS_OK) return nats_error("Binding key-value bucket " + bucket, s);
+  uint64_t revision = 0;
+  s = kvStore_Create(&revision, h.kv, key.c_str(), value.data(), static_cast<int>(value.size()));
+  if (s != NATS_OK) return nats_error("Creating " + bucket + "." + key, s);
+  return revision;
+}
+
+result<uint64_t> js_client::kv_update(const std::string& bucket, const std::string& key,
+                                      std::string_view value, uint64_t last) {
+  kv_handle h;
+  natsStatus s = js_KeyValue(&h.kv, conn_->js, bucket.c_str());
+  if (s != NATS_OK) return nats_error("Binding key-value bucket " + bucket, s);
+  uint64_t revision = 0;
+  s = kvStore_Update(&revision, h.kv, key.c_str(), value.data(), static_cast<int>(value.size()),
+                     last);
+  if (s != NATS_OK) return nats_error("Updating " + bucket + "." + key, s);
+  return revision;
+}
+
+status js_client::kv_delete(const std::string& bucket, const std::string& key) {
+  kv_handle h;
+  natsStatus s = js_KeyValue(&h.kv, conn_->js, bucket.c_str());
+  if (s != NATS_OK) return nats_error("Binding key-value bucket " + bucket, s);
+  s = kvStore_Delete(h.kv, key.c_str());
+  if (s != NATS_OK) return nats_error("Deleting " + bucket + "." + key, s);
+  return sy::ok;
+}
+
 }  // namespace sy::runtime

@@ -142,6 +142,12 @@ class pull_subscription {
   std::shared_ptr<detail::js_sub> sub_;
 };
 
+/// One value of a JetStream key-value bucket.
+struct kv_entry {
+  std::string value;
+  uint64_t revision = 0;  ///< the bucket stream's sequence of this value
+};
+
 /// The process's JetStream connection.
 class js_client {
  public:
@@ -231,6 +237,27 @@ class js_client {
   /// The same for the intake consumer: submissions not yet acked or terminated.
   result<uint64_t> intake_backlog();
 
+  // --- key-value buckets (JetStream KV): the store registry (runtime/store_registration.hpp)
+
+  /// Binds the bucket, creating it (history 1, file storage, no TTL) when it does not exist.
+  status ensure_kv_bucket(const std::string& bucket);
+  /// The key's latest value and revision; nullopt when it has none (never set, or deleted).
+  result<std::optional<kv_entry>> kv_get(const std::string& bucket, const std::string& key);
+  /// Sets the key only if it has no value; the new revision. Fails if it has one.
+  result<uint64_t> kv_create(const std::string& bucket, const std::string& key,
+                             std::string_view value);
+  /// Sets the key only if its latest revision is `last`; the new revision.
+  result<uint64_t> kv_update(const std::string& bucket, const std::string& key,
+                             std::string_view value, uint64_t last);
+  /// Deletes the key's value (a delete marker).
+  status kv_delete(const std::string& bucket, const std::string& key);
+
+  /// Whether this process may take tasks from the task streams now: false while its store's
+  /// registration is not held (runtime/store_registration.hpp). Model dispatchers do not fetch
+  /// while it is false. True unless set otherwise.
+  bool consuming() const { return consuming_.load(); }
+  void set_consuming(bool on) { consuming_ = on; }
+
  private:
   js_client(std::shared_ptr<detail::js_conn> conn, js_layout layout);
   status ensure_stream(const std::string& name, const std::string& subject, bool work_queue,
@@ -248,6 +275,7 @@ class js_client {
   /// reconnects() + 1 at the start of the last ensure_layout() that succeeded; 0: none did.
   std::atomic<uint64_t> layout_epoch_{0};
   std::atomic<uint64_t> layout_generation_{0};
+  std::atomic<bool> consuming_{true};
 };
 
 }  // namespace sy::runtime

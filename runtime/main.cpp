@@ -2,11 +2,21 @@
 /// order — storage, NATS (private or given), engine, HTTP — waits for SIGTERM/SIGINT, and stops
 /// them in reverse order (docs/architecture.md, "Shutdown").
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "actors/engine.hpp"
 #include "api/http_server.hpp"
@@ -18,6 +28,7 @@
 #include "runtime/js_layout_keeper.hpp"
 #include "runtime/log.hpp"
 #include "runtime/nats_server.hpp"
+#include "runtime/store_registration.hpp"
 #include "storage/lmdb_env.hpp"
 
 extern char** environ;
@@ -56,6 +67,85 @@ void write_listen_file(const config::settings& s, uint16_t port) {
   std::filesystem::rename(tmp, path);
 }
 
+/// An exclusive lock on <data_dir>/lock, held for the life of the process (the kernel releases a
+/// flock when its process dies, kill -9 included), so that two processes never share a store.
+class data_dir_lock {
+ public:
+  static result<std::unique_ptr<data_dir_lock>> take(const std::string& data_dir) {
+    const auto path = (std::filesystem::path(data_dir) / "lock").string();
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+      return make_error(errc::storage_error, "cannot open " + path + ": " + std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      char pid[32] = {};
+      (void)!::pread(fd, pid, sizeof pid - 1, 0);
+      ::close(fd);
+      std::string holder(pid);
+      while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+      return make_error(errc::data_dir_in_use, "the data directory " + data_dir +
+                                                   " is in use by another switchyard "
+                                                   "process (pid " +
+                                                   (holder.empty() ? "unknown" : holder) +
+                                                   "); give this one its own --data-dir");
+    }
+    const std::string pid = std::to_string(::getpid()) + "\n";
+    (void)!::ftruncate(fd, 0);
+    (void)!::pwrite(fd, pid.data(), pid.size(), 0);
+    return std::unique_ptr<data_dir_lock>(new data_dir_lock(fd));
+  }
+  ~data_dir_lock() { ::close(fd_); }
+  data_dir_lock(const data_dir_lock&) = delete;
+  data_dir_lock& operator=(const data_dir_lock&) = delete;
+
+ private:
+  explicit data_dir_lock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string host_name() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string("unknown");
+}
+
+/// Claims the streams for this store at start: at once when they are free or this store's own,
+/// after the other store's lease when its engine stopped renewing; an error when that engine is
+/// alive or NATS keeps failing.
+status claim_streams(runtime::store_registration& registration) {
+  using state = runtime::store_registration::state;
+  const int64_t give_up = steady_ms() + 30'000;
+  bool told = false;
+  for (;;) {
+    switch (registration.try_claim(steady_ms())) {
+      case state::held:
+        log::info("registry", "the streams are claimed for this store",
+                  {{"bucket", registration.bucket()}});
+        return ok;
+      case state::conflict:
+        return make_error(errc::streams_in_use, registration.conflict());
+      case state::waiting:
+        if (!told)
+          log::warn("registry",
+                    "another store's engine is registered on these streams; waiting to see whether "
+                    "it still renews its lease",
+                    {{"other", registration.other()}});
+        told = true;
+        break;
+      case state::unavailable:
+        if (steady_ms() > give_up)
+          return make_error(errc::nats_unavailable,
+                            "cannot register the store in JetStream: " + registration.last_error());
+        break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   log::set_level(s.log_level);
   for (const auto& w : warnings) log::warn("config", w);
@@ -66,6 +156,8 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
     return fail("cannot create the data directory",
                 make_error(sy::errc::storage_error, ec.message()));
 
+  auto lock = data_dir_lock::take(s.data_dir);
+  if (!lock) return fail("cannot lock the data directory", lock.error());
   auto env = storage::environment::open(s.data_dir, s.lmdb_initial_map_bytes);
   if (!env) return fail("cannot open the job store", env.error());
 
@@ -92,14 +184,37 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   // but refuses the streams is a configuration error, reported now.
   auto js = runtime::js_client::open(nats_url, "switchyard", layout, 2'000);
   if (!js) return fail("cannot connect to NATS", js.error());
+  // One store per set of streams (runtime/store_registration.hpp).
+  std::error_code abs_ec;
+  auto registration = std::make_unique<runtime::store_registration>(
+      **js,
+      runtime::store_identity{.store_id = (*env)->store_id(),
+                              .host = host_name(),
+                              .pid = ::getpid(),
+                              .data_dir = std::filesystem::absolute(s.data_dir, abs_ec).string(),
+                              .lease_ms = s.registration_lease_ms});
   if ((*js)->connected()) {
     if (auto st = (*js)->ensure_layout(); !st)
       return fail("cannot create the JetStream streams", st.error());
+    if (auto st = claim_streams(*registration); !st)
+      return fail("cannot run on these JetStream streams", st.error());
   } else {
+    (*js)->set_consuming(false);  // until the keeper has claimed the streams
     log::warn("main", "NATS is not reachable; accepting submissions, connecting in the background",
               {{"url", nats_url}});
   }
-  auto layout_keeper = std::make_unique<runtime::js_layout_keeper>(**js);
+  // Set by the keeper's thread when another store's engine holds the streams.
+  std::mutex lost_mu;
+  std::string lost_why;
+  std::atomic<bool> lost{false};
+  auto layout_keeper = std::make_unique<runtime::js_layout_keeper>(
+      **js, 250, registration.get(), [&](const std::string& why) {
+        {
+          std::lock_guard guard(lost_mu);
+          lost_why = why;
+        }
+        lost = true;
+      });
 
   runtime::system_clock_source clock;
   auto eng = actors::engine::start({s, **env, **js, clock});
@@ -115,12 +230,20 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
             {{"listen", s.listen}, {"port", (*http)->port()}, {"data_dir", s.data_dir}});
 
   // Wait for a stop signal; meanwhile supervise the private nats-server.
+  int exit_code = 0;
   for (;;) {
     timespec one_second{1, 0};
     int sig = sigtimedwait(&stop_signals, nullptr, &one_second);
     if (sig == SIGTERM || sig == SIGINT) {
       log::info("main", "stop signal received",
                 {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+      break;
+    }
+    if (lost) {
+      std::lock_guard guard(lost_mu);
+      log::error("main", "stopping: another store's engine holds the streams",
+                 {{"error", lost_why}});
+      exit_code = 1;
       break;
     }
     if (private_nats && !private_nats->running()) {
@@ -136,10 +259,11 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   (*http)->stop();
   eng->reset();
   layout_keeper.reset();
+  registration->release();  // the next engine need not wait for the lease
   js->reset();
   if (private_nats) (void)private_nats->stop();
   log::info("main", "stopped");
-  return 0;
+  return exit_code;
 }
 
 }  // namespace

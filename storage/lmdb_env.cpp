@@ -3,6 +3,7 @@
 #include <charconv>
 #include <chrono>
 #include <filesystem>
+#include <random>
 #include <thread>
 
 #include "storage/detail/lmdb_util.hpp"
@@ -14,6 +15,7 @@ using detail::lmdb_error;
 
 constexpr std::string_view schema_key = "schema_version";
 constexpr std::string_view map_bytes_key = "map_bytes";
+constexpr std::string_view store_id_key = "store_id";
 /// Enough reader slots for every thread of the process to hold a few snapshots at once.
 constexpr unsigned max_readers = 1024;
 
@@ -22,6 +24,18 @@ std::optional<int64_t> parse_int(std::string_view s) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
   return v;
+}
+
+/// 128 random bits as 32 lowercase hex characters.
+std::string new_store_id() {
+  std::random_device rd;
+  std::string out;
+  constexpr char hex[] = "0123456789abcdef";
+  for (int i = 0; i < 4; ++i) {
+    uint32_t word = rd();
+    for (int j = 0; j < 8; ++j, word >>= 4) out.push_back(hex[word & 0xf]);
+  }
+  return out;
 }
 
 }  // namespace
@@ -97,6 +111,12 @@ status environment::open_databases(const std::string& path) {
     }
   } else if (auto st = w->put(db::meta, schema_key, std::to_string(schema_version)); !st) {
     return st;
+  }
+  if (auto v = w->get(db::meta, store_id_key)) {
+    store_id_ = *v;
+  } else {
+    store_id_ = new_store_id();
+    if (auto st = w->put(db::meta, store_id_key, store_id_); !st) return st;
   }
   for (int i = 1; i < db_count; ++i) {
     const auto name = std::string(detail::db_name(static_cast<db>(i)));

@@ -163,6 +163,10 @@ class environment {
   status grow();
   /// The current map size in bytes.
   int64_t map_bytes() const { return map_bytes_.load(std::memory_order_relaxed); }
+  /// This store's identity: 32 random hex characters drawn when the store was made, kept in
+  /// `meta` (a store made before it existed gets one at its next open). The store registry
+  /// (runtime/store_registration.hpp) tells this store's own entry from another's by it.
+  const std::string& store_id() const { return store_id_; }
 
  private:
   friend class txn_view;
@@ -176,6 +180,7 @@ class environment {
   MDB_env* env_ = nullptr;
   unsigned dbis_[db_count] = {};
   std::atomic<int64_t> map_bytes_{0};
+  std::string store_id_;
   /// Readers hold `resize_` shared; grow() holds it exclusively. `gate_` lets grow() hold new
   /// readers back so that a steady stream of readers cannot starve it.
   mutable std::shared_timed_mutex resize_;

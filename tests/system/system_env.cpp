@@ -7,6 +7,8 @@
 #include <regex>
 #include <stdexcept>
 
+#include <sys/wait.h>
+
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
@@ -49,9 +51,7 @@ std::map<std::string, int64_t> system_env::gateway_counts() {
   return out;
 }
 
-void system_env::start_engine(std::vector<std::string> extra) {
-  auto addr_file = dir_.sub("data/listen.addr");
-  std::filesystem::remove(addr_file);
+std::vector<std::string> system_env::engine_argv(const std::vector<std::string>& extra) const {
   std::vector<std::string> argv = {SY_BINARY_DIR "/switchyard",
                                    "serve",
                                    "--listen",
@@ -73,6 +73,29 @@ void system_env::start_engine(std::vector<std::string> extra) {
                                    "--ack-wait-ms",
                                    "5000"};
   argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+system_env::exit_report system_env::run_engine_to_exit(std::vector<std::string> extra,
+                                                       std::chrono::milliseconds deadline) {
+  child_process other(engine_argv(extra), dir_.sub("engine-" + std::to_string(engine_runs_++) +
+                                                   ".log"));
+  exit_report out;
+  const int status = other.wait(deadline);
+  if (status == -1) {
+    other.signal(SIGKILL);
+    other.wait(std::chrono::seconds(10));
+  } else if (WIFEXITED(status)) {
+    out.code = WEXITSTATUS(status);
+  }
+  out.log = other.log();
+  return out;
+}
+
+void system_env::start_engine(std::vector<std::string> extra) {
+  auto addr_file = dir_.sub("data/listen.addr");
+  std::filesystem::remove(addr_file);
+  const auto argv = engine_argv(extra);
   // The child inherits the environment at fork: set the variable around the start only.
   if (!failpoints_.empty()) ::setenv("SY_FAILPOINTS", failpoints_.c_str(), 1);
   engine_ = std::make_unique<child_process>(

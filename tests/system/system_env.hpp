@@ -26,6 +26,15 @@ class system_env {
   /// Starts switchyard over the data dir; `extra` flags are appended (e.g. --nats URL).
   void start_engine(std::vector<std::string> extra = {});
   child_process& engine() { return *engine_; }
+  /// What a `switchyard serve` that is expected to exit by itself did.
+  struct exit_report {
+    int code = -1;  ///< exit code; -1: it was still running after the deadline (then killed)
+    std::string log;
+  };
+  /// Runs one more `switchyard serve` over the data dir (beside the engine, if one runs) with
+  /// the usual flags and `extra`, and waits up to `deadline` for it to exit.
+  exit_report run_engine_to_exit(std::vector<std::string> extra,
+                                 std::chrono::milliseconds deadline = std::chrono::seconds(30));
   void kill_engine();  ///< SIGKILL
   /// The next start_engine only: arm these failpoints (SY_FAILPOINTS, runtime/failpoint.hpp),
   /// so that the engine kills itself with SIGKILL when it reaches one of them.
@@ -51,6 +60,7 @@ class system_env {
   uint16_t port_ = 0;
   int engine_runs_ = 0;
   std::string failpoints_;
+  std::vector<std::string> engine_argv(const std::vector<std::string>& extra) const;
 };
 
 }  // namespace sy::test
