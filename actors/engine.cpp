@@ -58,7 +58,12 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   e->webhook_policy_ = std::move(*policy_or);
   auto secret = runtime::load_or_create_webhook_secret(d.cfg);
   if (!secret) return secret.error();
-  e->caf_cfg_->set("scheduler.max-threads", 2);
+  // One worker: the actors on the scheduler (job actors, dispatchers, the registry, budgets)
+  // never block, and each does little per message. A second worker mostly slept and was woken
+  // for messages the first would have taken next — a context switch per hand-off on a 2-core
+  // machine (docs/benchmarks.md, "One CAF worker"). Whatever blocks has its own thread: the
+  // writer, the relay, the reaper, each model's task fetcher.
+  e->caf_cfg_->set("scheduler.max-threads", 1);
   e->caf_cfg_->set("scheduler.policy", caf::atom("sharing"));
   e->caf_cfg_->set("logger.console", caf::atom("none"));
   e->sys_ = std::make_unique<caf::actor_system>(*e->caf_cfg_);

@@ -9,6 +9,7 @@
 
 #include "runtime/log.hpp"
 #include "runtime/log_throttle.hpp"
+#include "runtime/thread_name.hpp"
 
 namespace sy::actors {
 namespace {
@@ -159,7 +160,9 @@ void purge_due(reaper_ptr self, int64_t now) {
 }
 
 lease_reaper_actor::behavior_type reaper(reaper_ptr self, engine_context* ctx,
-                                         storage::environment* env, std::string node_prefix) {
+                                         storage::environment* env, std::string node_prefix,
+                                         bool own_thread) {
+  if (own_thread) runtime::name_this_thread("sy-reaper");  // detached: its own thread
   self->state.ctx = ctx;
   self->state.env = env;
   self->state.node_prefix = std::move(node_prefix);
@@ -187,8 +190,10 @@ bool lease_is_dead(const storage::lease_record& l, int64_t now_ms, const std::st
 }
 
 lease_reaper_actor spawn_lease_reaper(engine_context& ctx, storage::environment& env,
-                                      std::string node_prefix) {
-  return ctx.sys.spawn(reaper, &ctx, &env, std::move(node_prefix));
+                                      std::string node_prefix, runs_on where) {
+  if (where == runs_on::scheduler)
+    return ctx.sys.spawn(reaper, &ctx, &env, std::move(node_prefix), false);
+  return ctx.sys.spawn<caf::detached>(reaper, &ctx, &env, std::move(node_prefix), true);
 }
 
 }  // namespace sy::actors

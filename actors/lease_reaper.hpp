@@ -11,6 +11,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/engine_context.hpp"
+#include "actors/storage_writer.hpp"
 #include "storage/lmdb_env.hpp"
 
 namespace sy::actors {
@@ -19,9 +20,12 @@ namespace sy::actors {
 using lease_reaper_actor = caf::typed_actor<caf::reacts_to<tick_atom>>;
 
 /// The holder prefix shared by every run of this node, e.g. "local/" (holders are
-/// "local/<boot ULID>").
+/// "local/<boot ULID>"). The engine runs it on its own thread (`sy-reaper`): its tick reads
+/// LMDB and, for the reconcile sweep, asks JetStream for consumer backlogs, which blocks while
+/// NATS is slow or down, and must not hold up the one CAF worker the job actors run on.
+/// `runs_on::scheduler` is for tests on CAF's test coordinator.
 lease_reaper_actor spawn_lease_reaper(engine_context& ctx, storage::environment& env,
-                                      std::string node_prefix);
+                                      std::string node_prefix, runs_on where = runs_on::own_thread);
 
 /// Whether a lease must be expired now (pure; unit-tested).
 bool lease_is_dead(const storage::lease_record& l, int64_t now_ms, const std::string& my_holder,

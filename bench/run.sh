@@ -7,7 +7,9 @@
 # and BUILD_DIR/bench/sy_bench_baseline (the machine's own figures, printed first by
 # bench/baseline.sh).
 # Sizes come from the environment: SUBMIT_CONNS (64), SUBMIT_N (50000), E2E_N (20000),
-# RAW_N (50000), PER_MODEL (100), GLOBAL (100). Each engine gets a fresh data dir on the build
+# RAW_N (50000), PER_MODEL (100), GLOBAL (100). SWITCHYARD: the engine binary to measure (default
+# BUILD_DIR/switchyard; another build's, to compare builds with the same tools). PHASES: which
+# phases run, of "0 a1 a2 b c" (default all; 0 is the machine baseline). Each engine gets a fresh data dir on the build
 # dir's filesystem (not tmpfs, so fsync is real); logs and per-thread CPU stay in
 # BUILD_DIR/bench-results/<timestamp>/. Every process this script starts is stopped by its PID.
 set -euo pipefail
@@ -23,7 +25,9 @@ RAW_N=${RAW_N:-50000}
 PER_MODEL=${PER_MODEL:-100}
 GLOBAL=${GLOBAL:-100}
 
-switchyard=$build/switchyard
+switchyard=${SWITCHYARD:-$build/switchyard}
+PHASES=" ${PHASES:-0 a1 a2 b c} "
+runs() { [[ $PHASES == *" $1 "* ]]; }
 fake=$build/tests/fakes/fake_gateway
 loadgen=$build/bench/sy_bench_submit
 for bin in "$switchyard" "$fake" "$loadgen"; do
@@ -143,6 +147,7 @@ measure() {
     nats=$(nats_pid_of "$engine_pid")
     [[ -n $nats ]] && { procs+=("$nats"); labels+=" $nats nats-server"; }
   fi
+  thread_snapshot "${procs[@]}" >"$out/$name.threads0"  # with context switches per thread
   cpu_snapshot "${procs[@]}" >"$out/$name.cpu0"
   local t0 t1 self0 self1
   t0=$(date +%s.%N)
@@ -152,6 +157,7 @@ measure() {
   "$loadgen" "$@" | tee "$out/$name.txt" || true
   t1=$(date +%s.%N)
   cpu_snapshot "${procs[@]}" >"$out/$name.cpu1"
+  thread_snapshot "${procs[@]}" >"$out/$name.threads1"
   busy1=$(machine_busy)
   echo "  CPU during $name ($(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}') s wall):"
   # The load generator is a child of this shell: its CPU shows in this shell's cutime+cstime.
@@ -174,8 +180,10 @@ measure() {
 
 echo "== machine: $(nproc) cores, $(uname -r); load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== results and logs: $out"
-echo "== (0) the machine: LMDB commits, JetStream publish and pull (bench/baseline.sh)"
-"$here/baseline.sh" "$build" | grep -v '^RESULT' | tee "$out/baseline.txt"
+if runs 0; then
+  echo "== (0) the machine: LMDB commits, JetStream publish and pull (bench/baseline.sh)"
+  "$here/baseline.sh" "$build" | grep -v '^RESULT' | tee "$out/baseline.txt"
+fi
 
 start_fake fake_fast
 fast_pid=$fake_pid fast_port=$fake_port
@@ -184,38 +192,49 @@ slow_pid=$fake_pid slow_port=$fake_port
 
 # (a1) Durable submissions while execution is parked: the slow gateway holds the first
 # $GLOBAL requests for 10 minutes, so the engine's CPU goes to accepting jobs only.
-echo "== (a1) durable submissions, gateway parked: $SUBMIT_CONNS connections x $SUBMIT_N requests"
-start_engine engine_a1 "$slow_port"
-fake_pid=$slow_pid
-measure a1 --port "$engine_port" --connections "$SUBMIT_CONNS" --requests "$SUBMIT_N"
-stop_engine
+if runs a1; then
+  echo "== (a1) durable submissions, gateway parked: $SUBMIT_CONNS connections x $SUBMIT_N requests"
+  start_engine engine_a1 "$slow_port"
+  fake_pid=$slow_pid
+  measure a1 --port "$engine_port" --connections "$SUBMIT_CONNS" --requests "$SUBMIT_N"
+  stop_engine
+fi
 
 # (a2) The same load while the engine also executes every job against the fast fake.
-echo "== (a2) durable submissions, jobs executing against the fast fake"
-start_engine engine_a2 "$fast_port"
-fake_pid=$fast_pid
-measure a2 --port "$engine_port" --connections "$SUBMIT_CONNS" --requests "$SUBMIT_N"
-stop_engine
+if runs a2; then
+  echo "== (a2) durable submissions, jobs executing against the fast fake"
+  start_engine engine_a2 "$fast_port"
+  fake_pid=$fast_pid
+  measure a2 --port "$engine_port" --connections "$SUBMIT_CONNS" --requests "$SUBMIT_N"
+  stop_engine
+fi
 
 # (b) End to end: submit E2E_N jobs, then wait until every one is completed.
-echo "== (b) end to end: $E2E_N jobs, per-model $PER_MODEL, global $GLOBAL"
-curl -sf -XPOST "http://127.0.0.1:$fast_port/_fake/control" -d '{"reset":true}' >/dev/null
-start_engine engine_b "$fast_port"
-measure b --port "$engine_port" --connections "$SUBMIT_CONNS" --requests "$E2E_N" \
-  --e2e-fake "$fast_port" --ids-out "$work/b.ids"
-echo "  untimed check of every job's status:"
-"$loadgen" --port "$engine_port" --verify "$work/b.ids" | tee "$out/b-verify.txt" || true
-stop_engine
+if runs b; then
+  echo "== (b) end to end: $E2E_N jobs, per-model $PER_MODEL, global $GLOBAL"
+  curl -sf -XPOST "http://127.0.0.1:$fast_port/_fake/control" -d '{"reset":true}' >/dev/null
+  fake_pid=$fast_pid
+  start_engine engine_b "$fast_port"
+  measure b --port "$engine_port" --connections "$SUBMIT_CONNS" --requests "$E2E_N" \
+    --e2e-fake "$fast_port" --ids-out "$work/b.ids"
+  echo "  untimed check of every job's status:"
+  "$loadgen" --port "$engine_port" --verify "$work/b.ids" | tee "$out/b-verify.txt" || true
+  stop_engine
+fi
 
 # (c) The fake gateway's own capacity, same process as (a2) and (b), no engine running.
-echo "== (c) fake gateway capacity: raw chat completions, $SUBMIT_CONNS connections x $RAW_N"
-engine_pid=""
-measure c --port "$fast_port" --raw --connections "$SUBMIT_CONNS" --requests "$RAW_N"
+if runs c; then
+  echo "== (c) fake gateway capacity: raw chat completions, $SUBMIT_CONNS connections x $RAW_N"
+  engine_pid=""
+  fake_pid=$fast_pid
+  measure c --port "$fast_port" --raw --connections "$SUBMIT_CONNS" --requests "$RAW_N"
+fi
 
 echo
 echo "== summary ($(nproc) cores; load at end: $(cut -d' ' -f1-3 /proc/loadavg))"
 printf '%-44s %10s %8s %8s %8s %8s %6s\n' phase "req/s" "p50 ms" "p99 ms" "p99.9" "max ms" bad
 for p in a1 a2 b c; do
+  runs "$p" || continue
   case $p in
     a1) label="(a1) submissions, execution parked" ;;
     a2) label="(a2) submissions, executing concurrently" ;;
@@ -227,7 +246,9 @@ for p in a1 a2 b c; do
     "$(result_field "$f" p50)" "$(result_field "$f" p99)" "$(result_field "$f" p999)" \
     "$(result_field "$f" max)" "$(result_field "$f" bad)"
 done
-printf '%-44s %10s   (%s jobs in %s s; completed %s of %s; fake saw all at %s s)\n' \
-  "(b) end to end, jobs/s" "$(result_field "$out/b.txt" e2e_jobs_per_s)" "$E2E_N" \
-  "$(result_field "$out/b.txt" e2e_s)" "$(result_field "$out/b-verify.txt" completed)" "$E2E_N" \
-  "$(result_field "$out/b.txt" fake_all_s)"
+if runs b; then
+  printf '%-44s %10s   (%s jobs in %s s; completed %s of %s; fake saw all at %s s)\n' \
+    "(b) end to end, jobs/s" "$(result_field "$out/b.txt" e2e_jobs_per_s)" "$E2E_N" \
+    "$(result_field "$out/b.txt" e2e_s)" "$(result_field "$out/b-verify.txt" completed)" "$E2E_N" \
+    "$(result_field "$out/b.txt" fake_all_s)"
+fi
