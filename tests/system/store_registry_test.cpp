@@ -118,8 +118,10 @@ TEST(store_registry, an_engine_whose_streams_another_store_takes_over_stops) {
   ASSERT_TRUE(entry->has_value()) << "the engine did not register its store";
   EXPECT_TRUE(contains((*entry)->value, std::filesystem::absolute(env.dir().sub("data")).string()))
       << (*entry)->value;
-  const nlohmann::json other = {{"store_id", "another-store"}, {"host", "elsewhere"},
-                                {"pid", 4242},                {"data_dir", "/srv/other"},
+  const nlohmann::json other = {{"store_id", "another-store"},
+                                {"host", "elsewhere"},
+                                {"pid", 4242},
+                                {"data_dir", "/srv/other"},
                                 {"lease_ms", 60'000}};
   ASSERT_TRUE((*js)->kv_update("SY_REGISTRY", "store", other.dump(), (*entry)->revision).ok());
   ASSERT_TRUE(wait_for([&] { return !env.engine().running(); }, 20s))

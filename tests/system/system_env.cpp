@@ -78,8 +78,8 @@ std::vector<std::string> system_env::engine_argv(const std::vector<std::string>&
 
 system_env::exit_report system_env::run_engine_to_exit(std::vector<std::string> extra,
                                                        std::chrono::milliseconds deadline) {
-  child_process other(engine_argv(extra), dir_.sub("engine-" + std::to_string(engine_runs_++) +
-                                                   ".log"));
+  child_process other(engine_argv(extra),
+                      dir_.sub("engine-" + std::to_string(engine_runs_++) + ".log"));
   exit_report out;
   const int status = other.wait(deadline);
   if (status == -1) {

@@ -14,7 +14,10 @@ namespace {
 using state = runtime::store_registration::state;
 
 runtime::store_identity store(const std::string& id, int64_t lease_ms = 3'000) {
-  return {.store_id = id, .host = "host-" + id, .pid = 7, .data_dir = "/data/" + id,
+  return {.store_id = id,
+          .host = "host-" + id,
+          .pid = 7,
+          .data_dir = "/data/" + id,
           .lease_ms = lease_ms};
 }
 
