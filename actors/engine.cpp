@@ -331,7 +331,9 @@ void engine::wake_webhooks() {
 
 // Ready means work flows: NATS is connected and its streams are in place on this connection
 // (js_layout_keeper makes them after a late connect or a reconnect).
-bool engine::ready() const { return !ctx_->stopping && deps_.js.layout_ready(); }
+bool engine::ready() const {
+  return !ctx_->stopping && deps_.js.layout_ready() && deps_.js.consuming();
+}
 
 bool engine::jobs_drained(std::chrono::milliseconds within) {
   bool drained = false;

@@ -63,7 +63,8 @@ class engine final : public job_service {
   /// The Files and Batch API of this engine.
   batch_service& batches() { return *batches_; }
 
-  /// Ready to accept work: storage open and NATS connected.
+  /// Ready to run work: storage open, NATS connected with the streams in place, and this store's
+  /// claim on the streams held (js_client::consuming(); docs/jetstream.md, "Several engines").
   bool ready() const;
   /// Stops dispatching, lets running attempts finish up to `shutdown_timeout_ms`, gives the rest
   /// back to the queue, publishes what the outbox holds, and stops every actor. Idempotent.

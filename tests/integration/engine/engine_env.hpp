@@ -29,6 +29,7 @@ class engine_env {
   fakes::fake_gateway& gateway() { return *gateway_; }
   runtime::nats_server& nats() { return *nats_; }
   storage::environment& store() { return *env_; }
+  runtime::js_client& js() { return *js_; }  ///< after start()
   actors::engine& engine() { return *engine_; }
   uint16_t port() const { return http_->port(); }
 

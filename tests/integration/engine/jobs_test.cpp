@@ -168,6 +168,25 @@ TEST(jobs, a_job_runs_against_an_https_gateway_and_an_untrusted_one_fails_saying
   EXPECT_EQ(tls_gateway.requests(), 1);
 }
 
+// While this store's claim on the streams is not held (runtime/store_registration.hpp), the
+// engine says it is not ready and takes no task; it still accepts submissions.
+TEST(jobs, without_its_stores_claim_on_the_streams_the_engine_is_not_ready_and_runs_nothing) {
+  engine_env env;
+  env.start();
+  http_client c(env.port());
+  EXPECT_EQ(c.get("/readyz").status, 200);
+  env.js().set_consuming(false);
+  EXPECT_EQ(c.get("/readyz").status, 503);
+  auto r = env.submit(c, "held back");
+  ASSERT_EQ(r.status, 202) << r.body;
+  EXPECT_FALSE(wait_for([&] { return env.gateway().requests() > 0; }, std::chrono::seconds(1)))
+      << "a task was taken without the claim";
+  env.js().set_consuming(true);
+  EXPECT_EQ(c.get("/readyz").status, 200);
+  EXPECT_EQ(env.wait_terminal(c, r.json()["id"])["status"], "completed");
+  EXPECT_EQ(env.gateway().requests(), 1);
+}
+
 TEST(jobs, unknown_model_is_refused_and_nothing_is_stored) {
   engine_env env;
   config::gateway_settings gw = *env.settings().gateway;
