@@ -40,9 +40,8 @@ struct engine_context {
   storage::environment* env = nullptr;  ///< for short read transactions
   global_budget_actor budget;           ///< owns the global concurrency slots (set once at start)
   std::string holder;                   ///< lease holder id of this process: "<node>/<boot ULID>"
-  /// The clients, one per distinct gateway settings, with the settings each was made for.
-  std::vector<std::pair<config::gateway_settings, std::unique_ptr<runtime::gateway_client>>>
-      gateway_clients;
+  std::vector<std::unique_ptr<runtime::gateway_client>>
+      gateway_clients;                                       ///< one per distinct settings
   std::map<std::string, runtime::gateway_client*> gateways;  ///< by model; "*" for the global one
   job_registry_actor jobs;            ///< the jobs with work in flight here (set once at start)
   job_watch watch;                    ///< wakes waiters (Prefer: wait, SSE) when a job changes
@@ -54,15 +53,16 @@ struct engine_context {
   /// Serves `key` (a model, or "*") by the client made for settings equal to `g` — entries that
   /// are equal share one client and its keep-alive pool — or by a new client on `exec`.
   void add_gateway(const std::string& key, const config::gateway_settings& g) {
-    for (const auto& [settings, client] : gateway_clients) {
-      if (settings == g) {
+    for (const auto& client : gateway_clients) {
+      if (client->settings() == g) {
         gateways[key] = client.get();
         return;
       }
     }
-    auto client = std::make_unique<runtime::gateway_client>(exec.get_executor(), g);
-    gateways[key] = client.get();
-    gateway_clients.emplace_back(g, std::move(client));
+    gateways[key] =
+        gateway_clients
+            .emplace_back(std::make_unique<runtime::gateway_client>(exec.get_executor(), g))
+            .get();
   }
 
   /// The client for `model`, or nullptr when no gateway serves it.

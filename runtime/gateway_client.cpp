@@ -543,4 +543,6 @@ int gateway_client::open_connections() const { return impl_->open_count.load(); 
 
 asio::any_io_executor gateway_client::executor() const { return impl_->strand; }
 
+const sy::config::gateway_settings& gateway_client::settings() const { return impl_->settings; }
+
 }  // namespace sy::runtime

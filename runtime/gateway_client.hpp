@@ -97,6 +97,8 @@ class gateway_client {
   /// onto the strand and back that `send()` otherwise makes: callers that send many requests in
   /// a row (a batch's lanes) run there.
   boost::asio::any_io_executor executor() const;
+  /// The settings the client was made with (entries equal to them can share it).
+  const sy::config::gateway_settings& settings() const;
 
   struct impl;
 

@@ -654,6 +654,14 @@ struct kv_handle {
   ~kv_handle() { kvStore_Destroy(kv); }
 };
 
+/// Binds `bucket` into `h` (a stream-info request: the registry's operations are rare, a claim
+/// at start and a renewal every few seconds, so no bound handle is kept across reconnects).
+status bind_kv(kv_handle& h, jsCtx* js, const std::string& bucket) {
+  if (natsStatus s = js_KeyValue(&h.kv, js, bucket.c_str()); s != NATS_OK)
+    return nats_error("Binding key-value bucket " + bucket, s);
+  return sy::ok;
+}
+
 }  // namespace
 
 status js_client::ensure_kv_bucket(const std::string& bucket) {
@@ -674,10 +682,9 @@ status js_client::ensure_kv_bucket(const std::string& bucket) {
 result<std::optional<kv_entry>> js_client::kv_get(const std::string& bucket,
                                                   const std::string& key) {
   kv_handle h;
-  natsStatus s = js_KeyValue(&h.kv, conn_->js, bucket.c_str());
-  if (s != NATS_OK) return nats_error("Binding key-value bucket " + bucket, s);
+  if (auto st = bind_kv(h, conn_->js, bucket); !st) return st.error();
   kvEntry* e = nullptr;
-  s = kvStore_Get(&e, h.kv, key.c_str());
+  natsStatus s = kvStore_Get(&e, h.kv, key.c_str());
   if (s == NATS_NOT_FOUND) return std::optional<kv_entry>{};
   if (s != NATS_OK) return nats_error("Reading " + bucket + "." + key, s);
   kv_entry out;
@@ -692,10 +699,10 @@ result<std::optional<kv_entry>> js_client::kv_get(const std::string& bucket,
 result<uint64_t> js_client::kv_create(const std::string& bucket, const std::string& key,
                                       std::string_view value) {
   kv_handle h;
-  natsStatus s = js_KeyValue(&h.kv, conn_->js, bucket.c_str());
-  if (s != NATS_OK) return nats_error("Binding key-value bucket " + bucket, s);
+  if (auto st = bind_kv(h, conn_->js, bucket); !st) return st.error();
   uint64_t revision = 0;
-  s = kvStore_Create(&revision, h.kv, key.c_str(), value.data(), static_cast<int>(value.size()));
+  natsStatus s =
+      kvStore_Create(&revision, h.kv, key.c_str(), value.data(), static_cast<int>(value.size()));
   if (s != NATS_OK) return nats_error("Creating " + bucket + "." + key, s);
   return revision;
 }
@@ -703,20 +710,18 @@ result<uint64_t> js_client::kv_create(const std::string& bucket, const std::stri
 result<uint64_t> js_client::kv_update(const std::string& bucket, const std::string& key,
                                       std::string_view value, uint64_t last) {
   kv_handle h;
-  natsStatus s = js_KeyValue(&h.kv, conn_->js, bucket.c_str());
-  if (s != NATS_OK) return nats_error("Binding key-value bucket " + bucket, s);
+  if (auto st = bind_kv(h, conn_->js, bucket); !st) return st.error();
   uint64_t revision = 0;
-  s = kvStore_Update(&revision, h.kv, key.c_str(), value.data(), static_cast<int>(value.size()),
-                     last);
+  natsStatus s = kvStore_Update(&revision, h.kv, key.c_str(), value.data(),
+                                static_cast<int>(value.size()), last);
   if (s != NATS_OK) return nats_error("Updating " + bucket + "." + key, s);
   return revision;
 }
 
 status js_client::kv_delete(const std::string& bucket, const std::string& key) {
   kv_handle h;
-  natsStatus s = js_KeyValue(&h.kv, conn_->js, bucket.c_str());
-  if (s != NATS_OK) return nats_error("Binding key-value bucket " + bucket, s);
-  s = kvStore_Delete(h.kv, key.c_str());
+  if (auto st = bind_kv(h, conn_->js, bucket); !st) return st.error();
+  natsStatus s = kvStore_Delete(h.kv, key.c_str());
   if (s != NATS_OK) return nats_error("Deleting " + bucket + "." + key, s);
   return sy::ok;
 }

@@ -17,12 +17,10 @@ int64_t steady_ms() {
 
 }  // namespace
 
-js_layout_keeper::js_layout_keeper(js_client& js, int64_t poll_ms, store_registration* registration,
-                                   std::function<void(const std::string& why)> lost)
+js_layout_keeper::js_layout_keeper(js_client& js, int64_t poll_ms, store_registration* registration)
     : js_(js),
       poll_ms_(poll_ms),
       registration_(registration),
-      lost_(std::move(lost)),
       // A registration given here was claimed by the caller just now.
       next_renew_ms_(registration != nullptr ? steady_ms() + registration->renew_every_ms() : 0),
       held_at_ms_(steady_ms()),
@@ -62,6 +60,11 @@ void js_layout_keeper::run() {
   }
 }
 
+std::string js_layout_keeper::lost() const {
+  std::lock_guard lock(mu_);
+  return lost_why_;
+}
+
 void js_layout_keeper::keep_registration() {
   using state = store_registration::state;
   const int64_t now = steady_ms();
@@ -99,7 +102,10 @@ void js_layout_keeper::keep_registration() {
                  "another store's engine holds the streams; this engine stops taking "
                  "tasks",
                  {{"error", registration_->conflict()}});
-      if (lost_) lost_(registration_->conflict());
+      {
+        std::lock_guard lock(mu_);
+        lost_why_ = registration_->conflict();
+      }
       return;
     case state::unavailable:
       if (!renew_failing_)

@@ -10,11 +10,11 @@
 /// With a store registration it also keeps the streams claimed for this engine's store: it
 /// claims them once the layout is made (while the claim is not held, js_client::consuming() is
 /// false and no dispatcher takes tasks), renews the claim every renew_every_ms() and at once
-/// after a reconnect, and calls `lost` once if another store's engine holds the streams.
+/// after a reconnect, and stops keeping it once another store's engine holds the streams
+/// (`lost()` says why; `switchyard serve` then stops).
 
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -28,11 +28,13 @@ class js_layout_keeper {
  public:
   /// Starts the thread `sy-js-layout`; `js` and `registration` must outlive the keeper.
   explicit js_layout_keeper(js_client& js, int64_t poll_ms = 250,
-                            store_registration* registration = nullptr,
-                            std::function<void(const std::string& why)> lost = {});
+                            store_registration* registration = nullptr);
   js_layout_keeper(const js_layout_keeper&) = delete;
   js_layout_keeper& operator=(const js_layout_keeper&) = delete;
   ~js_layout_keeper();  ///< stops and joins the thread
+
+  /// Why another store's engine holds the streams (empty while this one holds them or claims).
+  std::string lost() const;
 
  private:
   void run();
@@ -42,14 +44,14 @@ class js_layout_keeper {
   js_client& js_;
   const int64_t poll_ms_;
   store_registration* registration_;
-  std::function<void(const std::string&)> lost_;
-  bool lost_reported_ = false;
+  bool lost_reported_ = false;  ///< this thread's copy of `!lost_why_.empty()`
   bool waiting_logged_ = false;
   bool renew_failing_ = false;
   int64_t next_renew_ms_ = 0;        ///< steady ms
   int64_t held_at_ms_ = 0;           ///< steady ms of the last claim or renewal that held
   uint64_t renewed_reconnects_ = 0;  ///< js_.reconnects() at the last renewal or claim
-  std::mutex mu_;
+  mutable std::mutex mu_;
+  std::string lost_why_;  ///< guarded by mu_
   std::condition_variable cv_;
   bool stop_ = false;
   std::thread thread_;

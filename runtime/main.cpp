@@ -6,7 +6,6 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -15,7 +14,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <thread>
 
 #include "actors/engine.hpp"
@@ -203,18 +201,7 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
     log::warn("main", "NATS is not reachable; accepting submissions, connecting in the background",
               {{"url", nats_url}});
   }
-  // Set by the keeper's thread when another store's engine holds the streams.
-  std::mutex lost_mu;
-  std::string lost_why;
-  std::atomic<bool> lost{false};
-  auto layout_keeper = std::make_unique<runtime::js_layout_keeper>(
-      **js, 250, registration.get(), [&](const std::string& why) {
-        {
-          std::lock_guard guard(lost_mu);
-          lost_why = why;
-        }
-        lost = true;
-      });
+  auto layout_keeper = std::make_unique<runtime::js_layout_keeper>(**js, 250, registration.get());
 
   runtime::system_clock_source clock;
   auto eng = actors::engine::start({s, **env, **js, clock});
@@ -239,10 +226,8 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
                 {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
       break;
     }
-    if (lost) {
-      std::lock_guard guard(lost_mu);
-      log::error("main", "stopping: another store's engine holds the streams",
-                 {{"error", lost_why}});
+    if (auto lost = layout_keeper->lost(); !lost.empty()) {
+      log::error("main", "stopping: another store's engine holds the streams", {{"error", lost}});
       exit_code = 1;
       break;
     }

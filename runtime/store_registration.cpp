@@ -45,6 +45,17 @@ store_registration::state store_registration::unavailable(const sy::error& e) {
   return state::unavailable;
 }
 
+store_registration::state store_registration::hold(const result<uint64_t>& revision) {
+  if (!revision) return unavailable(revision.error());
+  revision_ = *revision;
+  watched_revision_ = 0;
+  return state::held;
+}
+
+bool store_registration::ours(const std::string& entry) const {
+  return text_field(parse_entry(entry), "store_id") == me_.store_id;
+}
+
 store_registration::state store_registration::conflict_with(const std::string& entry) {
   const auto other = parse_entry(entry);
   const std::string& prefix = js_.layout().stream_prefix;
@@ -68,22 +79,13 @@ store_registration::state store_registration::try_claim(int64_t now_ms) {
   if (!got) return unavailable(got.error());
   if (!got->has_value()) {
     // Absent. If another engine creates it first, this fails and the next claim sees whose it is.
-    auto revision = js_.kv_create(bucket(), key, value_);
-    if (!revision) return unavailable(revision.error());
-    revision_ = *revision;
-    watched_revision_ = 0;
-    return state::held;
+    return hold(js_.kv_create(bucket(), key, value_));
   }
   const kv_entry& entry = **got;
-  const auto other = parse_entry(entry.value);
-  if (text_field(other, "store_id") == me_.store_id) {
+  if (ours(entry.value)) {
     // Our own store's entry: this engine's earlier run (it stopped, or was killed). The data
     // dir's lock file keeps two live processes off one store, so it is ours to renew.
-    auto revision = js_.kv_update(bucket(), key, value_, entry.revision);
-    if (!revision) return unavailable(revision.error());
-    revision_ = *revision;
-    watched_revision_ = 0;
-    return state::held;
+    return hold(js_.kv_update(bucket(), key, value_, entry.revision));
   }
   if (watched_revision_ == 0) {
     watched_revision_ = entry.revision;
@@ -92,18 +94,16 @@ store_registration::state store_registration::try_claim(int64_t now_ms) {
     return state::waiting;
   }
   if (entry.revision != watched_revision_) return conflict_with(entry.value);
-  const int64_t lease =
-      std::clamp<int64_t>(other.value("lease_ms", nlohmann::json(max_lease_ms)).get<int64_t>(),
-                          min_lease_ms, max_lease_ms);
+  const int64_t lease = std::clamp<int64_t>(
+      parse_entry(entry.value).value("lease_ms", nlohmann::json(max_lease_ms)).get<int64_t>(),
+      min_lease_ms, max_lease_ms);
   if (now_ms - watched_since_ms_ < lease) return state::waiting;
   // Unchanged for a whole lease: its engine is gone. The update fails if it renewed just now.
-  auto revision = js_.kv_update(bucket(), key, value_, entry.revision);
-  if (!revision) return unavailable(revision.error());
-  log::warn("registry", "took the streams over from a store whose engine stopped renewing",
-            {{"bucket", bucket()}, {"previous", parse_entry(entry.value)}});
-  revision_ = *revision;
-  watched_revision_ = 0;
-  return state::held;
+  const state st = hold(js_.kv_update(bucket(), key, value_, entry.revision));
+  if (st == state::held)
+    log::warn("registry", "took the streams over from a store whose engine stopped renewing",
+              {{"bucket", bucket()}, {"previous", parse_entry(entry.value)}});
+  return st;
 }
 
 store_registration::state store_registration::renew() {
@@ -118,12 +118,9 @@ store_registration::state store_registration::renew() {
   if (!got) return unavailable(revision.error());
   if (!got->has_value()) {
     // Gone (the server lost its store, or someone deleted it): register again.
-    auto created = js_.kv_create(bucket(), key, value_);
-    if (!created) return unavailable(created.error());
-    revision_ = *created;
-    return state::held;
+    return hold(js_.kv_create(bucket(), key, value_));
   }
-  if (text_field(parse_entry((*got)->value), "store_id") == me_.store_id) {
+  if (ours((*got)->value)) {
     revision_ = (*got)->revision;  // our own update landed, its answer was lost
     return state::held;
   }
@@ -135,7 +132,7 @@ void store_registration::release() {
   revision_ = 0;
   auto got = js_.kv_get(bucket(), key);
   if (!got || !got->has_value()) return;
-  if (text_field(parse_entry((*got)->value), "store_id") != me_.store_id) return;
+  if (!ours((*got)->value)) return;
   if (auto st = js_.kv_delete(bucket(), key); !st) {
     log::warn("registry", "cannot remove the registration; the next engine waits for its lease",
               {{"error", st.error().message}});

@@ -64,6 +64,10 @@ class store_registration {
 
  private:
   state unavailable(const sy::error& e);
+  /// Holds the entry at `revision` (a create's or an update's answer), or reports its failure.
+  state hold(const result<uint64_t>& revision);
+  /// Whether `entry` (JSON) is this store's.
+  bool ours(const std::string& entry) const;
   state conflict_with(const std::string& entry);
 
   js_client& js_;

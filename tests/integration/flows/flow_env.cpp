@@ -132,7 +132,7 @@ flow_env::~flow_env() {
   if (!drained) {
     // A test failed with a job actor stuck mid-request: its coroutine still refers to the
     // gateway client and the actor system. Leak both rather than crash in the teardown.
-    for (auto& [settings, client] : ctx_->gateway_clients) (void)client.release();
+    for (auto& client : ctx_->gateway_clients) (void)client.release();
     (void)sys_.release();
     return;
   }
