@@ -112,6 +112,7 @@ void engine::spawn_storage_actors() {
   policy.retention_completed_ms = deps_.cfg.retention_completed_ms;
   policy.retention_failed_ms = deps_.cfg.retention_failed_ms;
   policy.retain_inputs = deps_.cfg.retain_inputs;
+  policy.task_subject = [&js = deps_.js](std::string_view model) { return js.task_subject(model); };
   writer_hooks hooks;
   engine* self = this;
   hooks.on_outbox = [self] {
@@ -165,33 +166,48 @@ model_dispatcher_actor engine::dispatcher_locked(const std::string& model, bool 
   return d.handle;
 }
 
+result<std::string> engine::job_webhook(const submission& s) const {
+  // The default applies to the job, not to the request hash (idempotency compares requests).
+  std::string url = s.webhook_url.empty() ? deps_.cfg.webhook_url : s.webhook_url;
+  if (!url.empty()) {
+    if (auto st = runtime::check_webhook_url(url, webhook_policy_); !st) return st.error();
+  }
+  return url;
+}
+
+status engine::queue_models(const std::vector<std::string>& models,
+                            const std::vector<std::string>& params) {
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (!ctx_->gateway_for(models[i]))
+      return make_error(errc::model_not_found,
+                        "no gateway is configured for model '" + models[i] + "'", params[i]);
+  }
+  // Each model has a JetStream consumer and a dispatcher of its own, and with one global
+  // gateway the client chooses the name: without a bound, distinct names would exhaust them.
+  // Checked and taken in one critical section, so concurrent new models cannot overshoot.
+  std::lock_guard lock{models_mu_};
+  size_t added = 0;
+  for (size_t i = 0; i < models.size(); ++i) {
+    auto known = dispatchers_.find(models[i]);
+    if (known != dispatchers_.end() && known->second.queue) continue;
+    if (queued_models_ + ++added > static_cast<size_t>(deps_.cfg.max_models))
+      return make_error(errc::too_many_models,
+                        "This engine already queues jobs for " + std::to_string(queued_models_) +
+                            " distinct models, its limit (max_models, see docs/limits.md); "
+                            "a job for another model is refused.",
+                        params[i]);
+  }
+  for (const auto& model : models) (void)dispatcher_locked(model, true);
+  return ok;
+}
+
 boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
+  if (!s.tasks.empty()) co_return co_await submit_list(std::move(s));
   auto model = s.body["model"].get<std::string>();
-  // The default applies to the job, not to the request hash (idempotency compares requests).
-  const std::string webhook_url = s.webhook_url.empty() ? deps_.cfg.webhook_url : s.webhook_url;
-  if (!webhook_url.empty()) {
-    if (auto st = runtime::check_webhook_url(webhook_url, webhook_policy_); !st)
-      co_return st.error();
-  }
-  if (!ctx_->gateway_for(model))
-    co_return make_error(errc::model_not_found,
-                         "no gateway is configured for model '" + model + "'", "body.model");
-  {
-    // Each model has a JetStream consumer and a dispatcher of its own, and with one global
-    // gateway the client chooses the name: without a bound, distinct names would exhaust them.
-    // Checked and taken in one critical section, so concurrent new models cannot overshoot.
-    std::lock_guard lock{models_mu_};
-    auto known = dispatchers_.find(model);
-    if ((known == dispatchers_.end() || !known->second.queue) &&
-        queued_models_ >= static_cast<size_t>(deps_.cfg.max_models))
-      co_return make_error(errc::too_many_models,
-                           "This engine already queues jobs for " + std::to_string(queued_models_) +
-                               " distinct models, its limit (max_models, see docs/limits.md); "
-                               "a job for another model is refused.",
-                           "body.model");
-    (void)dispatcher_locked(model, true);
-  }
+  auto webhook_url = job_webhook(s);
+  if (!webhook_url) co_return webhook_url.error();
+  if (auto st = queue_models({model}, {"body.model"}); !st) co_return st.error();
   const int64_t now = deps_.clock.now_ms();
   storage::job_record job;
   job.id = "job_" + ids_.next(now);
@@ -207,7 +223,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   job.task_id = task_id_for(job.id, 0);
   job.max_attempts = s.max_attempts > 0 ? s.max_attempts : deps_.cfg.default_max_attempts;
   job.created_at_ms = job.updated_at_ms = now;
-  job.webhook_url = webhook_url;
+  job.webhook_url = std::move(*webhook_url);
   job.deadline_ms = s.timeout_ms > 0 ? now + s.timeout_ms : 0;
   storage::task_record task;
   task.id = job.task_id;
@@ -221,6 +237,11 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   // Named rather than a temporary in the co_await expression: GCC 12 mishandles the lifetime of
   // aggregate temporaries passed to a coroutine inside co_await.
   write_request req{storage::create_job_op{std::move(job), std::move(task), std::move(publish)}};
+  co_return co_await commit_create(std::move(req), s.idempotency_key);
+}
+
+boost::asio::awaitable<result<submit_outcome>> engine::commit_create(write_request req,
+                                                                     const std::string& key) {
   auto r = co_await write(ctx_->writer, std::move(req));
   if (!r) co_return r.error();
   if (!r->reply) co_return r->err;
@@ -228,7 +249,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   using kind = storage::op_reply::kind;
   if (rep.what == kind::conflict)
     co_return make_error(errc::idempotency_conflict,
-                         "Idempotency-Key '" + s.idempotency_key +
+                         "Idempotency-Key '" + key +
                              "' was already used for a "
                              "different request (job " +
                              rep.job->id + ")",
@@ -298,6 +319,7 @@ boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string t
                              "; only queued or running jobs can be cancelled",
                          "id");
   if (rep.abort_inflight && rep.task) caf::anon_send(ctx_->jobs, cancel_atom::value, rep.task->id);
+  for (const auto& task : rep.abort_tasks) caf::anon_send(ctx_->jobs, cancel_atom::value, task);
   co_return std::move(*rep.job);
 }
 

@@ -59,6 +59,11 @@ class engine final : public job_service {
                                                              std::string id) override;
   result<job_page> list(const std::string& tenant, std::optional<storage::job_status> status,
                         int limit, const std::string& after) override;
+  result<task_page> list_tasks(const std::string& tenant, const std::string& id,
+                               std::optional<storage::job_status> status, int limit,
+                               const std::string& after) override;
+  result<task_page> get_task(const std::string& tenant, const std::string& id,
+                             const std::string& task) override;
 
   /// The Files and Batch API of this engine.
   batch_service& batches() { return *batches_; }
@@ -76,6 +81,17 @@ class engine final : public job_service {
   /// JetStream queue (single-request jobs), not only hands out its budget (batch lanes).
   model_dispatcher_actor dispatcher(const std::string& model, bool queue);
   model_dispatcher_actor dispatcher_locked(const std::string& model, bool queue);
+  /// Submission checks (engine_tasks.cpp for lists): the job's webhook URL (the configured
+  /// default when the submission has none; checked against the network policy), and the queues
+  /// of its models — each must have a gateway, and together they stay within max_models
+  /// (`params[i]` names model i in an error). Afterwards every model's queue is taken.
+  result<std::string> job_webhook(const submission& s) const;
+  status queue_models(const std::vector<std::string>& models,
+                      const std::vector<std::string>& params);
+  boost::asio::awaitable<result<submit_outcome>> submit_list(submission s);
+  /// Commits `req` (a create) and turns its reply into the submit's outcome.
+  boost::asio::awaitable<result<submit_outcome>> commit_create(write_request req,
+                                                               const std::string& key);
   void wake_webhooks();
   // Steps of start():
   void spawn_storage_actors();  ///< the storage writer, the job registry and the outbox relay

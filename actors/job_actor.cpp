@@ -50,6 +50,7 @@ struct job_state {
   int attempt = 0;
   std::string token;                       ///< the lease token of this attempt
   std::optional<storage::job_record> job;  ///< as the start committed it
+  std::string list_body;                   ///< a task-list task's request (a single job: job.body)
   attempt_state at;
   std::shared_ptr<runtime::abort_handle> abort;
   int64_t lease_from_ms = 0;  ///< when the lease was last committed (its expiry: + the TTL)
@@ -128,15 +129,17 @@ void send_request(job_ptr self) {
   log::debug("attempt", "sending", [&] {
     return nlohmann::json{{"job_id", job.id}, {"attempt", st.attempt}};
   });
-  asio::co_spawn(gw->executor(),
-                 gw->send(runtime::gateway_request{job.endpoint, job.body}, st.abort),
-                 [me](const std::exception_ptr& e, runtime::gateway_outcome o) {
-                   if (e) {
-                     o = {};
-                     o.error = "the request failed inside the engine";
-                   }
-                   caf::anon_send(me, std::move(o));
-                 });
+  asio::co_spawn(
+      gw->executor(),
+      gw->send(runtime::gateway_request{job.endpoint, job.task_list ? st.list_body : job.body},
+               st.abort),
+      [me](const std::exception_ptr& e, runtime::gateway_outcome o) {
+        if (e) {
+          o = {};
+          o.error = "the request failed inside the engine";
+        }
+        caf::anon_send(me, std::move(o));
+      });
 }
 
 /// Records how the attempt ended, under its lease token, then acks (or naks a released task).
@@ -209,6 +212,7 @@ void on_started(job_ptr self, write_reply& r) {
       return end(self);
     case start_verdict::send:
       st.job = std::move(r.reply->job);
+      if (st.job->task_list && r.reply->task) st.list_body = std::move(r.reply->task->body);
       return send_request(self);
   }
 }

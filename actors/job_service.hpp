@@ -19,11 +19,20 @@
 
 namespace sy::actors {
 
+/// One task of a task list as submitted (docs/task-lists.md).
+struct task_input {
+  std::string custom_id;  ///< the client's id, unique within the job; empty: none
+  nlohmann::json body;    ///< the OpenAI request; body["model"] is a non-empty string
+};
+
 /// A validated submission (see actors/submission.hpp for how JSON becomes one).
 struct submission {
   std::string tenant;
   std::string endpoint;  ///< /v1/chat/completions | /v1/embeddings | /v1/completions
-  nlohmann::json body;   ///< the OpenAI request; body["model"] is a non-empty string
+  nlohmann::json body;   ///< the OpenAI request; body["model"] is a non-empty string (null for a
+                         ///< task list)
+  std::vector<task_input> tasks;  ///< a task list instead of `body`; empty: a single request
+  int max_inflight = 0;           ///< a task list's most tasks in flight; 0: `task_window`
   nlohmann::json metadata = nlohmann::json::object();
   int max_attempts = 0;         ///< 0: the configured default
   std::string idempotency_key;  ///< empty when none
@@ -41,6 +50,13 @@ struct job_page {
 struct event_batch {
   storage::job_record job;
   std::vector<storage::event_record> events;
+};
+
+/// One page of a task list's tasks, in index order, with the job they belong to.
+struct task_page {
+  storage::job_record job;
+  std::vector<storage::task_record> tasks;
+  bool has_more = false;
 };
 
 /// What a submit produced: the job, and whether this call created it (false: an earlier
@@ -84,6 +100,23 @@ class job_service {
   virtual result<job_page> list(const std::string& tenant,
                                 std::optional<storage::job_status> status, int limit,
                                 const std::string& after) = 0;
+
+  /// The tasks of task-list job `id`, in index order, optionally only those in `status`, after
+  /// task id `after` when given (the cursor), at most `limit`. Errors: job_not_found (also a
+  /// job that is not a task list: it has no task list), task_not_found (`after`).
+  virtual result<task_page> list_tasks(const std::string& tenant, const std::string& id,
+                                       std::optional<storage::job_status> status, int limit,
+                                       const std::string& after) {
+    (void)tenant, (void)status, (void)limit, (void)after;
+    return make_error(errc::job_not_found, "no task-list job with id '" + id + "'", "id");
+  }
+  /// One task of task-list job `id`, by task id or custom_id, with the job (`tasks` holds it).
+  /// Errors: job_not_found, task_not_found.
+  virtual result<task_page> get_task(const std::string& tenant, const std::string& id,
+                                     const std::string& task) {
+    (void)tenant, (void)task;
+    return make_error(errc::job_not_found, "no task-list job with id '" + id + "'", "id");
+  }
 };
 
 }  // namespace sy::actors

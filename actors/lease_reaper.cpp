@@ -129,6 +129,8 @@ void expire_due(reaper_ptr self, int64_t now) {
           if (r.reply->what != storage::op_reply::kind::done) return;
           const bool running = r.reply->abort_inflight && r.reply->task;
           if (running) caf::anon_send(ctx.jobs, expire_atom::value, r.reply->task->id);
+          for (const auto& task : r.reply->abort_tasks)
+            caf::anon_send(ctx.jobs, expire_atom::value, task);
           log::info("reaper", "job expired: its timeout passed",
                     {{"job_id", id}, {"was_running", running}});
         });

@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 
 #include "config/endpoints.hpp"
@@ -16,8 +17,12 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 6> known_fields = {"endpoint",     "body",        "metadata",
-                                                          "max_attempts", "webhook_url", "timeout"};
+constexpr std::array<std::string_view, 8> known_fields = {"endpoint", "body",         "tasks",
+                                                          "metadata", "max_attempts", "webhook_url",
+                                                          "timeout",  "max_inflight"};
+constexpr std::array<std::string_view, 2> known_task_fields = {"custom_id", "body"};
+constexpr size_t custom_id_max_bytes = 512;  // as a batch line's (docs/limits.md)
+constexpr int max_inflight_cap = 10'000;
 constexpr double max_timeout_s = 7 * 24 * 3600;
 
 bool contains(const auto& list, std::string_view value) {
@@ -31,8 +36,8 @@ status check_fields(const json& j) {
     if (!contains(known_fields, key))
       return make_error(errc::unknown_parameter,
                         "Unrecognized request argument supplied: " + key +
-                            ". Allowed: endpoint, body, metadata, "
-                            "max_attempts, webhook_url, timeout.",
+                            ". Allowed: endpoint, body, tasks, metadata, "
+                            "max_attempts, webhook_url, timeout, max_inflight.",
                         key);
   }
   return ok;
@@ -46,22 +51,97 @@ result<std::string> parse_endpoint(const json& j) {
   return it->get<std::string>();
 }
 
+/// A request body (`param`: where it is, "body" or "tasks[i].body"), checked in place.
+status check_request_body(const json* body, const std::string& param) {
+  if (body == nullptr || !body->is_object())
+    return make_error(errc::invalid_body,
+                      "'" + param +
+                          "' is required and must be a JSON object holding "
+                          "the OpenAI request.",
+                      param);
+  if (auto st = check_model(*body, param + ".model"); !st) return st.error();
+  auto stream = body->find("stream");
+  if (stream != body->end() && stream->is_boolean() && stream->get<bool>())
+    return make_error(
+        errc::streaming_unsupported,
+        "Streaming is not supported for jobs; remove '" + param + ".stream' or set it to false.",
+        param + ".stream");
+  return ok;
+}
+
 /// The request's body, checked; it is moved out of the document afterwards (no copy).
 result<json*> parse_body(json& j) {
   auto it = j.find("body");
-  if (it == j.end() || !it->is_object())
-    return make_error(errc::invalid_body,
-                      "'body' is required and must be a JSON object holding "
-                      "the OpenAI request.",
-                      "body");
-  if (auto st = check_model(*it, "body.model"); !st) return st.error();
-  auto stream = it->find("stream");
-  if (stream != it->end() && stream->is_boolean() && stream->get<bool>())
-    return make_error(errc::streaming_unsupported,
-                      "Streaming is not supported for jobs; remove 'body.stream' or set it to "
-                      "false.",
-                      "body.stream");
-  return &*it;
+  json* body = it == j.end() ? nullptr : &*it;
+  if (auto st = check_request_body(body, "body"); !st) return st.error();
+  return body;
+}
+
+/// One task of a list, checked; its body is moved out of the document (no copy).
+result<task_input> parse_task(json& t, size_t i, std::unordered_set<std::string_view>& seen) {
+  const std::string at = "tasks[" + std::to_string(i) + "]";
+  if (!t.is_object())
+    return make_error(errc::invalid_tasks, "'" + at + "' must be an object with a 'body'.", at);
+  for (const auto& [key, value] : t.items()) {
+    if (!contains(known_task_fields, key))
+      return make_error(
+          errc::unknown_parameter,
+          "Unrecognized task argument supplied: " + at + "." + key + ". Allowed: custom_id, body.",
+          at + "." + key);
+  }
+  task_input out;
+  if (auto id = t.find("custom_id"); id != t.end() && !id->is_null()) {
+    if (!id->is_string() || id->get_ref<const std::string&>().empty() ||
+        id->get_ref<const std::string&>().size() > custom_id_max_bytes)
+      return make_error(errc::invalid_tasks,
+                        "'" + at + ".custom_id' must be a non-empty string of at most 512 bytes.",
+                        at + ".custom_id");
+    if (!seen.insert(id->get_ref<const std::string&>()).second)
+      return make_error(errc::duplicate_custom_id,
+                        "'" + at + ".custom_id' is '" + id->get<std::string>() +
+                            "', the custom_id of an earlier task; custom_ids are unique within a "
+                            "job.",
+                        at + ".custom_id");
+    out.custom_id = id->get<std::string>();
+  }
+  auto body = t.find("body");
+  if (auto st = check_request_body(body == t.end() ? nullptr : &*body, at + ".body"); !st)
+    return st.error();
+  out.body = std::move(*body);
+  return out;
+}
+
+/// A task list (`tasks`), checked whole before anything is moved out of the document.
+result<std::vector<task_input>> parse_tasks(json& j) {
+  auto it = j.find("tasks");
+  if (auto body = j.find("body"); body != j.end() && !body->is_null())
+    return make_error(errc::invalid_tasks,
+                      "Give either 'body' (one request) or 'tasks' (a task list), not both.",
+                      "tasks");
+  if (!it->is_array() || it->empty())
+    return make_error(errc::invalid_tasks, "'tasks' must be a non-empty array of tasks.", "tasks");
+  // Views of the custom_id strings, which stay in the document (only bodies are moved out).
+  std::unordered_set<std::string_view> seen;
+  std::vector<task_input> out;
+  out.reserve(it->size());
+  for (size_t i = 0; i < it->size(); ++i) {
+    auto task = parse_task((*it)[i], i, seen);
+    if (!task) return task.error();
+    out.push_back(std::move(*task));
+  }
+  return out;
+}
+
+result<int> parse_max_inflight(const json& j, bool list) {
+  auto it = j.find("max_inflight");
+  if (it == j.end() || it->is_null()) return 0;
+  auto bad = make_error(errc::invalid_max_inflight,
+                        "'max_inflight' must be an integer from 1 to 10000, given with 'tasks'.",
+                        "max_inflight");
+  if (!list || !it->is_number_integer()) return bad;
+  const auto v = it->get<int64_t>();
+  if (v < 1 || v > max_inflight_cap) return bad;
+  return static_cast<int>(v);
 }
 
 /// The metadata, checked (nullptr when absent or null); moved out of the document afterwards.
@@ -171,8 +251,20 @@ result<submission> parse_submission(json j, std::string tenant, std::string idem
   if (auto s = check_fields(j); !s) return s.error();
   auto endpoint = parse_endpoint(j);
   if (!endpoint) return endpoint.error();
-  auto body = parse_body(j);
-  if (!body) return body.error();
+  const bool list = j.contains("tasks");
+  auto max_inflight = parse_max_inflight(j, list);
+  if (!max_inflight) return max_inflight.error();
+  std::vector<task_input> tasks;
+  json* body_doc = nullptr;
+  if (list) {
+    auto parsed = parse_tasks(j);
+    if (!parsed) return parsed.error();
+    tasks = std::move(*parsed);
+  } else {
+    auto body = parse_body(j);
+    if (!body) return body.error();
+    body_doc = *body;
+  }
   auto metadata = parse_metadata(j);
   if (!metadata) return metadata.error();
   auto attempts = parse_max_attempts(j, max_attempts_cap);
@@ -184,7 +276,9 @@ result<submission> parse_submission(json j, std::string tenant, std::string idem
   submission s;
   s.tenant = std::move(tenant);
   s.endpoint = std::move(*endpoint);
-  s.body = std::move(**body);
+  if (body_doc) s.body = std::move(*body_doc);
+  s.tasks = std::move(tasks);
+  s.max_inflight = *max_inflight;
   s.metadata = *metadata ? std::move(**metadata) : json::object();
   s.max_attempts = *attempts;
   s.idempotency_key = std::move(idempotency_key);
@@ -202,6 +296,12 @@ std::string request_hash(const submission& s) {
   // Only when given, so that requests without them hash as they always did.
   if (!s.webhook_url.empty()) canonical["webhook_url"] = s.webhook_url;
   if (s.timeout_ms > 0) canonical["timeout_ms"] = s.timeout_ms;
+  if (!s.tasks.empty()) {
+    json tasks = json::array();
+    for (const auto& t : s.tasks) tasks.push_back({{"custom_id", t.custom_id}, {"body", t.body}});
+    canonical["tasks"] = std::move(tasks);
+    canonical["max_inflight"] = s.max_inflight;
+  }
   return config::sha256_hex(canonical.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 

@@ -30,7 +30,10 @@ status check_metadata(const nlohmann::json& m);
 /// (body.model),
 /// streaming_unsupported (body.stream), invalid_metadata (metadata[.<key>]),
 /// invalid_max_attempts (max_attempts), invalid_webhook_url (webhook_url: http(s) URL syntax),
-/// invalid_timeout (timeout: seconds, 0 < t <= 7 days). Nothing is stored when it fails.
+/// invalid_timeout (timeout: seconds, 0 < t <= 7 days). A task list (`tasks` instead of `body`,
+/// docs/task-lists.md): invalid_tasks (tasks, tasks[i], tasks[i].custom_id), unknown_parameter
+/// (tasks[i].<field>), duplicate_custom_id (tasks[i].custom_id), the body's codes with param
+/// tasks[i].body..., invalid_max_inflight (max_inflight). Nothing is stored when it fails.
 /// Takes the document by value: a caller done with it moves it in, and the body and metadata
 /// are moved out of it instead of copied.
 result<submission> parse_submission(nlohmann::json j, std::string tenant,

@@ -12,7 +12,7 @@ constexpr std::string_view auth = "authentication_error";
 constexpr std::string_view server = "server_error";
 
 // Keep in step with docs/api.md ("Errors").
-constexpr std::array<error_info, 43> table = {{
+constexpr std::array<error_info, 48> table = {{
     {"invalid_json", 400, invalid_request, "The request body is not valid JSON."},
     {"json_too_deep", 400, invalid_request,
      "The JSON nests objects and arrays deeper than the server's limit."},
@@ -40,6 +40,11 @@ constexpr std::array<error_info, 43> table = {{
      "'timeout' must be a number of seconds greater than 0 and at most 604800."},
     {"invalid_value", 400, invalid_request, "A query parameter has an invalid value."},
     {"missing_required_parameter", 400, invalid_request, "A required parameter is missing."},
+    {"invalid_tasks", 400, invalid_request,
+     "'tasks' must be a non-empty array of task objects, given instead of 'body'."},
+    {"duplicate_custom_id", 400, invalid_request, "Two tasks of the list have the same custom_id."},
+    {"too_many_tasks", 400, invalid_request, "The task list holds more tasks than allowed."},
+    {"invalid_max_inflight", 400, invalid_request, "'max_inflight' is out of range."},
     {"invalid_file", 400, invalid_request,
      "The upload must be multipart/form-data with a 'file' part and a 'purpose' field."},
     {"missing_api_key", 401, auth,
@@ -50,6 +55,7 @@ constexpr std::array<error_info, 43> table = {{
     {"model_not_found", 404, invalid_request, "No gateway serves this model."},
     {"file_not_found", 404, invalid_request, "No such file."},
     {"batch_not_found", 404, invalid_request, "No such batch."},
+    {"task_not_found", 404, invalid_request, "No such task in this job."},
     {"method_not_allowed", 405, invalid_request, "Method not allowed for this route."},
     {"body_too_large", 413, invalid_request, "The request body is too large."},
     {"file_too_large", 413, invalid_request, "The file is larger than the server's limit."},

@@ -1,6 +1,7 @@
 #include "api/job_json.hpp"
 
 #include "storage/events.hpp"
+#include "storage/ops.hpp"
 
 namespace sy::api {
 namespace {
@@ -22,8 +23,13 @@ std::string job_json(const storage::job_record& job) {
       .field("id", job.id)
       .field("object", "job")
       .field("status", storage::to_string(job.status))
-      .field("endpoint", job.endpoint)
-      .field("model", job.model);
+      .field("endpoint", job.endpoint);
+  out.key("model");
+  if (job.model.empty()) {
+    out.null();  // a task list whose tasks name several models
+  } else {
+    out.string(job.model);
+  }
   const int64_t finished = storage::is_terminal(job.status) ? job.finished_at_ms : 0;
   unix_seconds(out, "created_at", job.created_at_ms);
   unix_seconds(out, "started_at", job.started_at_ms);
@@ -50,6 +56,42 @@ std::string job_json(const storage::job_record& job) {
     out.string(job.webhook_url);
   }
   unix_seconds(out, "expires_at", job.deadline_ms);
+  if (job.task_list) {
+    storage::write_task_counts(out.key("task_counts"), job.counts);
+    out.field("max_inflight", job.window);
+  }
+  return out.end_object().take();
+}
+
+std::string task_json(const storage::job_record& job, const storage::task_record& task) {
+  storage::json_text out;
+  out.begin_object()
+      .field("id", task.id)
+      .field("object", "job.task")
+      .field("job_id", task.job_id)
+      .field("index", task.index);
+  out.key("custom_id");
+  if (task.custom_id.empty()) {
+    out.null();
+  } else {
+    out.string(task.custom_id);
+  }
+  const auto status = storage::shown_status(job, task);
+  out.field("status", storage::to_string(status)).field("model", task.model);
+  // `attempt` is the current one; while it waits to start, the ones before it have run.
+  int attempts = task.state == storage::task_state::queued ? task.attempt - 1 : task.attempt;
+  if (task.started_at_ms == 0) attempts = 0;
+  out.field("attempts", attempts).field("max_attempts", task.max_attempts);
+  unix_seconds(out, "started_at", task.started_at_ms);
+  unix_seconds(out, "finished_at", task.finished_at_ms);
+  out.key("result");
+  if (task.result) {
+    storage::write_result(out, *task.result);
+  } else {
+    out.null();
+  }
+  const bool ended_with_list = status != task.status;  // never published: the list's error
+  storage::write_error(out.key("error"), ended_with_list ? job.error : task.error);
   return out.end_object().take();
 }
 

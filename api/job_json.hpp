@@ -14,6 +14,14 @@ namespace sy::api {
 /// job reached any terminal state; `expires_at` is the deadline (null: none). `result.body` is
 /// the gateway's body parsed as JSON when it is JSON, else the string. `status` is one of
 /// queued, in_progress, cancelling, completed, failed, cancelled, expired.
+/// A task-list job adds "task_counts" ({total, queued, in_progress, completed, failed,
+/// cancelled}; total null until latched) and "max_inflight"; its "model" is null when its tasks
+/// name several models.
 std::string job_json(const storage::job_record& job);
+
+/// One task of a task-list job (`"object": "job.task"`): {"id","object","job_id","index",
+/// "custom_id","status","model","attempts","max_attempts","started_at","finished_at","result",
+/// "error"}. `status` is storage::shown_status: a task its list never ran ends with the list.
+std::string task_json(const storage::job_record& job, const storage::task_record& task);
 
 }  // namespace sy::api

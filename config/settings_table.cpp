@@ -164,6 +164,33 @@ std::vector<setting_def> build_settings_table() {
          .max = 100,
          .description = "Attempts per task when the job does not set max_attempts.",
          .field = &settings::default_max_attempts},
+      sd{.name = "sync_tasks_max",
+         .flag = "--sync-tasks-max",
+         .type = vt::integer,
+         .min = 1,
+         .max = 100'000,
+         .description = "Most tasks of a list given inline that is committed at once and "
+                        "answered 201 with its tasks queryable; a longer inline list is answered "
+                        "400 too_many_tasks.",
+         .field = &settings::sync_tasks_max},
+      sd{.name = "max_tasks_per_job",
+         .flag = "--max-tasks-per-job",
+         .type = vt::integer,
+         .min = 1,
+         .max = 1'000'000'000,
+         .description = "Most tasks one task-list job may hold; more is answered 400 "
+                        "too_many_tasks.",
+         .field = &settings::max_tasks_per_job},
+      sd{.name = "task_window",
+         .flag = "--task-window",
+         .type = vt::integer,
+         .min = 1,
+         .max = 10'000,
+         .description = "Most tasks of one task-list job published to its model's queue and "
+                        "unfinished at once, when the job sets no max_inflight: a large list "
+                        "never floods the queue, and a small job behind it waits for at most "
+                        "this many of its tasks.",
+         .field = &settings::task_window},
       sd{.name = "lease_ttl_ms",
          .flag = "--lease-ttl-ms",
          .type = vt::duration_ms,

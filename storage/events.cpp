@@ -19,6 +19,7 @@ std::string event_payload(const job_record& job, const event_record& ev,
       .field("timestamp_ms", ev.at_ms)
       .field("attempt", ev.attempt);
   write_error(out.key("error"), ev.error);
+  if (job.task_list) write_task_counts(out.key("task_counts"), job.counts);
   out.key("result");
   const gateway_result* r = is_terminal(ev.state) && job.result ? &*job.result : nullptr;
   if (r && static_cast<int64_t>(r->body.size()) <= inline_result_bytes) {
@@ -41,6 +42,21 @@ void write_error(json_text& out, const std::optional<job_error>& e) {
 void write_result(json_text& out, const gateway_result& r) {
   out.begin_object().field("status_code", r.status_code).key("body").json_or_string(r.body);
   out.end_object();
+}
+
+void write_task_counts(json_text& out, const task_counts& c) {
+  out.begin_object().key("total");
+  if (c.total >= 0) {
+    out.number(c.total);
+  } else {
+    out.null();
+  }
+  out.field("queued", c.queued)
+      .field("in_progress", c.in_progress)
+      .field("completed", c.completed)
+      .field("failed", c.failed)
+      .field("cancelled", c.cancelled)
+      .end_object();
 }
 
 std::string event_subject(std::string_view subject_prefix, const event_record& ev) {

@@ -12,7 +12,8 @@
 namespace sy::storage {
 
 /// {"job_id", "sequence", "state", "previous_state", "timestamp" (unix s), "timestamp_ms",
-///  "attempt", "error", "result"} — `error` ({code, message}) when the change was caused by an
+///  "attempt", "error", "result"} (and "task_counts" for a task-list job) — `error` ({code,
+///  message}) when the change was caused by an
 /// error; `result` ({status_code, body}) on a terminal change when the gateway answered: inline
 /// when the body is at most `inline_result_bytes`, else `null` plus `"result_url":
 /// "/v1/jobs/<id>"` where the client reads it.
@@ -26,6 +27,10 @@ void write_error(json_text& out, const std::optional<job_error>& e);
 /// `{"status_code", "body"}`, the body as JSON when it is JSON, else as a string — as a job's API
 /// document and its terminal event show the gateway's answer.
 void write_result(json_text& out, const gateway_result& r);
+
+/// `{"total", "queued", "in_progress", "completed", "failed", "cancelled"}` of a task-list job
+/// (`total` null until the list is latched) — as the job's API document and its events show it.
+void write_task_counts(json_text& out, const task_counts& c);
 
 /// The NATS subject of a state change: `<subject_prefix>.jobs.<job_id>.<state>`.
 std::string event_subject(std::string_view subject_prefix, const event_record& ev);

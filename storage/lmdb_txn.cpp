@@ -10,10 +10,10 @@ namespace detail {
 
 std::string_view db_name(db d) {
   static constexpr std::array<std::string_view, db_count> names{
-      "meta",      "jobs",        "tasks",        "idempotency", "leases",
-      "outbox",    "events",      "webhooks",     "job_index",   "deadlines",
-      "retention", "queued",      "files",        "file_index",  "file_expiry",
-      "batches",   "batch_index", "batch_active", "batch_lines"};
+      "meta",        "jobs",        "tasks",       "idempotency", "leases",      "outbox",
+      "events",      "webhooks",    "job_index",   "deadlines",   "retention",   "queued",
+      "files",       "file_index",  "file_expiry", "batches",     "batch_index", "batch_active",
+      "batch_lines", "task_custom", "list_live"};
   return names[static_cast<size_t>(d)];
 }
 

@@ -3,16 +3,12 @@
 #include <algorithm>
 #include <charconv>
 
+#include "storage/detail/list_ops.hpp"
+#include "storage/detail/op_common.hpp"
 #include "storage/events.hpp"
 
 namespace sy::storage {
-namespace {
-
-/// Propagates a storage error out of `apply`.
-#define SY_TRY(expr)                                 \
-  do {                                               \
-    if (auto st_ = (expr); !st_) return st_.error(); \
-  } while (0)
+namespace detail {
 
 op_reply reply(op_reply::kind k) {
   op_reply r;
@@ -20,19 +16,14 @@ op_reply reply(op_reply::kind k) {
   return r;
 }
 
-/// Everything an operation's transitions need besides the transaction.
-struct op_ctx {
-  write_txn& txn;
-  const store_policy& policy;
-  op_reply& reply;
-};
+namespace {
 
 int64_t retention_ms(const store_policy& p, job_status s) {
   return s == job_status::completed ? p.retention_completed_ms : p.retention_failed_ms;
 }
 
-/// Appends the job's next event (its current status, coming from `previous`) and what makes it
-/// visible: the NATS event through the outbox and, when the job has a webhook, a delivery.
+}  // namespace
+
 status record_event(op_ctx& c, job_record& job, std::optional<job_status> previous,
                     std::optional<job_error> why, int64_t now_ms) {
   event_record ev;
@@ -64,10 +55,8 @@ status record_event(op_ctx& c, job_record& job, std::optional<job_status> previo
   return ok;
 }
 
-/// Moves `job` to `to`: the status, timestamps, indexes (listing, deadline, retention), the
-/// input (retain_inputs), and the event. The caller writes the job record afterwards.
 status set_status(op_ctx& c, job_record& job, job_status to, int64_t now_ms,
-                  std::optional<job_error> why = std::nullopt) {
+                  std::optional<job_error> why) {
   const job_status from = job.status;
   job.status = to;
   job.updated_at_ms = now_ms;
@@ -87,7 +76,6 @@ status set_status(op_ctx& c, job_record& job, job_status to, int64_t now_ms,
   return ok;
 }
 
-/// Ends the task of a job that a client or a deadline stopped: no attempt may start or finish.
 status close_task(write_txn& txn, task_record& task) {
   task.state = task_state::done;
   del_lease(txn, task.id);
@@ -111,7 +99,6 @@ bool past_deadline(const job_record& job, int64_t now_ms) {
   return job.deadline_ms > 0 && now_ms >= job.deadline_ms;
 }
 
-/// Writes the job and answers `done` with it (and with the task, when given).
 result<op_reply> answer_done(op_ctx& c, job_record job, std::optional<task_record> task) {
   SY_TRY(put_job(c.txn, job));
   c.reply.what = op_reply::kind::done;
@@ -120,22 +107,43 @@ result<op_reply> answer_done(op_ctx& c, job_record job, std::optional<task_recor
   return c.reply;
 }
 
+result<bool> claim_idempotency(op_ctx& c, const job_record& job) {
+  if (job.idempotency_key.empty()) return false;
+  if (auto idem = get_idempotency(c.txn, job.tenant, job.idempotency_key)) {
+    c.reply.what = idem->request_hash == job.request_hash ? op_reply::kind::existing
+                                                          : op_reply::kind::conflict;
+    c.reply.job = get_job(c.txn, idem->job_id);
+    if (!c.reply.job)
+      return make_error(errc::storage_corrupt, "idempotency key " + job.idempotency_key +
+                                                   " names missing job " + idem->job_id);
+    return true;
+  }
+  SY_TRY(put_idempotency(c.txn, job.tenant, job.idempotency_key,
+                         idempotency_record{job.id, job.request_hash, job.created_at_ms}));
+  return false;
+}
+
+status publish_task(op_ctx& c, task_record& task, int64_t now_ms, const std::string& subject) {
+  task.queued_at_ms = now_ms;
+  SY_TRY(c.txn.put(db::queued, task.id, ""));
+  append_outbox(c.txn, outbox_record{0, task_message_id(task.id, task.attempt), subject,
+                                     task_message_payload(task.id, task.attempt)});
+  c.reply.outbox_appended = true;
+  return ok;
+}
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
+
 result<op_reply> apply_create(op_ctx& c, const create_job_op& op) {
   auto& txn = c.txn;
   const auto& job = op.job;
-  if (!job.idempotency_key.empty()) {
-    if (auto idem = get_idempotency(txn, job.tenant, job.idempotency_key)) {
-      c.reply.what = idem->request_hash == job.request_hash ? op_reply::kind::existing
-                                                            : op_reply::kind::conflict;
-      c.reply.job = get_job(txn, idem->job_id);
-      if (!c.reply.job)
-        return make_error(errc::storage_corrupt, "idempotency key " + job.idempotency_key +
-                                                     " names missing job " + idem->job_id);
-      return c.reply;
-    }
-    SY_TRY(put_idempotency(txn, job.tenant, job.idempotency_key,
-                           idempotency_record{job.id, job.request_hash, job.created_at_ms}));
-  }
+  auto answered = claim_idempotency(c, job);
+  if (!answered) return answered.error();
+  if (*answered) return c.reply;
   job_record created = job;
   created.status = job_status::queued;
   created.event_seq = 0;
@@ -173,6 +181,14 @@ result<op_reply> apply_start(op_ctx& c, const start_attempt_op& op) {
   }
   auto job = get_job(txn, task->job_id);
   if (!job) return reply(op_reply::kind::not_found);
+  if (past_deadline(*job, op.now_ms) && job->task_list) {
+    SY_TRY(
+        stop_list(c, *job, job_status::expired, deadline_error(*job, task->last_error), op.now_ms));
+    SY_TRY(put_job(txn, *job));
+    c.reply.what = op_reply::kind::stale;
+    c.reply.job = std::move(job);
+    return c.reply;
+  }
   if (past_deadline(*job, op.now_ms)) {  // too late to start: the job expires instead
     SY_TRY(close_task(txn, *task));
     SY_TRY(set_status(c, *job, job_status::expired, op.now_ms,
@@ -186,7 +202,9 @@ result<op_reply> apply_start(op_ctx& c, const start_attempt_op& op) {
   txn.del(db::queued, task->id);
   SY_TRY(put_lease(
       txn, lease_record{task->id, op.attempt, op.token, op.now_ms + op.lease_ttl_ms, op.holder}));
+  if (job->task_list) SY_TRY(list_task_started(c, *job, *task, op.now_ms));
   SY_TRY(put_task(txn, *task));
+  if (job->task_list) return answer_done(c, std::move(*job), std::move(task));
   job->attempts = op.attempt;
   if (job->started_at_ms == 0) job->started_at_ms = op.now_ms;
   SY_TRY(set_status(c, *job, job_status::in_progress, op.now_ms));
@@ -218,6 +236,11 @@ result<op_reply> apply_finish(op_ctx& c, const finish_attempt_op& op) {
   auto job = get_job(txn, task->job_id);
   if (!job) return reply(op_reply::kind::not_found);
   del_lease(txn, op.task_id);
+  if (job->task_list) {
+    SY_TRY(list_task_finished(c, *job, *task, op));
+    SY_TRY(put_task(txn, *task));
+    return answer_done(c, std::move(*job), std::move(task));
+  }
   const int64_t now = op.now_ms;
   const bool success = op.end == attempt_end::succeeded;
   if (!success && op.end != attempt_end::released) task->last_error = op.error_message;
@@ -318,6 +341,10 @@ result<op_reply> apply_cancel(op_ctx& c, const cancel_job_op& op) {
     c.reply.what = op_reply::kind::conflict;
     return c.reply;
   }
+  if (job->task_list) {
+    SY_TRY(stop_list(c, *job, job_status::cancelled, cancelled_error(), op.now_ms));
+    return answer_done(c, std::move(*job), std::nullopt);
+  }
   auto task = get_task(txn, job->task_id);
   if (!task) return make_error(errc::storage_corrupt, "job " + job->id + " has no task");
   if (task->state == task_state::leased) {
@@ -340,6 +367,10 @@ result<op_reply> apply_expire(op_ctx& c, const expire_job_op& op) {
     return reply(op_reply::kind::stale);
   }
   if (!past_deadline(*job, op.now_ms)) return reply(op_reply::kind::not_yet);
+  if (job->task_list) {
+    SY_TRY(stop_list(c, *job, job_status::expired, deadline_error(*job, ""), op.now_ms));
+    return answer_done(c, std::move(*job), std::nullopt);
+  }
   auto task = get_task(txn, job->task_id);
   if (!task) return make_error(errc::storage_corrupt, "job " + job->id + " has no task");
   c.reply.abort_inflight = task->state == task_state::leased;
@@ -368,6 +399,7 @@ result<op_reply> apply_purge(op_ctx& c, const purge_jobs_op& op) {
       if (idem && idem->job_id == id)
         txn.del(db::idempotency, idempotency_db_key(job->tenant, job->idempotency_key));
     }
+    if (job->task_list) purge_list(txn, *job);
     del_lease(txn, job->task_id);
     txn.del(db::queued, job->task_id);
     txn.del(db::tasks, job->task_id);
@@ -408,6 +440,7 @@ result<op_reply> apply(write_txn& txn, const write_op& op, const store_policy& p
       [&](const auto& o) -> result<op_reply> {
         using T = std::decay_t<decltype(o)>;
         if constexpr (std::is_same_v<T, create_job_op>) return apply_create(c, o);
+        if constexpr (std::is_same_v<T, create_list_op>) return apply_create_list(c, o);
         if constexpr (std::is_same_v<T, start_attempt_op>) return apply_start(c, o);
         if constexpr (std::is_same_v<T, extend_lease_op>) return apply_extend(txn, o);
         if constexpr (std::is_same_v<T, finish_attempt_op>) return apply_finish(c, o);

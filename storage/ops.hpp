@@ -7,6 +7,7 @@
 /// anything that does not match the current lease is answered `stale` and changes nothing.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -28,6 +29,16 @@ struct create_job_op {
   outbox_record publish;  ///< the task's first message
 
   bool operator==(const create_job_op&) const = default;
+};
+
+/// Create a task-list job with every task of its list (a small closed list, answered 201): the
+/// job, its tasks, their custom_id index, and the messages of the first `job.window` tasks —
+/// unless the tenant's idempotency key already names a job (as create_job_op).
+struct create_list_op {
+  job_record job;  ///< task_list set; counts, ingested and window filled in by the caller
+  std::vector<task_record> tasks;
+
+  bool operator==(const create_list_op&) const = default;
 };
 
 /// Try to start attempt `attempt` of a task under a new lease.
@@ -135,11 +146,11 @@ struct webhook_result_op {
   bool operator==(const webhook_result_op&) const = default;
 };
 
-using write_op =
-    std::variant<create_job_op, start_attempt_op, extend_lease_op, finish_attempt_op, republish_op,
-                 outbox_ack_op, cancel_job_op, expire_job_op, purge_jobs_op, webhook_result_op,
-                 create_file_op, delete_file_op, create_batch_op, batch_ingested_op, batch_lines_op,
-                 cancel_batch_op, stop_batch_op, batch_finalizing_op, batch_finish_op>;
+using write_op = std::variant<create_job_op, create_list_op, start_attempt_op, extend_lease_op,
+                              finish_attempt_op, republish_op, outbox_ack_op, cancel_job_op,
+                              expire_job_op, purge_jobs_op, webhook_result_op, create_file_op,
+                              delete_file_op, create_batch_op, batch_ingested_op, batch_lines_op,
+                              cancel_batch_op, stop_batch_op, batch_finalizing_op, batch_finish_op>;
 
 /// What the operations need to know about the deployment. Set once by the writer's owner.
 struct store_policy {
@@ -148,6 +159,9 @@ struct store_policy {
   int64_t retention_completed_ms = int64_t{24} * 3'600'000;
   int64_t retention_failed_ms = int64_t{7} * 24 * 3'600'000;  ///< failed, expired, cancelled
   bool retain_inputs = true;  ///< false: drop the request body when the job ends
+  /// The JetStream subject of a model's task messages (a task list publishes its next tasks as
+  /// earlier ones finish, whatever their model). Empty: `<subject_prefix>.tasks.<model>`.
+  std::function<std::string(std::string_view model)> task_subject;
 };
 
 /// NATS events carry results inline up to this size at most (NATS' default max payload is 1 MiB).
@@ -171,6 +185,7 @@ struct op_reply {
   bool outbox_appended = false;           ///< tells the writer to wake the outbox relay
   bool webhooks_appended = false;         ///< tells the writer to wake the webhook deliverer
   bool abort_inflight = false;            ///< cancel/expire: abort the running attempt of `task`
+  std::vector<std::string> abort_tasks;   ///< cancel/expire of a task list: running tasks to abort
   std::vector<std::string> changed_jobs;  ///< jobs that got a new event (wake their waiters)
   size_t purged = 0;                      ///< purge: jobs deleted
   std::optional<file_record> file;        ///< file operations: the file
@@ -185,6 +200,11 @@ struct op_reply {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, create_job_op& x) {
   return f(x.job, x.task, x.publish);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, create_list_op& x) {
+  return f(x.job, x.tasks);
 }
 
 template <class Inspector>
@@ -237,7 +257,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_reply& x) {
   return f(x.what, optional_field{x.job}, optional_field{x.task}, x.delay_ms, x.outbox_appended,
            x.webhooks_appended, x.abort_inflight, x.changed_jobs, x.purged, optional_field{x.file},
-           optional_field{x.batch}, x.lines_added);
+           optional_field{x.batch}, x.lines_added, x.abort_tasks);
 }
 
 /// The Files and Batch API operations (storage/batch_ops.cpp), dispatched by `apply`.
@@ -266,6 +286,20 @@ result<op_reply> apply(write_txn& txn, const write_op& op, const store_policy& p
 /// restarted engine subscribes to its queue again.
 inline constexpr std::string_view known_model_prefix = "model/";
 std::string known_model_key(std::string_view model);
+
+/// The id of task `index` of job `job_id` (seed 000: deterministic, so a re-ingest rewrites the
+/// same task): the job's ULID, "-", the index in 8 decimal digits — ids sort by index, so a
+/// task list pages in its order and a list's tasks append to the last pages of `tasks`.
+std::string list_task_id(std::string_view job_id, int64_t index);
+/// The index of a task-list task id; nullopt when `task_id` is not one of `job_id`'s.
+std::optional<int64_t> list_task_index(std::string_view job_id, std::string_view task_id);
+
+/// The key of db::task_custom: job id '/' custom_id.
+std::string task_custom_key(std::string_view job_id, std::string_view custom_id);
+/// The status a client sees for a task of a list: its own, except that a task still waiting when
+/// its list ended (never published, so never written again) ends with the list — `cancelled`
+/// when the job was cancelled, `failed` when it expired or failed.
+job_status shown_status(const job_record& job, const task_record& task);
 
 /// The task message payload and its deterministic Nats-Msg-Id.
 std::string task_message_payload(const std::string& task_id, int attempt);

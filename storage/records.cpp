@@ -339,6 +339,10 @@ std::string encode_job(const job_record& r) {
   if (r.result) w.i(r.result->status_code).s(r.result->body);
   write_error(w, r.error);
   w.s(r.webhook_url).i(r.deadline_ms).u(r.event_seq).u(r.input_dropped ? 1 : 0);
+  if (!r.task_list) return w.take();  // a single job's value ends here, as in schema 3
+  const auto& c = r.counts;
+  w.u(1).i(c.total).i(c.queued).i(c.in_progress).i(c.completed).i(c.failed).i(c.cancelled);
+  w.i(r.ingested).i(r.next_publish).i(r.live).i(r.window);
   return w.take();
 }
 
@@ -361,6 +365,12 @@ std::optional<job_record> decode_job(std::string_view value) {
   uint64_t dropped = 0;
   in.s(r.webhook_url).i(r.deadline_ms).u(r.event_seq).u(dropped);
   r.input_dropped = dropped != 0;
+  uint64_t list = 0;
+  in.u(list);
+  r.task_list = list != 0;
+  auto& c = r.counts;
+  in.i(c.total).i(c.queued).i(c.in_progress).i(c.completed).i(c.failed).i(c.cancelled);
+  in.i(r.ingested).i(r.next_publish).i(r.live).i(r.window);
   if (in.corrupt()) return std::nullopt;
   if (!metadata.empty()) {
     r.metadata = json::parse(metadata, nullptr, /*allow_exceptions=*/false);
@@ -374,6 +384,14 @@ std::string encode_task(const task_record& r) {
   w.s(r.id).s(r.job_id).s(r.tenant).s(r.model);
   w.i(r.index).i(r.attempt).i(r.max_attempts).u(static_cast<uint64_t>(r.state));
   w.i(r.not_before_ms).i(r.queued_at_ms).s(r.last_error);
+  if (r.body.empty() && r.custom_id.empty() && r.status == job_status::queued && !r.result &&
+      !r.error && r.finished_at_ms == 0 && r.started_at_ms == 0)
+    return w.take();  // a single job's task ends here, as in schema 3
+  w.s(r.custom_id).s(r.body).u(static_cast<uint64_t>(r.status));
+  w.u(r.result ? 1 : 0);
+  if (r.result) w.i(r.result->status_code).s(r.result->body);
+  write_error(w, r.error);
+  w.i(r.started_at_ms).i(r.finished_at_ms);
   return w.take();
 }
 
@@ -384,6 +402,15 @@ std::optional<task_record> decode_task(std::string_view value) {
   in.s(r.id).s(r.job_id).s(r.tenant).s(r.model);
   in.i(r.index).i(r.attempt).i(r.max_attempts).e(r.state, task_state_names.size());
   in.i(r.not_before_ms).i(r.queued_at_ms).s(r.last_error);
+  in.s(r.custom_id).s(r.body).e(r.status, job_status_names.size());
+  uint64_t has_result = 0;
+  in.u(has_result);
+  if (has_result) {
+    r.result.emplace();
+    in.i(r.result->status_code).s(r.result->body);
+  }
+  read_error(in, r.error);
+  in.i(r.started_at_ms).i(r.finished_at_ms);
   if (in.corrupt()) return std::nullopt;
   return r;
 }

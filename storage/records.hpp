@@ -45,6 +45,21 @@ struct job_error {
   bool operator==(const job_error&) const = default;
 };
 
+/// Where the tasks of a task-list job stand (docs/task-lists.md). Kept in the job record and
+/// changed in the same transaction as each task's transition, never by scanning the tasks.
+/// `queued` counts every task not yet started, published to JetStream or not.
+struct task_counts {
+  int64_t total = -1;  ///< -1 until the list is latched (every task known)
+  int64_t queued = 0;
+  int64_t in_progress = 0;
+  int64_t completed = 0;
+  int64_t failed = 0;
+  int64_t cancelled = 0;
+
+  int64_t finished() const { return completed + failed + cancelled; }
+  bool operator==(const task_counts&) const = default;
+};
+
 /// A job: what a client submitted, and where it is in its life.
 struct job_record {
   std::string id;      ///< job_<ULID>
@@ -70,6 +85,13 @@ struct job_record {
   int64_t deadline_ms = 0;     ///< absolute; not finished by then → expired. 0: none
   uint64_t event_seq = 0;      ///< sequence number of the job's latest event (1 = created)
   bool input_dropped = false;  ///< `body` was deleted after the job ended (retain_inputs: false)
+  // --- task-list jobs only (schema 4); a single-request job leaves them at their defaults
+  bool task_list = false;  ///< the job runs a list of tasks (`tasks`), not `body`
+  task_counts counts;
+  int64_t ingested = 0;      ///< tasks written so far: indexes 0 .. ingested-1 exist
+  int64_t next_publish = 0;  ///< tasks below this index have been published to JetStream
+  int64_t live = 0;          ///< published tasks not finished yet (at most `window`)
+  int64_t window = 0;        ///< most tasks published and unfinished at once (max_inflight)
 
   bool operator==(const job_record&) const = default;
 };
@@ -111,6 +133,14 @@ struct task_record {
   int64_t not_before_ms = 0;  ///< earliest time the current attempt may start (retry backoff)
   int64_t queued_at_ms = 0;   ///< when the current attempt's message was last queued (reconcile)
   std::string last_error;
+  // --- tasks of task-list jobs only (schema 4)
+  std::string custom_id;                   ///< the client's id, unique within the job; may be empty
+  std::string body;                        ///< the request body as JSON text
+  job_status status = job_status::queued;  ///< queued, in_progress, completed, failed, cancelled
+  std::optional<gateway_result> result;    ///< the last answer of the gateway
+  std::optional<job_error> error;          ///< why the task failed or was cancelled
+  int64_t started_at_ms = 0;               ///< the first attempt's start
+  int64_t finished_at_ms = 0;
 
   bool operator==(const task_record&) const = default;
 };

@@ -24,9 +24,13 @@ using std::chrono::milliseconds;
 
 /// Without `Prefer: wait`: 202 while the job runs (and always for a job this call created),
 /// 200 when an idempotent re-submission finds it terminal. With it: 200 exactly when terminal.
-response job_response(const storage::job_record& job, bool accepted, const request& req) {
-  auto res =
-      json_response(accepted ? http::status::accepted : http::status::ok, job_json(job), req);
+/// A task list this call created is 201: its tasks are committed and queryable already.
+response job_response(const storage::job_record& job, bool accepted, const request& req,
+                      bool created = false) {
+  const auto status = created && job.task_list ? http::status::created
+                      : accepted               ? http::status::accepted
+                                               : http::status::ok;
+  auto res = json_response(status, job_json(job), req);
   res.set(http::field::location, "/v1/jobs/" + job.id);
   if (accepted) res.set(http::field::retry_after, "1");
   return res;
@@ -95,6 +99,10 @@ boost::asio::awaitable<reply> request_handler::handle(request req) {
     res = get_job(req, m.params.at(0));
   } else if (m.route == route_cancel_job) {
     res = co_await cancel_job(req, m.params.at(0));
+  } else if (m.route == route_list_tasks) {
+    res = list_tasks(req, m.params.at(0));
+  } else if (m.route == route_get_task) {
+    res = get_task(req, m.params.at(0), m.params.at(1));
   } else if (m.route == route_job_events) {
     out = job_events(req, m.params.at(0));
   } else if (m.route >= route_inference && m.route <= route_inference_last) {
@@ -155,7 +163,8 @@ boost::asio::awaitable<response> request_handler::submit_job(const request& req)
   storage::job_record job = std::move(outcome->job);
   auto wait_s = prefer_wait_seconds(header_values(req, "Prefer"));
   if (!wait_s)
-    co_return job_response(job, outcome->created || !storage::is_terminal(job.status), req);
+    co_return job_response(job, outcome->created || !storage::is_terminal(job.status), req,
+                           outcome->created);
   // The job is durable whatever happens now: a failed wait (or a client that went away) only
   // means this answer shows the job as it was at submission.
   milliseconds wait = applied_wait(*wait_s, max_wait_ms_);
@@ -203,6 +212,35 @@ response request_handler::list_jobs(const request& req) {
   }
   out.key("has_more").boolean(page->has_more).end_object();
   return json_response(http::status::ok, out.take(), req);
+}
+
+response request_handler::list_tasks(const request& req, const std::string& id) {
+  auto tenant = auth_.tenant_for(req[http::field::authorization]);
+  if (!tenant) return error_for(tenant.error(), req);
+  auto params = parse_list_params(req.target());
+  if (!params) return error_for(params.error(), req);
+  auto page = service_.list_tasks(*tenant, id, params->status, params->limit, params->after);
+  if (!page) return error_for(page.error(), req);
+  storage::json_text out;
+  out.begin_object().field("object", "list").key("data").begin_array();
+  for (const auto& task : page->tasks) out.raw(task_json(page->job, task));
+  out.end_array();
+  if (page->tasks.empty()) {
+    out.key("first_id").null().key("last_id").null();
+  } else {
+    out.field("first_id", page->tasks.front().id).field("last_id", page->tasks.back().id);
+  }
+  out.key("has_more").boolean(page->has_more).end_object();
+  return json_response(http::status::ok, out.take(), req);
+}
+
+response request_handler::get_task(const request& req, const std::string& id,
+                                   const std::string& task) {
+  auto tenant = auth_.tenant_for(req[http::field::authorization]);
+  if (!tenant) return error_for(tenant.error(), req);
+  auto page = service_.get_task(*tenant, id, task);
+  if (!page) return error_for(page.error(), req);
+  return json_response(http::status::ok, task_json(page->job, page->tasks.front()), req);
 }
 
 response request_handler::readyz(const request& req) const {

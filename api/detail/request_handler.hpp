@@ -72,6 +72,9 @@ class request_handler {
   response get_job(const request& req, const std::string& id);
   boost::asio::awaitable<response> cancel_job(const request& req, std::string id);
   response list_jobs(const request& req);
+  /// GET /v1/jobs/{id}/tasks and GET /v1/jobs/{id}/tasks/{task_id} (task-list jobs).
+  response list_tasks(const request& req, const std::string& id);
+  response get_task(const request& req, const std::string& id, const std::string& task);
   response readyz(const request& req) const;
   boost::asio::awaitable<response> sync_call(const request& req, std::string endpoint);
   reply job_events(const request& req, const std::string& id);

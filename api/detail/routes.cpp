@@ -19,6 +19,8 @@ constexpr route_def table[] = {
     {http::verb::get, "/v1/jobs/{id}", route_get_job},
     {http::verb::post, "/v1/jobs/{id}/cancel", route_cancel_job},
     {http::verb::get, "/v1/jobs/{id}/events", route_job_events},
+    {http::verb::get, "/v1/jobs/{id}/tasks", route_list_tasks},
+    {http::verb::get, "/v1/jobs/{id}/tasks/{task_id}", route_get_task},
     {http::verb::get, "/healthz", route_healthz},
     {http::verb::get, "/readyz", route_readyz},
     {http::verb::post, "/v1/files", route_upload_file},

@@ -529,6 +529,11 @@ int fake_gateway::open_connections() const {
   return static_cast<int>(s_->sessions.size());
 }
 
+int fake_gateway::in_flight() const {
+  std::lock_guard lock(s_->mu);
+  return s_->in_flight;
+}
+
 int fake_gateway::peak_in_flight() const {
   std::lock_guard lock(s_->mu);
   return s_->peak_in_flight;

@@ -89,6 +89,8 @@ class fake_gateway {
   int64_t connections() const;   ///< connections accepted in total
   int open_connections() const;  ///< connections open now
   int peak_in_flight() const;    ///< most non-control requests being answered at once
+  int in_flight()
+      const;  ///< non-control requests being answered now (an aborted one: until its latency ends)
   /// TLS connections closed because their server handshake failed (no or untrusted client
   /// certificate, plain HTTP sent to the TLS port, ...). A handshake cut short by
   /// close_connections(), set_refusing() or stop() is not counted.

@@ -82,6 +82,34 @@ st::task_record task() {
   return t;
 }
 
+/// A task-list job and one of its tasks, with every field of schema 4 set.
+st::job_record list_job() {
+  st::job_record j = job();
+  j.body.clear();
+  j.task_id.clear();
+  j.task_list = true;
+  j.counts = st::task_counts{10, 1, 2, 3, 4, 0};
+  j.ingested = 10;
+  j.next_publish = 7;
+  j.live = 3;
+  j.window = 4;
+  return j;
+}
+
+st::task_record list_task(int index) {
+  st::task_record t = task();
+  t.id = st::list_task_id("job_01", index);
+  t.index = index;
+  t.custom_id = "row-" + std::to_string(index);
+  t.body = R"({"model":"m1","n":1})";
+  t.status = st::job_status::failed;
+  t.result = gateway();
+  t.error = st::job_error{"gateway_rejected", "no"};
+  t.started_at_ms = 23;
+  t.finished_at_ms = 24;
+  return t;
+}
+
 st::file_record file(const std::string& id) {
   return {id, "acme", "in.jsonl", "batch", 1234, 31, 32};
 }
@@ -150,6 +178,7 @@ st::batch_lines_op batch_lines() {
 std::vector<st::write_op> every_op() {
   return {
       create_job(),
+      st::create_list_op{list_job(), {list_task(0), list_task(1)}},
       st::start_attempt_op{"job_01-0", 2, "tok", "node-a", 81, 82},
       st::extend_lease_op{"job_01-0", 2, "tok", 83},
       finish_attempt(),
@@ -186,6 +215,7 @@ st::op_reply reply() {
   r.file = file("file-1");
   r.batch = batch();
   r.lines_added = 103;
+  r.abort_tasks = {"01-00000001", "01-00000002"};
   return r;
 }
 

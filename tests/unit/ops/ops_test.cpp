@@ -3,30 +3,13 @@
 
 #include <gtest/gtest.h>
 
-#include "storage/lmdb_env.hpp"
-#include "storage/ops.hpp"
-#include "tests/support/temp_dir.hpp"
+#include "tests/unit/ops/store_fixture.hpp"
 
 namespace sy::storage {
 namespace {
 
-class ops_test : public ::testing::Test {
+class ops_test : public store_fixture {
  protected:
-  void SetUp() override {
-    auto e = environment::open(dir_.path(), 64 << 20);
-    ASSERT_TRUE(e.ok()) << e.error().message;
-    env_ = std::move(e.value());
-  }
-
-  op_reply run(const write_op& op) {
-    auto txn = env_->begin_write();
-    EXPECT_TRUE(txn.ok());
-    auto r = apply(*txn, op, policy_);
-    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-    EXPECT_TRUE(txn->commit().ok());
-    return r.value();
-  }
-
   create_job_op make_job(const std::string& id, const std::string& key = {},
                          const std::string& hash = "h1", int max_attempts = 3) {
     create_job_op op;
@@ -68,11 +51,6 @@ class ops_test : public ::testing::Test {
     return f;
   }
 
-  std::optional<job_record> job(const std::string& id) {
-    auto txn = env_->begin_read();
-    return get_job(txn, id);
-  }
-
   /// Task messages waiting in the outbox (state-change events are counted by the lifecycle
   /// tests).
   size_t outbox_size() {
@@ -100,18 +78,7 @@ class ops_test : public ::testing::Test {
     return read_due_webhooks(txn, INT64_MAX, 1000);
   }
 
-  size_t count(db d) {
-    auto txn = env_->begin_read();
-    size_t n = 0;
-    txn.scan(d, "", [&](auto, auto) { return ++n, true; });
-    return n;
-  }
-
   std::string task_of(const std::string& job_id) { return "task-" + job_id; }
-
-  test::temp_dir dir_;
-  std::unique_ptr<environment> env_;
-  store_policy policy_;
 };
 
 TEST_F(ops_test, create_queues_the_first_message) {

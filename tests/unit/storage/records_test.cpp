@@ -99,9 +99,23 @@ TEST(Records, BinaryDecodersReadTheJsonOfOlderStores) {
   const auto job = decode_job(to_json(in).dump());
   ASSERT_TRUE(job.has_value());
   expect_same_job(*job, in);
-  const auto task = decode_task(
-      to_json(task_record{"t1", "job_1", "acme", "m", 0, 2, 3, task_state::leased, 9, 8, "x"})
-          .dump());
+  const auto task = decode_task(to_json(task_record{"t1",
+                                                    "job_1",
+                                                    "acme",
+                                                    "m",
+                                                    0,
+                                                    2,
+                                                    3,
+                                                    task_state::leased,
+                                                    9,
+                                                    8,
+                                                    "x",
+                                                    {},
+                                                    {},
+                                                    job_status::queued,
+                                                    {},
+                                                    {}})
+                                    .dump());
   ASSERT_TRUE(task.has_value());
   EXPECT_EQ(task->attempt, 2);
   EXPECT_EQ(task->state, task_state::leased);
@@ -155,7 +169,14 @@ TEST(Records, ABinaryValueWithAnUnknownStateIsCorrupt) {
 }
 
 TEST(Records, BinaryTaskLeaseEventRoundTrip) {
-  task_record t{"t1", "job_1", "acme", "m", 4, 2, 7, task_state::leased, 99, 55, "boom"};
+  task_record t{"t1",   "job_1",
+                "acme", "m",
+                4,      2,
+                7,      task_state::leased,
+                99,     55,
+                "boom", {},
+                {},     job_status::queued,
+                {},     {}};
   const auto task = decode_task(encode_task(t));
   ASSERT_TRUE(task.has_value());
   EXPECT_EQ(task->id, "t1");
@@ -225,7 +246,14 @@ TEST(Records, DecodingToleratesMissingAndMistypedFields) {
 }
 
 TEST(Records, TaskRoundTrip) {
-  task_record in{"t1", "job_1", "acme", "m", 4, 2, 7, task_state::leased, 99, 55, "boom"};
+  task_record in{"t1",   "job_1",
+                 "acme", "m",
+                 4,      2,
+                 7,      task_state::leased,
+                 99,     55,
+                 "boom", {},
+                 {},     job_status::queued,
+                 {},     {}};
   const task_record out = task_from_json(json::parse(to_json(in).dump()));
   EXPECT_EQ(out.id, "t1");
   EXPECT_EQ(out.job_id, "job_1");

@@ -1,0 +1,274 @@
+// The task-list state machine (storage/list_ops.cpp) as the storage writer commits it, with
+// injected time: the window of published tasks, counts kept in the task transitions, the job's
+// one completion, retries, release, cancel, deadlines and retention.
+
+#include <gtest/gtest.h>
+
+#include "tests/unit/ops/store_fixture.hpp"
+
+namespace sy::storage {
+namespace {
+
+constexpr const char* job_id = "job_01JLIST";
+
+class list_ops_test : public store_fixture {
+ protected:
+  create_list_op make_list(int n, int64_t window, int max_attempts = 3, const std::string& key = {},
+                           const std::string& hash = "h1") {
+    create_list_op op;
+    op.job.id = job_id;
+    op.job.tenant = "t1";
+    op.job.endpoint = "/v1/chat/completions";
+    op.job.model = "m";
+    op.job.max_attempts = max_attempts;
+    op.job.idempotency_key = key;
+    op.job.request_hash = hash;
+    op.job.created_at_ms = 1000;
+    op.job.task_list = true;
+    op.job.window = window;
+    for (int i = 0; i < n; ++i) {
+      task_record t;
+      t.id = list_task_id(job_id, i);
+      t.job_id = job_id;
+      t.tenant = "t1";
+      t.model = "m";
+      t.index = i;
+      t.max_attempts = max_attempts;
+      t.custom_id = "c" + std::to_string(i);
+      t.body = R"({"model":"m","n":)" + std::to_string(i) + "}";
+      op.tasks.push_back(std::move(t));
+    }
+    return op;
+  }
+
+  static std::string task(int i) { return list_task_id(job_id, i); }
+
+  op_reply start(int i, int attempt = 1, int64_t now = 2000) {
+    return run(
+        start_attempt_op{task(i), attempt, "tok" + std::to_string(i), "local/a", now, 30'000});
+  }
+
+  op_reply finish(int i, attempt_end end, int attempt = 1, int64_t now = 3000) {
+    finish_attempt_op f;
+    f.task_id = task(i);
+    f.attempt = attempt;
+    f.token = "tok" + std::to_string(i);
+    f.end = end;
+    f.now_ms = now;
+    f.backoff_ms = 100;
+    f.subject = "sy.tasks.m";
+    f.error_code = end == attempt_end::rejected ? "gateway_rejected" : "gateway_error";
+    f.error_message = "boom";
+    f.response = gateway_result{end == attempt_end::succeeded ? 200 : 503, "{}"};
+    return run(f);
+  }
+
+  task_record get(int i) {
+    auto txn = env_->begin_read();
+    return *get_task(txn, task(i));
+  }
+
+  /// Task messages in the outbox, as task ids in order (the relay has not run).
+  std::vector<std::string> published() {
+    auto txn = env_->begin_read();
+    std::vector<std::string> out;
+    for (const auto& r : read_outbox(txn, 0, 100'000))
+      if (auto m = parse_task_message(r.payload); m && r.subject == "sy.tasks.m")
+        out.push_back(m->first + ":" + std::to_string(m->second));
+    return out;
+  }
+
+  std::vector<event_record> events() {
+    auto txn = env_->begin_read();
+    return read_events(txn, job_id, 0);
+  }
+};
+
+TEST_F(list_ops_test, task_ids_sort_by_index_and_parse_back) {
+  EXPECT_EQ(list_task_id("job_01ABC", 7), "01ABC-00000007");
+  EXPECT_LT(list_task_id("job_01ABC", 9), list_task_id("job_01ABC", 10));
+  EXPECT_EQ(list_task_index("job_01ABC", "01ABC-00000010"), 10);
+  EXPECT_EQ(list_task_index("job_01ABC", "01ABC-10"), std::nullopt);  // not 8 digits
+  EXPECT_EQ(list_task_index("job_01ABC", "01ABD-00000010"), std::nullopt);
+  EXPECT_EQ(list_task_index("job_01ABC", "01ABC-0000001x"), std::nullopt);
+}
+
+TEST_F(list_ops_test, create_writes_every_task_and_publishes_only_the_window) {
+  auto r = run(make_list(10, 3));
+  ASSERT_EQ(r.what, op_reply::kind::done);
+  auto j = *r.job;
+  EXPECT_TRUE(j.task_list);
+  EXPECT_EQ(j.counts.total, 10);
+  EXPECT_EQ(j.counts.queued, 10);
+  EXPECT_EQ(j.next_publish, 3);
+  EXPECT_EQ(j.live, 3);
+  EXPECT_EQ(count(db::tasks), 10u);
+  EXPECT_EQ(count(db::task_custom), 10u);
+  EXPECT_EQ(count(db::queued), 3u);
+  EXPECT_EQ(count(db::list_live), 3u);
+  EXPECT_EQ(published(),
+            (std::vector<std::string>{task(0) + ":1", task(1) + ":1", task(2) + ":1"}));
+  ASSERT_EQ(events().size(), 1u);  // created
+  auto decoded = job(job_id);
+  ASSERT_TRUE(decoded);
+  EXPECT_EQ(decoded->counts, j.counts);
+  EXPECT_EQ(decoded->window, 3);
+  EXPECT_EQ(get(4).body, R"({"model":"m","n":4})");
+  EXPECT_EQ(get(4).custom_id, "c4");
+}
+
+TEST_F(list_ops_test, a_finished_task_publishes_the_next_and_the_counts_follow_each_transition) {
+  run(make_list(4, 2));
+  auto s = start(0);
+  ASSERT_EQ(s.what, op_reply::kind::done);
+  ASSERT_TRUE(s.task);
+  EXPECT_EQ(s.task->body, R"({"model":"m","n":0})");  // the job actor sends this
+  EXPECT_EQ(s.job->status, job_status::in_progress);
+  EXPECT_EQ(s.job->counts.in_progress, 1);
+  EXPECT_EQ(s.job->counts.queued, 3);
+  start(1);
+  EXPECT_EQ(events().size(), 2u);  // created, in_progress: not one per task
+  auto f = finish(0, attempt_end::succeeded);
+  EXPECT_EQ(f.job->counts.completed, 1);
+  EXPECT_EQ(f.job->counts.in_progress, 1);
+  EXPECT_EQ(f.job->next_publish, 3);
+  EXPECT_EQ(published().back(), task(2) + ":1");
+  EXPECT_EQ(get(0).status, job_status::completed);
+  ASSERT_TRUE(get(0).result);
+  EXPECT_EQ(get(0).result->status_code, 200);
+  EXPECT_EQ(count(db::list_live), 2u);
+}
+
+TEST_F(list_ops_test, the_job_completes_once_when_every_task_has_finished) {
+  run(make_list(3, 10));
+  for (int i = 0; i < 3; ++i) start(i);
+  finish(0, attempt_end::succeeded);
+  finish(1, attempt_end::rejected);
+  EXPECT_EQ(job(job_id)->status, job_status::in_progress);
+  auto last = finish(2, attempt_end::succeeded);
+  EXPECT_EQ(last.job->status, job_status::completed);
+  EXPECT_EQ(last.job->counts, (task_counts{3, 0, 0, 2, 1, 0}));
+  EXPECT_EQ(events().back().state, job_status::completed);
+  EXPECT_EQ(events().size(), 3u);
+  // A duplicate outcome is fenced out and changes nothing.
+  EXPECT_EQ(finish(2, attempt_end::succeeded).what, op_reply::kind::stale);
+  EXPECT_EQ(events().size(), 3u);
+  EXPECT_EQ(get(1).error->code, "gateway_rejected");
+  EXPECT_EQ(count(db::list_live), 0u);
+  EXPECT_EQ(count(db::queued), 0u);
+}
+
+TEST_F(list_ops_test, a_retry_requeues_the_task_with_its_next_attempt_until_max_attempts) {
+  run(make_list(1, 10, 2));
+  start(0);
+  auto r = finish(0, attempt_end::retry);
+  EXPECT_EQ(r.job->counts.queued, 1);
+  EXPECT_EQ(r.job->counts.in_progress, 0);
+  EXPECT_EQ(get(0).attempt, 2);
+  EXPECT_EQ(get(0).status, job_status::queued);
+  EXPECT_EQ(get(0).not_before_ms, 3100);
+  EXPECT_EQ(published().back(), task(0) + ":2");
+  EXPECT_EQ(start(0, 2, 3050).what, op_reply::kind::not_yet);
+  ASSERT_EQ(start(0, 2, 3100).what, op_reply::kind::done);
+  auto last = finish(0, attempt_end::retry, 2, 4000);
+  EXPECT_EQ(last.job->status, job_status::completed);  // the list ran; its task failed
+  EXPECT_EQ(last.job->counts.failed, 1);
+  EXPECT_EQ(get(0).error->message, "boom (attempt 2 of 2)");
+}
+
+TEST_F(list_ops_test, a_released_attempt_goes_back_uncounted_without_a_new_message) {
+  run(make_list(2, 10));
+  start(0);
+  const auto before = published().size();
+  auto r = finish(0, attempt_end::released);
+  EXPECT_EQ(r.job->counts.queued, 2);
+  EXPECT_EQ(get(0).attempt, 1);
+  EXPECT_EQ(get(0).state, task_state::queued);
+  EXPECT_EQ(published().size(), before);  // the nak'ed message runs it again
+  EXPECT_EQ(start(0).what, op_reply::kind::done);
+}
+
+TEST_F(list_ops_test, cancel_ends_every_task_at_once_and_fences_the_running_ones) {
+  run(make_list(10, 3));
+  start(0);
+  start(1);
+  auto r = run(cancel_job_op{"t1", job_id, 2500});
+  ASSERT_EQ(r.what, op_reply::kind::done);
+  EXPECT_EQ(r.job->status, job_status::cancelled);
+  EXPECT_EQ(r.job->counts, (task_counts{10, 0, 0, 0, 0, 10}));
+  EXPECT_EQ(r.abort_tasks, (std::vector<std::string>{task(0), task(1)}));
+  EXPECT_EQ(r.job->error->code, "cancelled");
+  // The running attempts' outcomes are fenced out; the queued message finds its task done.
+  EXPECT_EQ(finish(0, attempt_end::succeeded).what, op_reply::kind::stale);
+  EXPECT_EQ(start(2).what, op_reply::kind::stale);
+  EXPECT_EQ(count(db::queued), 0u);
+  EXPECT_EQ(count(db::list_live), 0u);
+  EXPECT_EQ(count(db::leases), 0u);
+  auto j = *job(job_id);
+  EXPECT_EQ(get(1).status, job_status::cancelled);
+  // A task never published reads cancelled with the list.
+  EXPECT_EQ(get(7).status, job_status::queued);
+  EXPECT_EQ(shown_status(j, get(7)), job_status::cancelled);
+  EXPECT_EQ(run(cancel_job_op{"t1", job_id, 2600}).what, op_reply::kind::existing);
+}
+
+TEST_F(list_ops_test, the_deadline_fails_every_unfinished_task_and_expires_the_job) {
+  auto op = make_list(5, 2);
+  op.job.deadline_ms = 10'000;
+  run(op);
+  start(0);
+  finish(0, attempt_end::succeeded);
+  start(1);
+  EXPECT_EQ(run(expire_job_op{job_id, 10'000, 9'999}).what, op_reply::kind::not_yet);
+  auto r = run(expire_job_op{job_id, 10'000, 10'000});
+  ASSERT_EQ(r.what, op_reply::kind::done);
+  EXPECT_EQ(r.job->status, job_status::expired);
+  EXPECT_EQ(r.job->counts, (task_counts{5, 0, 0, 1, 4, 0}));
+  EXPECT_EQ(r.abort_tasks, (std::vector<std::string>{task(1)}));
+  EXPECT_EQ(get(1).error->code, "deadline_exceeded");
+  EXPECT_EQ(shown_status(*r.job, get(4)), job_status::failed);
+  EXPECT_EQ(shown_status(*r.job, get(0)), job_status::completed);
+}
+
+TEST_F(list_ops_test, a_start_past_the_deadline_expires_the_list) {
+  auto op = make_list(3, 3);
+  op.job.deadline_ms = 5'000;
+  run(op);
+  auto r = start(0, 1, 5'000);
+  EXPECT_EQ(r.what, op_reply::kind::stale);
+  EXPECT_EQ(job(job_id)->status, job_status::expired);
+  EXPECT_EQ(job(job_id)->counts.failed, 3);
+  EXPECT_EQ(count(db::deadlines), 0u);
+}
+
+TEST_F(list_ops_test, the_idempotency_key_finds_the_list_or_conflicts) {
+  run(make_list(3, 3, 3, "k", "h1"));
+  auto again = make_list(3, 3, 3, "k", "h1");
+  again.job.id = "job_01OTHER";
+  auto r = run(again);
+  EXPECT_EQ(r.what, op_reply::kind::existing);
+  EXPECT_EQ(r.job->id, job_id);
+  again.job.request_hash = "h2";
+  EXPECT_EQ(run(again).what, op_reply::kind::conflict);
+  EXPECT_EQ(count(db::tasks), 3u);
+}
+
+TEST_F(list_ops_test, retention_deletes_the_list_with_everything_of_it) {
+  run(make_list(6, 2));
+  run(cancel_job_op{"t1", job_id, 2000});
+  std::vector<std::pair<int64_t, std::string>> due;
+  {
+    auto txn = env_->begin_read();
+    due = read_due(txn, db::retention, INT64_MAX, 10);
+  }
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(run(purge_jobs_op{due}).purged, 1u);
+  EXPECT_EQ(count(db::tasks), 0u);
+  EXPECT_EQ(count(db::task_custom), 0u);
+  EXPECT_EQ(count(db::list_live), 0u);
+  EXPECT_EQ(count(db::jobs), 0u);
+  EXPECT_EQ(count(db::events), 0u);
+}
+
+}  // namespace
+}  // namespace sy::storage
