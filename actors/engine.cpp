@@ -203,7 +203,7 @@ status engine::queue_models(const std::vector<std::string>& models,
 
 boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
-  if (!s.tasks.empty()) co_return co_await submit_list(std::move(s));
+  if (s.task_list()) co_return co_await submit_list(std::move(s));
   auto model = s.body["model"].get<std::string>();
   auto webhook_url = job_webhook(s);
   if (!webhook_url) co_return webhook_url.error();

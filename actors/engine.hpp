@@ -64,6 +64,9 @@ class engine final : public job_service {
                                const std::string& after) override;
   result<task_page> get_task(const std::string& tenant, const std::string& id,
                              const std::string& task) override;
+  boost::asio::awaitable<result<storage::job_record>> append(std::string tenant, std::string id,
+                                                             task_append a,
+                                                             std::string idempotency_key) override;
 
   /// The Files and Batch API of this engine.
   batch_service& batches() { return *batches_; }

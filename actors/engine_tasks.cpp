@@ -10,7 +10,42 @@
 namespace sy::actors {
 namespace {
 
-std::string task_param(size_t i) { return "tasks[" + std::to_string(i) + "].body.model"; }
+/// The distinct models of `tasks`, with the param naming the first task of each.
+std::pair<std::vector<std::string>, std::vector<std::string>> task_models(
+    const std::vector<task_input>& tasks) {
+  std::pair<std::vector<std::string>, std::vector<std::string>> out;
+  std::set<std::string_view> seen;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const auto& model = tasks[i].body["model"].get_ref<const std::string&>();
+    if (!seen.insert(model).second) continue;
+    out.first.push_back(model);
+    out.second.push_back("tasks[" + std::to_string(i) + "].body.model");
+  }
+  return out;
+}
+
+/// The records of `tasks` as the next tasks of `job`, from its `ingested` on (an append's ids
+/// and indexes are set again by the writer, which knows the list's length).
+std::vector<storage::task_record> task_records(const storage::job_record& job,
+                                               std::vector<task_input>& tasks) {
+  std::vector<storage::task_record> out;
+  out.reserve(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    auto& in = tasks[i];
+    storage::task_record t;
+    const int64_t index = job.ingested + static_cast<int64_t>(i);
+    t.id = storage::list_task_id(job.id, index);
+    t.job_id = job.id;
+    t.tenant = job.tenant;
+    t.model = in.body["model"].get<std::string>();
+    t.index = static_cast<int>(index);
+    t.max_attempts = job.max_attempts;
+    t.custom_id = std::move(in.custom_id);
+    t.body = in.body.dump();
+    out.push_back(std::move(t));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -29,25 +64,20 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit_list(submission s)
             " (sync_tasks_max). Larger lists are not taken by this build yet; split the list "
             "into several jobs (docs/task-lists.md).",
         "tasks");
+  if (!s.input_file_id.empty())
+    co_return make_error(errc::invalid_tasks, "Staged task lists are not taken by this build yet.",
+                         "input_file_id");
   auto webhook_url = job_webhook(s);
   if (!webhook_url) co_return webhook_url.error();
-  std::vector<std::string> models, params;
-  {
-    std::set<std::string_view> seen;
-    for (size_t i = 0; i < s.tasks.size(); ++i) {
-      const auto& model = s.tasks[i].body["model"].get_ref<const std::string&>();
-      if (!seen.insert(model).second) continue;
-      models.push_back(model);
-      params.push_back(task_param(i));
-    }
-  }
-  if (auto st = queue_models(models, params); !st) co_return st.error();
+  auto models = task_models(s.tasks);
+  if (auto st = queue_models(models.first, models.second); !st) co_return st.error();
   const int64_t now = deps_.clock.now_ms();
   storage::job_record job;
   job.id = "job_" + ids_.next(now);
   job.tenant = s.tenant;
   job.endpoint = s.endpoint;
-  if (models.size() == 1) job.model = models.front();  // else none: the tasks name theirs
+  // An open list's later tasks may name other models: it names none.
+  if (models.first.size() == 1 && !s.open) job.model = models.first.front();
   job.metadata = s.metadata;
   job.idempotency_key = s.idempotency_key;
   if (!s.idempotency_key.empty()) job.request_hash = request_hash(s);
@@ -58,23 +88,44 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit_list(submission s)
   job.task_list = true;
   job.window = s.max_inflight > 0 ? s.max_inflight : deps_.cfg.task_window;
   storage::create_list_op op;
-  op.tasks.reserve(s.tasks.size());
-  for (size_t i = 0; i < s.tasks.size(); ++i) {
-    auto& in = s.tasks[i];
-    storage::task_record t;
-    t.id = storage::list_task_id(job.id, static_cast<int64_t>(i));
-    t.job_id = job.id;
-    t.tenant = job.tenant;
-    t.model = in.body["model"].get<std::string>();
-    t.index = static_cast<int>(i);
-    t.max_attempts = job.max_attempts;
-    t.custom_id = std::move(in.custom_id);
-    t.body = in.body.dump();
-    op.tasks.push_back(std::move(t));
-  }
+  op.tasks = task_records(job, s.tasks);
+  op.latch = !s.open;
   op.job = std::move(job);
   write_request req{std::move(op)};
   co_return co_await commit_create(std::move(req), s.idempotency_key);
+}
+
+boost::asio::awaitable<result<storage::job_record>> engine::append(std::string tenant,
+                                                                   std::string id, task_append a,
+                                                                   std::string idempotency_key) {
+  if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
+  if (static_cast<int64_t>(a.tasks.size()) > deps_.cfg.sync_tasks_max)
+    co_return make_error(errc::too_many_tasks,
+                         "An append holds at most " + std::to_string(deps_.cfg.sync_tasks_max) +
+                             " tasks (sync_tasks_max); send larger lists in several appends.",
+                         "tasks");
+  auto models = task_models(a.tasks);
+  if (auto st = queue_models(models.first, models.second); !st) co_return st.error();
+  storage::append_tasks_op op;
+  op.tenant = std::move(tenant);
+  op.job_id = id;
+  op.idempotency_key = std::move(idempotency_key);
+  if (!op.idempotency_key.empty()) op.request_hash = request_hash(a);
+  storage::job_record placeholder;  // ids and indexes come from the writer
+  op.tasks = task_records(placeholder, a.tasks);
+  op.last_batch = a.last_batch;
+  op.max_tasks = deps_.cfg.max_tasks_per_job;
+  op.now_ms = deps_.clock.now_ms();
+  write_request req{std::move(op)};
+  auto r = co_await write(ctx_->writer, std::move(req));
+  if (!r) co_return r.error();
+  if (!r->reply) co_return r->err;
+  auto& rep = *r->reply;
+  using kind = storage::op_reply::kind;
+  if (rep.what == kind::not_found)
+    co_return make_error(errc::job_not_found, "no task-list job with id '" + id + "'", "id");
+  if (rep.what == kind::refused && rep.refusal) co_return *rep.refusal;
+  co_return std::move(*rep.job);
 }
 
 result<task_page> engine::list_tasks(const std::string& tenant, const std::string& id,

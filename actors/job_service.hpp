@@ -33,6 +33,10 @@ struct submission {
                          ///< task list)
   std::vector<task_input> tasks;  ///< a task list instead of `body`; empty: a single request
   int max_inflight = 0;           ///< a task list's most tasks in flight; 0: `task_window`
+  bool open = false;              ///< a task list that takes more tasks by appends until closed
+  std::string input_file_id;      ///< a staged task list (a file of purpose "tasks")
+
+  bool task_list() const { return !tasks.empty() || open || !input_file_id.empty(); }
   nlohmann::json metadata = nlohmann::json::object();
   int max_attempts = 0;         ///< 0: the configured default
   std::string idempotency_key;  ///< empty when none
@@ -50,6 +54,12 @@ struct job_page {
 struct event_batch {
   storage::job_record job;
   std::vector<storage::event_record> events;
+};
+
+/// An append to an open task list (POST /v1/jobs/{id}/tasks; /close is an empty last batch).
+struct task_append {
+  std::vector<task_input> tasks;
+  bool last_batch = false;
 };
 
 /// One page of a task list's tasks, in index order, with the job they belong to.
@@ -109,6 +119,15 @@ class job_service {
                                        const std::string& after) {
     (void)tenant, (void)status, (void)limit, (void)after;
     return make_error(errc::job_not_found, "no task-list job with id '" + id + "'", "id");
+  }
+  /// Appends to open task list `id` (and latches it with `last_batch`); with an idempotency key
+  /// a repeated append adds nothing. Errors: job_not_found, job_not_open, duplicate_custom_id,
+  /// too_many_tasks, idempotency_conflict, model_not_found, storage_unavailable, shutting_down.
+  virtual boost::asio::awaitable<result<storage::job_record>> append(std::string tenant,
+                                                                     std::string id, task_append a,
+                                                                     std::string idempotency_key) {
+    (void)tenant, (void)a, (void)idempotency_key;
+    co_return make_error(errc::job_not_found, "no task-list job with id '" + id + "'", "id");
   }
   /// One task of task-list job `id`, by task id or custom_id, with the job (`tasks` holds it).
   /// Errors: job_not_found, task_not_found.

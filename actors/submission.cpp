@@ -17,9 +17,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 8> known_fields = {"endpoint", "body",         "tasks",
-                                                          "metadata", "max_attempts", "webhook_url",
-                                                          "timeout",  "max_inflight"};
+constexpr std::array<std::string_view, 10> known_fields = {
+    "endpoint",    "body",    "tasks",        "metadata",      "max_attempts",
+    "webhook_url", "timeout", "max_inflight", "input_file_id", "open"};
 constexpr std::array<std::string_view, 2> known_task_fields = {"custom_id", "body"};
 constexpr size_t custom_id_max_bytes = 512;  // as a batch line's (docs/limits.md)
 constexpr int max_inflight_cap = 10'000;
@@ -36,7 +36,7 @@ status check_fields(const json& j) {
     if (!contains(known_fields, key))
       return make_error(errc::unknown_parameter,
                         "Unrecognized request argument supplied: " + key +
-                            ". Allowed: endpoint, body, tasks, metadata, "
+                            ". Allowed: endpoint, body, tasks, input_file_id, open, metadata, "
                             "max_attempts, webhook_url, timeout, max_inflight.",
                         key);
   }
@@ -111,14 +111,15 @@ result<task_input> parse_task(json& t, size_t i, std::unordered_set<std::string_
   return out;
 }
 
-/// A task list (`tasks`), checked whole before anything is moved out of the document.
-result<std::vector<task_input>> parse_tasks(json& j) {
+/// A list of tasks (`tasks`), checked whole; `empty_ok`: an open job's first tasks, or an
+/// append that closes the list, may be none.
+result<std::vector<task_input>> parse_tasks(json& j, bool empty_ok) {
   auto it = j.find("tasks");
-  if (auto body = j.find("body"); body != j.end() && !body->is_null())
-    return make_error(errc::invalid_tasks,
-                      "Give either 'body' (one request) or 'tasks' (a task list), not both.",
-                      "tasks");
-  if (!it->is_array() || it->empty())
+  if (it == j.end() || it->is_null()) {
+    if (empty_ok) return std::vector<task_input>{};
+    return make_error(errc::invalid_tasks, "'tasks' must be a non-empty array of tasks.", "tasks");
+  }
+  if (!it->is_array() || (it->empty() && !empty_ok))
     return make_error(errc::invalid_tasks, "'tasks' must be a non-empty array of tasks.", "tasks");
   // Views of the custom_id strings, which stay in the document (only bodies are moved out).
   std::unordered_set<std::string_view> seen;
@@ -130,6 +131,48 @@ result<std::vector<task_input>> parse_tasks(json& j) {
     out.push_back(std::move(*task));
   }
   return out;
+}
+
+/// Which kind of job the document asks for: `tasks`, `open` and `input_file_id` make a task
+/// list, and each excludes `body`; `input_file_id` excludes `tasks` and `open` too.
+struct list_kind {
+  bool tasks = false;
+  bool open = false;
+  std::string input_file_id;
+};
+
+result<list_kind> parse_list_kind(const json& j) {
+  list_kind k;
+  auto given = [&](const char* name) {
+    auto it = j.find(name);
+    return it != j.end() && !it->is_null();
+  };
+  k.tasks = given("tasks");
+  if (given("open")) {
+    if (!j["open"].is_boolean())
+      return make_error(errc::invalid_tasks, "'open' must be true or false.", "open");
+    k.open = j["open"].get<bool>();
+  }
+  if (given("input_file_id")) {
+    const auto& f = j["input_file_id"];
+    if (!f.is_string() || f.get_ref<const std::string&>().empty())
+      return make_error(errc::invalid_tasks,
+                        "'input_file_id' must be the id of a file uploaded with purpose 'tasks'.",
+                        "input_file_id");
+    k.input_file_id = f.get<std::string>();
+    if (k.tasks || k.open)
+      return make_error(errc::invalid_tasks,
+                        "A staged list ('input_file_id') takes neither 'tasks' nor 'open'.",
+                        "input_file_id");
+  }
+  if ((k.tasks || k.open || !k.input_file_id.empty()) && given("body"))
+    return make_error(errc::invalid_tasks,
+                      "Give either 'body' (one request) or a task list ('tasks', "
+                      "'input_file_id' or 'open'), not both.",
+                      k.tasks  ? "tasks"
+                      : k.open ? "open"
+                               : "input_file_id");
+  return k;
 }
 
 result<int> parse_max_inflight(const json& j, bool list) {
@@ -251,13 +294,15 @@ result<submission> parse_submission(json j, std::string tenant, std::string idem
   if (auto s = check_fields(j); !s) return s.error();
   auto endpoint = parse_endpoint(j);
   if (!endpoint) return endpoint.error();
-  const bool list = j.contains("tasks");
+  auto kind = parse_list_kind(j);
+  if (!kind) return kind.error();
+  const bool list = kind->tasks || kind->open || !kind->input_file_id.empty();
   auto max_inflight = parse_max_inflight(j, list);
   if (!max_inflight) return max_inflight.error();
   std::vector<task_input> tasks;
   json* body_doc = nullptr;
   if (list) {
-    auto parsed = parse_tasks(j);
+    auto parsed = parse_tasks(j, !kind->tasks);
     if (!parsed) return parsed.error();
     tasks = std::move(*parsed);
   } else {
@@ -279,12 +324,42 @@ result<submission> parse_submission(json j, std::string tenant, std::string idem
   if (body_doc) s.body = std::move(*body_doc);
   s.tasks = std::move(tasks);
   s.max_inflight = *max_inflight;
+  s.open = kind->open;
+  s.input_file_id = std::move(kind->input_file_id);
   s.metadata = *metadata ? std::move(**metadata) : json::object();
   s.max_attempts = *attempts;
   s.idempotency_key = std::move(idempotency_key);
   s.webhook_url = std::move(*webhook);
   s.timeout_ms = *timeout;
   return s;
+}
+
+result<task_append> parse_append(json j) {
+  if (!j.is_object())
+    return make_error(errc::invalid_request, "The request body must be a JSON object.");
+  for (const auto& [key, value] : j.items()) {
+    if (key != "tasks" && key != "last_batch")
+      return make_error(
+          errc::unknown_parameter,
+          "Unrecognized request argument supplied: " + key + ". Allowed: tasks, last_batch.", key);
+  }
+  task_append out;
+  if (auto last = j.find("last_batch"); last != j.end() && !last->is_null()) {
+    if (!last->is_boolean())
+      return make_error(errc::invalid_tasks, "'last_batch' must be true or false.", "last_batch");
+    out.last_batch = last->get<bool>();
+  }
+  auto tasks = parse_tasks(j, out.last_batch);
+  if (!tasks) return tasks.error();
+  out.tasks = std::move(*tasks);
+  return out;
+}
+
+std::string request_hash(const task_append& a) {
+  json tasks = json::array();
+  for (const auto& t : a.tasks) tasks.push_back({{"custom_id", t.custom_id}, {"body", t.body}});
+  json canonical = {{"tasks", std::move(tasks)}, {"last_batch", a.last_batch}};
+  return config::sha256_hex(canonical.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 std::string request_hash(const submission& s) {
@@ -296,7 +371,9 @@ std::string request_hash(const submission& s) {
   // Only when given, so that requests without them hash as they always did.
   if (!s.webhook_url.empty()) canonical["webhook_url"] = s.webhook_url;
   if (s.timeout_ms > 0) canonical["timeout_ms"] = s.timeout_ms;
-  if (!s.tasks.empty()) {
+  if (s.open) canonical["open"] = true;
+  if (!s.input_file_id.empty()) canonical["input_file_id"] = s.input_file_id;
+  if (s.task_list()) {
     json tasks = json::array();
     for (const auto& t : s.tasks) tasks.push_back({{"custom_id", t.custom_id}, {"body", t.body}});
     canonical["tasks"] = std::move(tasks);

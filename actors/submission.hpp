@@ -40,6 +40,13 @@ result<submission> parse_submission(nlohmann::json j, std::string tenant,
                                     std::string idempotency_key,
                                     int max_attempts_cap = default_max_attempts_cap);
 
+/// Validates the document of `POST /v1/jobs/{id}/tasks`: `{"tasks": [...], "last_batch"?}`
+/// (tasks may be empty only in a last batch). Errors as parse_submission's for tasks, and
+/// invalid_tasks (last_batch), unknown_parameter.
+result<task_append> parse_append(nlohmann::json j);
+/// Hex SHA-256 of an append's canonical JSON (a retried append under its Idempotency-Key).
+std::string request_hash(const task_append& a);
+
 /// Hex SHA-256 of the canonical JSON of {endpoint, body, metadata, max_attempts}: the same
 /// request gives the same hash whatever the key order; the tenant and the key are not part of it.
 std::string request_hash(const submission& s);

@@ -38,6 +38,7 @@ int64_t& count_of(task_counts& c, job_status s) {
     case job_status::in_progress:
       return c.in_progress;
     case job_status::queued:
+    case job_status::ingesting:
       break;
   }
   return c.queued;
@@ -76,9 +77,51 @@ void finish_task(job_record& job, task_record& task, job_status status,
 
 /// The job completes once its list is latched and every task has finished.
 status complete_if_done(op_ctx& c, job_record& job, int64_t now_ms) {
-  if (is_terminal(job.status) || job.counts.total < 0 || job.counts.finished() < job.counts.total)
+  if (is_terminal(job.status) || job.status == job_status::ingesting || job.counts.total < 0 ||
+      job.counts.finished() < job.counts.total)
     return ok;
   return set_status(c, job, job_status::completed, now_ms);
+}
+
+/// Writes the next tasks of the list: records, custom_id index, known models, counts.
+status add_tasks(op_ctx& c, job_record& job, const std::vector<task_record>& tasks) {
+  std::set<std::string_view> models;
+  for (const auto& t : tasks) {
+    SY_TRY(put_task(c.txn, t));
+    if (!t.custom_id.empty())
+      SY_TRY(c.txn.put(db::task_custom, task_custom_key(job.id, t.custom_id), t.id));
+    // Written once per model: a put of an existing key would still dirty its page.
+    if (models.insert(t.model).second) {
+      if (const auto known = known_model_key(t.model); !c.txn.get(db::meta, known))
+        SY_TRY(c.txn.put(db::meta, known, ""));
+    }
+  }
+  job.ingested += static_cast<int64_t>(tasks.size());
+  job.counts.queued += static_cast<int64_t>(tasks.size());
+  return ok;
+}
+
+/// Sets the total (absolute: what is ingested) and latches the list in one step; the job leaves
+/// `ingesting` and completes if every task has finished already.
+status latch(op_ctx& c, job_record& job, int64_t now_ms) {
+  job.counts.total = job.ingested;
+  job.ingest_path.clear();
+  c.txn.del(db::list_ingest, job.id);
+  SY_TRY(set_status(c, job, job.started_at_ms > 0 ? job_status::in_progress : job_status::queued,
+                    now_ms));
+  return complete_if_done(c, job, now_ms);
+}
+
+/// The idempotency key of an append: the job's id and the client's key behind a byte that no
+/// Idempotency-Key holds (they are printable ASCII), so it never meets a submission's key.
+std::string append_key(const std::string& job_id, const std::string& key) {
+  return "\x1e" + job_id + "\x1e" + key;
+}
+
+op_reply refused(error_code code, std::string message, std::string param = {}) {
+  op_reply r = reply(op_reply::kind::refused);
+  r.refusal = make_error(code, std::move(message), std::move(param));
+  return r;
 }
 
 }  // namespace
@@ -89,30 +132,115 @@ result<op_reply> apply_create_list(op_ctx& c, const create_list_op& op) {
   if (!answered) return answered.error();
   if (*answered) return c.reply;
   job_record job = op.job;
-  job.status = job_status::queued;
+  job.status = op.latch ? job_status::queued : job_status::ingesting;
   job.event_seq = 0;
   job.task_list = true;
-  job.ingested = static_cast<int64_t>(op.tasks.size());
+  job.ingested = 0;
   job.counts = task_counts{};
-  job.counts.total = job.ingested;
-  job.counts.queued = job.ingested;
   job.next_publish = job.live = 0;
-  SY_TRY(txn.put(db::job_index, job_index_key(job.tenant, job.id), "queued"));
+  SY_TRY(txn.put(db::job_index, job_index_key(job.tenant, job.id), to_string(job.status)));
   if (job.deadline_ms > 0)
     SY_TRY(txn.put(db::deadlines, time_index_key(job.deadline_ms, job.id), ""));
-  std::set<std::string_view> models;
-  for (const auto& t : op.tasks) {
-    SY_TRY(put_task(txn, t));
-    if (!t.custom_id.empty())
-      SY_TRY(txn.put(db::task_custom, task_custom_key(job.id, t.custom_id), t.id));
-    if (models.insert(t.model).second) {
-      if (const auto known = known_model_key(t.model); !txn.get(db::meta, known))
-        SY_TRY(txn.put(db::meta, known, ""));
-    }
-  }
+  if (!job.ingest_path.empty()) SY_TRY(txn.put(db::list_ingest, job.id, ""));
+  SY_TRY(add_tasks(c, job, op.tasks));
+  if (op.latch) job.counts.total = job.ingested;
   SY_TRY(refill(c, job, job.created_at_ms));
   SY_TRY(record_event(c, job, std::nullopt, std::nullopt, job.created_at_ms));
   return answer_done(c, std::move(job), std::nullopt);
+}
+
+result<op_reply> apply_ingest_chunk(op_ctx& c, const ingest_chunk_op& op) {
+  auto job = get_job(c.txn, op.job_id);
+  if (!job) return reply(op_reply::kind::not_found);
+  if (job->status != job_status::ingesting || job->ingest_path.empty() ||
+      job->ingested != op.first_index) {
+    c.reply.what = op_reply::kind::stale;  // written already, or the list ended: resync
+    c.reply.job = std::move(job);
+    return c.reply;
+  }
+  SY_TRY(add_tasks(c, *job, op.tasks));
+  job->ingest_offset = op.next_offset;
+  job->updated_at_ms = op.now_ms;
+  SY_TRY(refill(c, *job, op.now_ms));
+  return answer_done(c, std::move(*job), std::nullopt);
+}
+
+result<op_reply> apply_latch(op_ctx& c, const latch_list_op& op) {
+  auto job = get_job(c.txn, op.job_id);
+  if (!job) return reply(op_reply::kind::not_found);
+  c.reply.job = job;
+  if (job->status != job_status::ingesting) {
+    c.reply.what = op_reply::kind::existing;  // latched (or stopped) already
+    return c.reply;
+  }
+  if (op.total != job->ingested)
+    return make_error(errc::storage_corrupt, "task list " + job->id + " latched at " +
+                                                 std::to_string(op.total) + " tasks, but has " +
+                                                 std::to_string(job->ingested));
+  SY_TRY(latch(c, *job, op.now_ms));
+  return answer_done(c, std::move(*job), std::nullopt);
+}
+
+result<op_reply> apply_ingest_failed(op_ctx& c, const ingest_failed_op& op) {
+  auto job = get_job(c.txn, op.job_id);
+  if (!job) return reply(op_reply::kind::not_found);
+  if (is_terminal(job->status)) return reply(op_reply::kind::stale);
+  job->errors = op.errors;
+  SY_TRY(stop_list(c, *job, job_status::failed, op.error, op.now_ms));
+  return answer_done(c, std::move(*job), std::nullopt);
+}
+
+result<op_reply> apply_append(op_ctx& c, const append_tasks_op& op) {
+  auto& txn = c.txn;
+  auto job = get_job(txn, op.job_id);
+  if (!job || job->tenant != op.tenant || !job->task_list) return reply(op_reply::kind::not_found);
+  const std::string key = op.idempotency_key.empty() ? "" : append_key(job->id, op.idempotency_key);
+  if (!key.empty()) {
+    if (auto idem = get_idempotency(txn, op.tenant, key)) {
+      if (idem->request_hash != op.request_hash)
+        return refused(errc::idempotency_conflict,
+                       "Idempotency-Key '" + op.idempotency_key +
+                           "' was already used for a different append to job " + job->id,
+                       "Idempotency-Key");
+      c.reply.what = op_reply::kind::existing;
+      c.reply.job = std::move(job);
+      return c.reply;
+    }
+  }
+  if (job->status != job_status::ingesting || !job->ingest_path.empty())
+    return refused(errc::job_not_open,
+                   "job " + job->id + " is " + std::string(to_string(job->status)) +
+                       (job->status == job_status::ingesting ? " from its staged list" : "") +
+                       "; tasks can be appended only to an open job that is not closed",
+                   "id");
+  if (job->ingested + static_cast<int64_t>(op.tasks.size()) > op.max_tasks)
+    return refused(errc::too_many_tasks,
+                   "job " + job->id + " holds " + std::to_string(job->ingested) +
+                       " tasks; appending " + std::to_string(op.tasks.size()) +
+                       " would pass max_tasks_per_job (" + std::to_string(op.max_tasks) + ")",
+                   "tasks");
+  std::vector<task_record> tasks = op.tasks;
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    auto& t = tasks[i];
+    if (!t.custom_id.empty() && txn.get(db::task_custom, task_custom_key(job->id, t.custom_id)))
+      return refused(errc::duplicate_custom_id,
+                     "'tasks[" + std::to_string(i) + "].custom_id' is '" + t.custom_id +
+                         "', the custom_id of an earlier task of job " + job->id,
+                     "tasks[" + std::to_string(i) + "].custom_id");
+    t.index = static_cast<int>(job->ingested + static_cast<int64_t>(i));
+    t.id = list_task_id(job->id, t.index);
+    t.job_id = job->id;
+    t.tenant = job->tenant;
+    t.max_attempts = job->max_attempts;
+  }
+  if (!key.empty())
+    SY_TRY(put_idempotency(txn, op.tenant, key,
+                           idempotency_record{job->id, op.request_hash, op.now_ms}));
+  SY_TRY(add_tasks(c, *job, tasks));
+  job->updated_at_ms = op.now_ms;
+  SY_TRY(refill(c, *job, op.now_ms));
+  if (op.last_batch) SY_TRY(latch(c, *job, op.now_ms));
+  return answer_done(c, std::move(*job), std::nullopt);
 }
 
 status list_task_started(op_ctx& c, job_record& job, task_record& task, int64_t now_ms) {
@@ -197,7 +325,10 @@ status stop_list(op_ctx& c, job_record& job, job_status to, const job_error& why
   // What is still counted queued was never published: it ends with the list, unwritten.
   count_of(job.counts, task_end) += job.counts.queued;
   job.counts.queued = 0;
+  job.counts.total = job.ingested;  // a list stopped while ingesting ends with what it holds
   job.live = 0;
+  job.ingest_path.clear();
+  c.txn.del(db::list_ingest, job.id);
   job.error = why;
   return set_status(c, job, to, now_ms, why);
 }
@@ -224,6 +355,15 @@ void purge_list(write_txn& t, const job_record& job) {
     return true;
   });
   for (const auto& k : keys) t.del(db::task_custom, k);
+  keys.clear();
+  const auto appends = idempotency_db_key(job.tenant, append_key(job.id, ""));
+  t.scan(db::idempotency, appends, [&](std::string_view key, std::string_view) {
+    if (!key.starts_with(appends)) return false;
+    keys.emplace_back(key);
+    return true;
+  });
+  for (const auto& k : keys) t.del(db::idempotency, k);
+  t.del(db::list_ingest, job.id);
 }
 
 }  // namespace detail

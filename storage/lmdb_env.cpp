@@ -104,9 +104,10 @@ status environment::open_databases(const std::string& path) {
     }
     // Older: migrate. 1 -> 2 changed only the outbox value's encoding, 2 -> 3 only the job,
     // task, lease and event values' encoding, and 3 -> 4 appended the task-list fields to job
-    // and task values and added db::task_custom and db::list_live (made below); this build reads
-    // the old and the new forms, so the migration is the version record itself — it keeps an older
-    // build, which could not read the new values, from opening the store after this one.
+    // and task values and added db::task_custom, db::list_live and db::list_ingest (made below);
+    // this build reads the old and the new forms, so the migration is the version record itself —
+    // it keeps an older build, which could not read the new values, from opening the store after
+    // this one.
     if (*found < schema_version) {
       if (auto st = w->put(db::meta, schema_key, std::to_string(schema_version)); !st) return st;
     }

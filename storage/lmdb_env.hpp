@@ -48,13 +48,14 @@ enum class db {
   batch_lines,   ///< batch id '/' slot (8 bytes big-endian) → one result line
   task_custom,   ///< job id '/' custom_id → task id (task-list jobs: lookup by the client's id)
   list_live,     ///< task id → "" for every published, unfinished task of a task list
+  list_ingest,   ///< job id → "" for every task list whose staged list is still being read
 };
-inline constexpr int db_count = 21;
+inline constexpr int db_count = 22;
 
 /// The on-disk schema this build writes. A store written by a newer schema is refused; an older
 /// one is migrated at open (docs/storage.md). 2: the outbox's compact encoding. 3: binary
 /// job, task, lease and event values (records.hpp). 4: task-list jobs (their fields appended to
-/// the job and task values, db::task_custom and db::list_live).
+/// the job and task values, db::task_custom, db::list_live and db::list_ingest).
 inline constexpr int schema_version = 4;
 
 class environment;

@@ -13,7 +13,7 @@ std::string_view db_name(db d) {
       "meta",        "jobs",        "tasks",       "idempotency", "leases",      "outbox",
       "events",      "webhooks",    "job_index",   "deadlines",   "retention",   "queued",
       "files",       "file_index",  "file_expiry", "batches",     "batch_index", "batch_active",
-      "batch_lines", "task_custom", "list_live"};
+      "batch_lines", "task_custom", "list_live",   "list_ingest"};
   return names[static_cast<size_t>(d)];
 }
 

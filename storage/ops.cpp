@@ -441,6 +441,10 @@ result<op_reply> apply(write_txn& txn, const write_op& op, const store_policy& p
         using T = std::decay_t<decltype(o)>;
         if constexpr (std::is_same_v<T, create_job_op>) return apply_create(c, o);
         if constexpr (std::is_same_v<T, create_list_op>) return apply_create_list(c, o);
+        if constexpr (std::is_same_v<T, ingest_chunk_op>) return apply_ingest_chunk(c, o);
+        if constexpr (std::is_same_v<T, latch_list_op>) return apply_latch(c, o);
+        if constexpr (std::is_same_v<T, ingest_failed_op>) return apply_ingest_failed(c, o);
+        if constexpr (std::is_same_v<T, append_tasks_op>) return apply_append(c, o);
         if constexpr (std::is_same_v<T, start_attempt_op>) return apply_start(c, o);
         if constexpr (std::is_same_v<T, extend_lease_op>) return apply_extend(txn, o);
         if constexpr (std::is_same_v<T, finish_attempt_op>) return apply_finish(c, o);

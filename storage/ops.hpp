@@ -35,10 +35,68 @@ struct create_job_op {
 /// job, its tasks, their custom_id index, and the messages of the first `job.window` tasks —
 /// unless the tenant's idempotency key already names a job (as create_job_op).
 struct create_list_op {
-  job_record job;  ///< task_list set; counts, ingested and window filled in by the caller
+  job_record job;  ///< task_list and window set by the caller; counts and ingested by the op
   std::vector<task_record> tasks;
+  /// True: `tasks` is the whole list (latched now, total = its size). False: the job is
+  /// `ingesting` — open for appends, or reading `job.ingest_path` (docs/task-lists.md).
+  bool latch = true;
 
   bool operator==(const create_list_op&) const = default;
+};
+
+/// One chunk of a staged list's ingest: tasks first_index .. first_index+n-1 (ids, indexes and
+/// bodies filled in), and the source's offset after them. Applies only while the job is ingesting
+/// with exactly `first_index` tasks: a chunk read again after a crash finds its tasks written
+/// (answered `stale` with the job, whose `ingested` and `ingest_offset` say where to go on).
+struct ingest_chunk_op {
+  std::string job_id;
+  int64_t first_index = 0;
+  std::vector<task_record> tasks;
+  int64_t next_offset = 0;
+  int64_t now_ms = 0;
+
+  bool operator==(const ingest_chunk_op&) const = default;
+};
+
+/// The list is complete: `total` (the absolute count, which must equal the tasks ingested) is
+/// set and the list latched, so the job can complete — in one transaction, so a crash before it
+/// leaves the job unable to complete early and a crash after it finds it done. Repeat-safe.
+struct latch_list_op {
+  std::string job_id;
+  int64_t total = 0;
+  int64_t now_ms = 0;
+
+  bool operator==(const latch_list_op&) const = default;
+};
+
+/// A staged list failed its validation (or could not be read): the job fails with `error` and
+/// the bad lines in `errors`.
+struct ingest_failed_op {
+  std::string job_id;
+  job_error error;
+  std::vector<batch_error> errors;
+  int64_t now_ms = 0;
+
+  bool operator==(const ingest_failed_op&) const = default;
+};
+
+/// An append to an open list (POST /v1/jobs/{id}/tasks; /close is an empty last batch): the
+/// tasks get the next indexes; with `last_batch` the list is latched. With an idempotency key a
+/// repeated append adds nothing (`existing`, with the job). Refused (with `refusal`): the key was
+/// used for other tasks (idempotency_conflict), the job is not open (job_not_open), a custom_id
+/// is already used (duplicate_custom_id, param tasks[i].custom_id), or the list would grow past
+/// `max_tasks` (too_many_tasks). Not found: no such job of `tenant`.
+struct append_tasks_op {
+  std::string tenant;
+  std::string job_id;
+  std::string idempotency_key;
+  std::string request_hash;
+  std::vector<task_record> tasks;  ///< model, body, custom_id; ids and indexes by the op
+  bool last_batch = false;
+  int64_t max_tasks = 0;
+  int64_t now_ms = 0;
+
+  bool operator==(const append_tasks_op&) const = default;
 };
 
 /// Try to start attempt `attempt` of a task under a new lease.
@@ -146,7 +204,8 @@ struct webhook_result_op {
   bool operator==(const webhook_result_op&) const = default;
 };
 
-using write_op = std::variant<create_job_op, create_list_op, start_attempt_op, extend_lease_op,
+using write_op = std::variant<create_job_op, create_list_op, ingest_chunk_op, latch_list_op,
+                              ingest_failed_op, append_tasks_op, start_attempt_op, extend_lease_op,
                               finish_attempt_op, republish_op, outbox_ack_op, cancel_job_op,
                               expire_job_op, purge_jobs_op, webhook_result_op, create_file_op,
                               delete_file_op, create_batch_op, batch_ingested_op, batch_lines_op,
@@ -177,6 +236,7 @@ struct op_reply {
     busy,       ///< start: another live lease holds the task
     not_yet,    ///< start: the attempt's backoff has not elapsed (`delay_ms` left)
     not_found,  ///< the task or job does not exist
+    refused,    ///< append: not applied, `refusal` says why
   };
   kind what = kind::done;
   std::optional<job_record> job;
@@ -186,6 +246,7 @@ struct op_reply {
   bool webhooks_appended = false;         ///< tells the writer to wake the webhook deliverer
   bool abort_inflight = false;            ///< cancel/expire: abort the running attempt of `task`
   std::vector<std::string> abort_tasks;   ///< cancel/expire of a task list: running tasks to abort
+  std::optional<sy::error> refusal;       ///< refused: why, as the client is to be answered
   std::vector<std::string> changed_jobs;  ///< jobs that got a new event (wake their waiters)
   size_t purged = 0;                      ///< purge: jobs deleted
   std::optional<file_record> file;        ///< file operations: the file
@@ -204,7 +265,28 @@ typename Inspector::result_type inspect(Inspector& f, create_job_op& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, create_list_op& x) {
-  return f(x.job, x.tasks);
+  return f(x.job, x.tasks, x.latch);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ingest_chunk_op& x) {
+  return f(x.job_id, x.first_index, x.tasks, x.next_offset, x.now_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, latch_list_op& x) {
+  return f(x.job_id, x.total, x.now_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ingest_failed_op& x) {
+  return f(x.job_id, x.error, x.errors, x.now_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, append_tasks_op& x) {
+  return f(x.tenant, x.job_id, x.idempotency_key, x.request_hash, x.tasks, x.last_batch,
+           x.max_tasks, x.now_ms);
 }
 
 template <class Inspector>
@@ -257,7 +339,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_reply& x) {
   return f(x.what, optional_field{x.job}, optional_field{x.task}, x.delay_ms, x.outbox_appended,
            x.webhooks_appended, x.abort_inflight, x.changed_jobs, x.purged, optional_field{x.file},
-           optional_field{x.batch}, x.lines_added, x.abort_tasks);
+           optional_field{x.batch}, x.lines_added, x.abort_tasks, optional_field{x.refusal});
 }
 
 /// The Files and Batch API operations (storage/batch_ops.cpp), dispatched by `apply`.

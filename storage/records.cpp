@@ -16,7 +16,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr std::array<std::pair<job_status, std::string_view>, 7> job_status_names{{
+constexpr std::array<std::pair<job_status, std::string_view>, 8> job_status_names{{
     {job_status::queued, "queued"},
     {job_status::in_progress, "in_progress"},
     {job_status::cancelling, "cancelling"},
@@ -24,6 +24,7 @@ constexpr std::array<std::pair<job_status, std::string_view>, 7> job_status_name
     {job_status::failed, "failed"},
     {job_status::cancelled, "cancelled"},
     {job_status::expired, "expired"},
+    {job_status::ingesting, "ingesting"},
 }};
 
 constexpr std::array<std::pair<task_state, std::string_view>, 3> task_state_names{{
@@ -343,6 +344,8 @@ std::string encode_job(const job_record& r) {
   const auto& c = r.counts;
   w.u(1).i(c.total).i(c.queued).i(c.in_progress).i(c.completed).i(c.failed).i(c.cancelled);
   w.i(r.ingested).i(r.next_publish).i(r.live).i(r.window);
+  w.s(r.ingest_path).i(r.ingest_offset).u(r.errors.size());
+  for (const auto& e : r.errors) w.s(e.code).s(e.message).s(e.param).i(e.line);
   return w.take();
 }
 
@@ -371,6 +374,12 @@ std::optional<job_record> decode_job(std::string_view value) {
   auto& c = r.counts;
   in.i(c.total).i(c.queued).i(c.in_progress).i(c.completed).i(c.failed).i(c.cancelled);
   in.i(r.ingested).i(r.next_publish).i(r.live).i(r.window);
+  uint64_t errors = 0;
+  in.s(r.ingest_path).i(r.ingest_offset).u(errors);
+  for (uint64_t i = 0; i < errors && in.more(); ++i) {
+    auto& e = r.errors.emplace_back();
+    in.s(e.code).s(e.message).s(e.param).i(e.line);
+  }
   if (in.corrupt()) return std::nullopt;
   if (!metadata.empty()) {
     r.metadata = json::parse(metadata, nullptr, /*allow_exceptions=*/false);

@@ -11,13 +11,25 @@
 
 #include <nlohmann/json.hpp>
 
+#include "storage/batch_records.hpp"
 #include "storage/inspect.hpp"
 
 namespace sy::storage {
 
 /// Client-visible job states (docs/state-machine.md).
 /// Stored by number (records.hpp, schema 3): new states go at the end, never in between.
-enum class job_status { queued, in_progress, cancelling, completed, failed, cancelled, expired };
+/// `ingesting`: a task list still taking tasks (a staged list being read, or an open job); its
+/// tasks may run meanwhile (docs/task-lists.md).
+enum class job_status {
+  queued,
+  in_progress,
+  cancelling,
+  completed,
+  failed,
+  cancelled,
+  expired,
+  ingesting
+};
 
 /// Internal task states. `leased` means an attempt holds a lease; the lease record says until when.
 /// Stored by number, like job_status: append only.
@@ -88,10 +100,13 @@ struct job_record {
   // --- task-list jobs only (schema 4); a single-request job leaves them at their defaults
   bool task_list = false;  ///< the job runs a list of tasks (`tasks`), not `body`
   task_counts counts;
-  int64_t ingested = 0;      ///< tasks written so far: indexes 0 .. ingested-1 exist
-  int64_t next_publish = 0;  ///< tasks below this index have been published to JetStream
-  int64_t live = 0;          ///< published tasks not finished yet (at most `window`)
-  int64_t window = 0;        ///< most tasks published and unfinished at once (max_inflight)
+  int64_t ingested = 0;       ///< tasks written so far: indexes 0 .. ingested-1 exist
+  int64_t next_publish = 0;   ///< tasks below this index have been published to JetStream
+  int64_t live = 0;           ///< published tasks not finished yet (at most `window`)
+  int64_t window = 0;         ///< most tasks published and unfinished at once (max_inflight)
+  std::string ingest_path;    ///< the staged list still to read (JSONL); empty: none (open or done)
+  int64_t ingest_offset = 0;  ///< bytes of it read into tasks 0 .. ingested-1
+  std::vector<batch_error> errors;  ///< why the ingest failed: bad lines, with their numbers
 
   bool operator==(const job_record&) const = default;
 };
@@ -212,6 +227,11 @@ nlohmann::json to_json(const webhook_record& r);
 webhook_record webhook_from_json(const nlohmann::json& j);
 
 // --- inspect (storage/inspect.hpp): the records that travel in messages to the storage writer
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_error& x) {
+  return f(x.code, x.message);
+}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gateway_result& x) {

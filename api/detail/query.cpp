@@ -74,7 +74,7 @@ result<list_params> parse_list_params(std::string_view target) {
     out.status = storage::job_status_from(*s);
     if (!out.status)
       return invalid("status",
-                     "'status' must be one of queued, in_progress, cancelling, "
+                     "'status' must be one of queued, ingesting, in_progress, cancelling, "
                      "completed, failed, cancelled, expired; got '" +
                          *s + "'.");
   }

@@ -27,9 +27,10 @@ using std::chrono::milliseconds;
 /// A task list this call created is 201: its tasks are committed and queryable already.
 response job_response(const storage::job_record& job, bool accepted, const request& req,
                       bool created = false) {
-  const auto status = created && job.task_list ? http::status::created
-                      : accepted               ? http::status::accepted
-                                               : http::status::ok;
+  const bool latched = job.status != storage::job_status::ingesting;
+  const auto status = created && job.task_list && latched ? http::status::created
+                      : accepted                          ? http::status::accepted
+                                                          : http::status::ok;
   auto res = json_response(status, job_json(job), req);
   res.set(http::field::location, "/v1/jobs/" + job.id);
   if (accepted) res.set(http::field::retry_after, "1");
@@ -99,6 +100,10 @@ boost::asio::awaitable<reply> request_handler::handle(request req) {
     res = get_job(req, m.params.at(0));
   } else if (m.route == route_cancel_job) {
     res = co_await cancel_job(req, m.params.at(0));
+  } else if (m.route == route_append_tasks) {
+    res = co_await append_tasks(req, m.params.at(0), false);
+  } else if (m.route == route_close_job) {
+    res = co_await append_tasks(req, m.params.at(0), true);
   } else if (m.route == route_list_tasks) {
     res = list_tasks(req, m.params.at(0));
   } else if (m.route == route_get_task) {
@@ -232,6 +237,33 @@ response request_handler::list_tasks(const request& req, const std::string& id) 
   }
   out.key("has_more").boolean(page->has_more).end_object();
   return json_response(http::status::ok, out.take(), req);
+}
+
+boost::asio::awaitable<response> request_handler::append_tasks(const request& req, std::string id,
+                                                               bool close) {
+  actors::task_append append;
+  append.last_batch = true;  // a close is an empty last batch, and takes no body
+  std::string tenant, key;
+  if (close) {
+    auto t = auth_.tenant_for(req[http::field::authorization]);
+    if (!t) co_return error_for(t.error(), req);
+    auto k = idempotency_key(req);
+    if (!k) co_return error_for(k.error(), req);
+    tenant = std::move(*t);
+    key = std::move(*k);
+  } else {
+    auto in = read_submit_input(req);
+    if (!in) co_return error_for(in.error(), req);
+    auto parsed = actors::parse_append(std::move(in->doc));
+    if (!parsed) co_return error_for(parsed.error(), req);
+    append = std::move(*parsed);
+    tenant = std::move(in->tenant);
+    key = std::move(in->idempotency_key);
+  }
+  auto job =
+      co_await service_.append(std::move(tenant), std::move(id), std::move(append), std::move(key));
+  if (!job) co_return error_for(job.error(), req);
+  co_return json_response(http::status::ok, job_json(*job), req);
 }
 
 response request_handler::get_task(const request& req, const std::string& id,

@@ -75,6 +75,8 @@ class request_handler {
   /// GET /v1/jobs/{id}/tasks and GET /v1/jobs/{id}/tasks/{task_id} (task-list jobs).
   response list_tasks(const request& req, const std::string& id);
   response get_task(const request& req, const std::string& id, const std::string& task);
+  /// POST /v1/jobs/{id}/tasks and POST /v1/jobs/{id}/close (`close`: an empty last batch).
+  boost::asio::awaitable<response> append_tasks(const request& req, std::string id, bool close);
   response readyz(const request& req) const;
   boost::asio::awaitable<response> sync_call(const request& req, std::string endpoint);
   reply job_events(const request& req, const std::string& id);

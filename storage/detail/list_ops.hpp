@@ -9,6 +9,10 @@
 namespace sy::storage::detail {
 
 result<op_reply> apply_create_list(op_ctx& c, const create_list_op& op);
+result<op_reply> apply_ingest_chunk(op_ctx& c, const ingest_chunk_op& op);
+result<op_reply> apply_latch(op_ctx& c, const latch_list_op& op);
+result<op_reply> apply_ingest_failed(op_ctx& c, const ingest_failed_op& op);
+result<op_reply> apply_append(op_ctx& c, const append_tasks_op& op);
 
 /// An attempt of a list's task started (its lease is written): the task's status, the counts,
 /// and the job's own `in_progress` at its first start. The caller writes the task and the job.

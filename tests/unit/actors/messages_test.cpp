@@ -82,6 +82,12 @@ st::task_record task() {
   return t;
 }
 
+st::file_record file(const std::string& id) {
+  return {id, "acme", "in.jsonl", "batch", 1234, 31, 32};
+}
+
+st::batch_error batch_error(const std::string& code) { return {code, "bad line", "body", 7}; }
+
 /// A task-list job and one of its tasks, with every field of schema 4 set.
 st::job_record list_job() {
   st::job_record j = job();
@@ -93,6 +99,9 @@ st::job_record list_job() {
   j.next_publish = 7;
   j.live = 3;
   j.window = 4;
+  j.ingest_path = "/data/task-lists/job_01.jsonl";
+  j.ingest_offset = 4096;
+  j.errors = {batch_error("invalid_json_line")};
   return j;
 }
 
@@ -109,12 +118,6 @@ st::task_record list_task(int index) {
   t.finished_at_ms = 24;
   return t;
 }
-
-st::file_record file(const std::string& id) {
-  return {id, "acme", "in.jsonl", "batch", 1234, 31, 32};
-}
-
-st::batch_error batch_error(const std::string& code) { return {code, "bad line", "body", 7}; }
 
 st::batch_record batch() {
   st::batch_record b;
@@ -178,7 +181,14 @@ st::batch_lines_op batch_lines() {
 std::vector<st::write_op> every_op() {
   return {
       create_job(),
-      st::create_list_op{list_job(), {list_task(0), list_task(1)}},
+      st::create_list_op{list_job(), {list_task(0), list_task(1)}, false},
+      st::ingest_chunk_op{"job_01", 7, {list_task(7)}, 4096, 77},
+      st::latch_list_op{"job_01", 8, 78},
+      st::ingest_failed_op{"job_01",
+                           st::job_error{"invalid_task_file", "bad"},
+                           {batch_error("invalid_json_line")},
+                           79},
+      st::append_tasks_op{"acme", "job_01", "key", "hash", {list_task(8)}, true, 100, 80},
       st::start_attempt_op{"job_01-0", 2, "tok", "node-a", 81, 82},
       st::extend_lease_op{"job_01-0", 2, "tok", 83},
       finish_attempt(),
@@ -216,6 +226,7 @@ st::op_reply reply() {
   r.batch = batch();
   r.lines_added = 103;
   r.abort_tasks = {"01-00000001", "01-00000002"};
+  r.refusal = make_error(errc::job_not_open, "closed", "id");
   return r;
 }
 

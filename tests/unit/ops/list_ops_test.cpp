@@ -270,5 +270,84 @@ TEST_F(list_ops_test, retention_deletes_the_list_with_everything_of_it) {
   EXPECT_EQ(count(db::events), 0u);
 }
 
+TEST_F(list_ops_test, an_unlatched_list_never_completes_before_its_latch) {
+  auto op = make_list(2, 10);
+  op.latch = false;
+  auto r = run(op);
+  EXPECT_EQ(r.job->status, job_status::ingesting);
+  EXPECT_EQ(r.job->counts.total, -1);
+  for (int i = 0; i < 2; ++i) {
+    start(i);
+    finish(i, attempt_end::succeeded);
+  }
+  EXPECT_EQ(job(job_id)->status, job_status::ingesting);  // every task done, not latched
+  auto latched = run(latch_list_op{job_id, 2, 4000});
+  EXPECT_EQ(latched.job->status, job_status::completed);
+  EXPECT_EQ(latched.job->counts.total, 2);
+  EXPECT_EQ(run(latch_list_op{job_id, 2, 4100}).what, op_reply::kind::existing);
+}
+
+TEST_F(list_ops_test, a_chunk_applies_once_and_a_replayed_one_is_stale) {
+  auto op = make_list(0, 2);
+  op.latch = false;
+  op.job.ingest_path = "/data/task-lists/x.jsonl";
+  run(op);
+  EXPECT_EQ(count(db::list_ingest), 1u);
+  auto chunk = make_list(3, 2).tasks;
+  auto r = run(ingest_chunk_op{job_id, 0, chunk, 300, 1500});
+  ASSERT_EQ(r.what, op_reply::kind::done);
+  EXPECT_EQ(r.job->ingested, 3);
+  EXPECT_EQ(r.job->ingest_offset, 300);
+  EXPECT_EQ(r.job->counts.queued, 3);
+  EXPECT_EQ(r.job->live, 2);
+  // After a crash the same chunk is read again: it finds its tasks written.
+  auto again = run(ingest_chunk_op{job_id, 0, chunk, 300, 1600});
+  EXPECT_EQ(again.what, op_reply::kind::stale);
+  EXPECT_EQ(again.job->ingested, 3);
+  EXPECT_EQ(job(job_id)->counts.queued, 3);
+  EXPECT_EQ(count(db::tasks), 3u);
+  EXPECT_EQ(run(latch_list_op{job_id, 3, 1700}).job->counts.total, 3);
+  EXPECT_EQ(count(db::list_ingest), 0u);
+  EXPECT_TRUE(job(job_id)->ingest_path.empty());
+}
+
+TEST_F(list_ops_test, appends_take_the_next_indexes_once_per_key) {
+  auto op = make_list(1, 10);
+  op.latch = false;
+  run(op);
+  append_tasks_op a;
+  a.tenant = "t1";
+  a.job_id = job_id;
+  a.idempotency_key = "k";
+  a.request_hash = "h";
+  a.tasks = make_list(2, 10).tasks;
+  for (auto& t : a.tasks) t.custom_id = "more-" + t.custom_id;
+  a.max_tasks = 100;
+  a.now_ms = 1500;
+  auto r = run(a);
+  ASSERT_EQ(r.what, op_reply::kind::done);
+  EXPECT_EQ(r.job->ingested, 3);
+  EXPECT_EQ(get(2).index, 2);
+  EXPECT_EQ(get(2).custom_id, "more-c1");
+  EXPECT_EQ(run(a).what, op_reply::kind::existing);
+  EXPECT_EQ(job(job_id)->ingested, 3);
+  a.request_hash = "other";
+  EXPECT_EQ(run(a).refusal->code, "idempotency_conflict");
+  a.idempotency_key.clear();
+  a.tasks = {make_list(1, 1).tasks[0]};  // custom_id c0, taken by task 0
+  auto dup = run(a);
+  ASSERT_EQ(dup.what, op_reply::kind::refused);
+  EXPECT_EQ(dup.refusal->code, "duplicate_custom_id");
+  EXPECT_EQ(dup.refusal->param, "tasks[0].custom_id");
+  a.tasks.clear();
+  a.last_batch = true;
+  auto closed = run(a);
+  EXPECT_EQ(closed.job->counts.total, 3);
+  EXPECT_EQ(closed.job->status, job_status::queued);
+  EXPECT_EQ(run(a).refusal->code, "job_not_open");
+  a.tenant = "t2";
+  EXPECT_EQ(run(a).what, op_reply::kind::not_found);
+}
+
 }  // namespace
 }  // namespace sy::storage
