@@ -96,6 +96,7 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
     e->shutdown();
     return st.error();
   }
+  e->resume_ingests();
   log::info("engine", "started",
             {{"holder", ctx.holder},
              {"models", e->queued_models_},

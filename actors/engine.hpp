@@ -92,6 +92,10 @@ class engine final : public job_service {
   status queue_models(const std::vector<std::string>& models,
                       const std::vector<std::string>& params);
   boost::asio::awaitable<result<submit_outcome>> submit_list(submission s);
+  /// The ingest actor of a staged task list (list_ingest.hpp); at start, one per list of
+  /// db::list_ingest.
+  void start_ingest(const std::string& job_id);
+  void resume_ingests();
   /// Commits `req` (a create) and turns its reply into the submit's outcome.
   boost::asio::awaitable<result<submit_outcome>> commit_create(write_request req,
                                                                const std::string& key);

@@ -1,11 +1,16 @@
 // The engine's task-list jobs (docs/task-lists.md): submitting a list, and reading its tasks.
 // The rest of engine is in engine.cpp.
 
+#include <unistd.h>
+
 #include <set>
 
 #include "actors/engine.hpp"
+#include "actors/list_ingest.hpp"
 #include "actors/submission.hpp"
+#include "actors/task_file.hpp"
 #include "actors/write.hpp"
+#include "runtime/log.hpp"
 
 namespace sy::actors {
 namespace {
@@ -24,29 +29,6 @@ std::pair<std::vector<std::string>, std::vector<std::string>> task_models(
   return out;
 }
 
-/// The records of `tasks` as the next tasks of `job`, from its `ingested` on (an append's ids
-/// and indexes are set again by the writer, which knows the list's length).
-std::vector<storage::task_record> task_records(const storage::job_record& job,
-                                               std::vector<task_input>& tasks) {
-  std::vector<storage::task_record> out;
-  out.reserve(tasks.size());
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    auto& in = tasks[i];
-    storage::task_record t;
-    const int64_t index = job.ingested + static_cast<int64_t>(i);
-    t.id = storage::list_task_id(job.id, index);
-    t.job_id = job.id;
-    t.tenant = job.tenant;
-    t.model = in.body["model"].get<std::string>();
-    t.index = static_cast<int>(index);
-    t.max_attempts = job.max_attempts;
-    t.custom_id = std::move(in.custom_id);
-    t.body = in.body.dump();
-    out.push_back(std::move(t));
-  }
-  return out;
-}
-
 }  // namespace
 
 boost::asio::awaitable<result<submit_outcome>> engine::submit_list(submission s) {
@@ -56,17 +38,27 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit_list(submission s)
                          "The list holds " + std::to_string(n) + " tasks; a job holds at most " +
                              std::to_string(deps_.cfg.max_tasks_per_job) + " (max_tasks_per_job).",
                          "tasks");
-  if (n > deps_.cfg.sync_tasks_max)
-    co_return make_error(
-        errc::too_many_tasks,
-        "The list holds " + std::to_string(n) + " tasks; an inline list holds at most " +
-            std::to_string(deps_.cfg.sync_tasks_max) +
-            " (sync_tasks_max). Larger lists are not taken by this build yet; split the list "
-            "into several jobs (docs/task-lists.md).",
-        "tasks");
-  if (!s.input_file_id.empty())
-    co_return make_error(errc::invalid_tasks, "Staged task lists are not taken by this build yet.",
-                         "input_file_id");
+  if (s.open && n > deps_.cfg.sync_tasks_max)
+    co_return make_error(errc::too_many_tasks,
+                         "An open job starts with at most " +
+                             std::to_string(deps_.cfg.sync_tasks_max) +
+                             " tasks (sync_tasks_max); append the rest in batches.",
+                         "tasks");
+  // A list too long to commit at once, or a staged one, is read in chunks after the answer.
+  const bool staged = !s.input_file_id.empty() || n > deps_.cfg.sync_tasks_max;
+  std::string staged_source;
+  if (!s.input_file_id.empty()) {
+    auto file = batches_->get_file(s.tenant, s.input_file_id);
+    if (!file)
+      co_return make_error(errc::file_not_found, "No such file: '" + s.input_file_id + "'.",
+                           "input_file_id");
+    if (file->purpose != "tasks")
+      co_return make_error(errc::invalid_tasks,
+                           "The input file must have been uploaded with purpose 'tasks', not '" +
+                               file->purpose + "'.",
+                           "input_file_id");
+    staged_source = batches_->file_path(s.input_file_id);
+  }
   auto webhook_url = job_webhook(s);
   if (!webhook_url) co_return webhook_url.error();
   auto models = task_models(s.tasks);
@@ -88,11 +80,27 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit_list(submission s)
   job.task_list = true;
   job.window = s.max_inflight > 0 ? s.max_inflight : deps_.cfg.task_window;
   storage::create_list_op op;
-  op.tasks = task_records(job, s.tasks);
-  op.latch = !s.open;
+  if (staged) {
+    // The list is on disk before the job is: a crash after the answer finds it and goes on.
+    job.ingest_path = deps_.cfg.data_dir + "/task-lists/" + job.id + ".jsonl";
+    auto st = staged_source.empty() ? write_task_file(job.ingest_path, s.tasks)
+                                    : link_task_file(staged_source, job.ingest_path);
+    if (!st) co_return st.error();
+  } else {
+    op.tasks = make_task_records(job, 0, s.tasks);
+  }
+  op.latch = !s.open && !staged;
+  const std::string path = job.ingest_path;
   op.job = std::move(job);
   write_request req{std::move(op)};
-  co_return co_await commit_create(std::move(req), s.idempotency_key);
+  auto out = co_await commit_create(std::move(req), s.idempotency_key);
+  if (!staged) co_return out;
+  if (out && out->created) {
+    start_ingest(out->job.id);
+  } else {
+    ::unlink(path.c_str());  // not ours: the key named another job, or the commit failed
+  }
+  co_return out;
 }
 
 boost::asio::awaitable<result<storage::job_record>> engine::append(std::string tenant,
@@ -111,8 +119,8 @@ boost::asio::awaitable<result<storage::job_record>> engine::append(std::string t
   op.job_id = id;
   op.idempotency_key = std::move(idempotency_key);
   if (!op.idempotency_key.empty()) op.request_hash = request_hash(a);
-  storage::job_record placeholder;  // ids and indexes come from the writer
-  op.tasks = task_records(placeholder, a.tasks);
+  storage::job_record placeholder;  // ids, indexes and attempts come from the writer
+  op.tasks = make_task_records(placeholder, 0, a.tasks);
   op.last_batch = a.last_batch;
   op.max_tasks = deps_.cfg.max_tasks_per_job;
   op.now_ms = deps_.clock.now_ms();
@@ -126,6 +134,25 @@ boost::asio::awaitable<result<storage::job_record>> engine::append(std::string t
     co_return make_error(errc::job_not_found, "no task-list job with id '" + id + "'", "id");
   if (rep.what == kind::refused && rep.refusal) co_return *rep.refusal;
   co_return std::move(*rep.job);
+}
+
+void engine::start_ingest(const std::string& job_id) {
+  spawn_list_ingest(*ctx_, job_id, [this](const std::vector<std::string>& models) {
+    return queue_models(models, std::vector<std::string>(models.size(), ""));
+  });
+}
+
+void engine::resume_ingests() {
+  std::vector<std::string> ids;
+  {
+    auto txn = deps_.env.begin_read();
+    txn.scan(storage::db::list_ingest, "", [&](std::string_view id, std::string_view) {
+      ids.emplace_back(id);
+      return true;
+    });
+  }
+  if (!ids.empty()) log::info("ingest", "resuming task-list ingests", {{"count", ids.size()}});
+  for (const auto& id : ids) start_ingest(id);
 }
 
 result<task_page> engine::list_tasks(const std::string& tenant, const std::string& id,

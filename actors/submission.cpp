@@ -21,7 +21,6 @@ constexpr std::array<std::string_view, 10> known_fields = {
     "endpoint",    "body",    "tasks",        "metadata",      "max_attempts",
     "webhook_url", "timeout", "max_inflight", "input_file_id", "open"};
 constexpr std::array<std::string_view, 2> known_task_fields = {"custom_id", "body"};
-constexpr size_t custom_id_max_bytes = 512;  // as a batch line's (docs/limits.md)
 constexpr int max_inflight_cap = 10'000;
 constexpr double max_timeout_s = 7 * 24 * 3600;
 
@@ -77,40 +76,6 @@ result<json*> parse_body(json& j) {
   return body;
 }
 
-/// One task of a list, checked; its body is moved out of the document (no copy).
-result<task_input> parse_task(json& t, size_t i, std::unordered_set<std::string_view>& seen) {
-  const std::string at = "tasks[" + std::to_string(i) + "]";
-  if (!t.is_object())
-    return make_error(errc::invalid_tasks, "'" + at + "' must be an object with a 'body'.", at);
-  for (const auto& [key, value] : t.items()) {
-    if (!contains(known_task_fields, key))
-      return make_error(
-          errc::unknown_parameter,
-          "Unrecognized task argument supplied: " + at + "." + key + ". Allowed: custom_id, body.",
-          at + "." + key);
-  }
-  task_input out;
-  if (auto id = t.find("custom_id"); id != t.end() && !id->is_null()) {
-    if (!id->is_string() || id->get_ref<const std::string&>().empty() ||
-        id->get_ref<const std::string&>().size() > custom_id_max_bytes)
-      return make_error(errc::invalid_tasks,
-                        "'" + at + ".custom_id' must be a non-empty string of at most 512 bytes.",
-                        at + ".custom_id");
-    if (!seen.insert(id->get_ref<const std::string&>()).second)
-      return make_error(errc::duplicate_custom_id,
-                        "'" + at + ".custom_id' is '" + id->get<std::string>() +
-                            "', the custom_id of an earlier task; custom_ids are unique within a "
-                            "job.",
-                        at + ".custom_id");
-    out.custom_id = id->get<std::string>();
-  }
-  auto body = t.find("body");
-  if (auto st = check_request_body(body == t.end() ? nullptr : &*body, at + ".body"); !st)
-    return st.error();
-  out.body = std::move(*body);
-  return out;
-}
-
 /// A list of tasks (`tasks`), checked whole; `empty_ok`: an open job's first tasks, or an
 /// append that closes the list, may be none.
 result<std::vector<task_input>> parse_tasks(json& j, bool empty_ok) {
@@ -126,8 +91,17 @@ result<std::vector<task_input>> parse_tasks(json& j, bool empty_ok) {
   std::vector<task_input> out;
   out.reserve(it->size());
   for (size_t i = 0; i < it->size(); ++i) {
-    auto task = parse_task((*it)[i], i, seen);
+    auto& t = (*it)[i];
+    const std::string at = "tasks[" + std::to_string(i) + "]";
+    auto task = parse_task(t, at);
     if (!task) return task.error();
+    if (!task->custom_id.empty() &&
+        !seen.insert(t["custom_id"].get_ref<const std::string&>()).second)
+      return make_error(errc::duplicate_custom_id,
+                        "'" + at + ".custom_id' is '" + task->custom_id +
+                            "', the custom_id of an earlier task; custom_ids are unique within a "
+                            "job.",
+                        at + ".custom_id");
     out.push_back(std::move(*task));
   }
   return out;
@@ -249,6 +223,37 @@ std::string utf8_prefix(std::string_view s, size_t chars) {
 }
 
 }  // namespace
+
+result<task_input> parse_task(json& t, const std::string& at) {
+  auto param = [&](const char* field) {
+    return at.empty() ? std::string(field) : at + "." + field;
+  };
+  const std::string what = at.empty() ? "The line" : "'" + at + "'";
+  if (!t.is_object())
+    return make_error(errc::invalid_tasks, what + " must be an object with a 'body'.", at);
+  for (const auto& [key, value] : t.items()) {
+    if (!contains(known_task_fields, key))
+      return make_error(errc::unknown_parameter,
+                        "Unrecognized task argument supplied: " + param(key.c_str()) +
+                            ". Allowed: custom_id, body.",
+                        param(key.c_str()));
+  }
+  task_input out;
+  if (auto id = t.find("custom_id"); id != t.end() && !id->is_null()) {
+    if (!id->is_string() || id->get_ref<const std::string&>().empty() ||
+        id->get_ref<const std::string&>().size() > limits::custom_id_max_bytes)
+      return make_error(
+          errc::invalid_tasks,
+          "'" + param("custom_id") + "' must be a non-empty string of at most 512 bytes.",
+          param("custom_id"));
+    out.custom_id = id->get<std::string>();
+  }
+  auto body = t.find("body");
+  if (auto st = check_request_body(body == t.end() ? nullptr : &*body, param("body")); !st)
+    return st.error();
+  out.body = std::move(*body);
+  return out;
+}
 
 status check_metadata(const json& m) {
   if (m.is_null()) return ok;

@@ -40,6 +40,12 @@ result<submission> parse_submission(nlohmann::json j, std::string tenant,
                                     std::string idempotency_key,
                                     int max_attempts_cap = default_max_attempts_cap);
 
+/// One task object — of `tasks`, of an append, or a line of a staged list — checked as the
+/// others are: `{"custom_id"?, "body"}`. `at` prefixes the params ("tasks[3]"; empty for a line
+/// of a file: "body.model"). The body is moved out of `t`. Uniqueness of custom_ids is the
+/// caller's (it sees the whole list).
+result<task_input> parse_task(nlohmann::json& t, const std::string& at);
+
 /// Validates the document of `POST /v1/jobs/{id}/tasks`: `{"tasks": [...], "last_batch"?}`
 /// (tasks may be empty only in a last batch). Errors as parse_submission's for tasks, and
 /// invalid_tasks (last_batch), unknown_parameter.

@@ -82,7 +82,7 @@ constexpr std::array<error_info, 49> table = {{
 }};
 
 // Keep in step with docs/api.md ("Codes in jobs and batches").
-constexpr std::array<result_error_info, 21> result_table = {{
+constexpr std::array<result_error_info, 22> result_table = {{
     {"gateway_rejected", "job", "the gateway answered a final error (4xx other than 408/429)"},
     {"gateway_error", "job", "the gateway kept answering a retryable error until max_attempts"},
     {"gateway_unreachable", "job, batch result",
@@ -93,6 +93,8 @@ constexpr std::array<result_error_info, 21> result_table = {{
      "the engine shut down while the attempt ran; the job is queued again and runs later"},
     {"deadline_exceeded", "job", "the job's timeout passed before it finished"},
     {"cancelled", "job", "the client cancelled the job"},
+    {"invalid_task_file", "job",
+     "a staged task list has bad lines; the job's errors list them (code, line, message)"},
     {"invalid_json_line", "batch line", "not JSON, not an object, or longer than 64 MiB"},
     {"json_too_deep", "batch line", "objects and arrays nested past json_max_depth (128)"},
     {"string_above_max_length", "batch line", "custom_id over 512 or body.model over 256 bytes"},

@@ -59,6 +59,29 @@ std::string job_json(const storage::job_record& job) {
   if (job.task_list) {
     storage::write_task_counts(out.key("task_counts"), job.counts);
     out.field("max_inflight", job.window);
+    out.key("errors");
+    if (job.errors.empty()) {
+      out.null();
+    } else {
+      out.begin_object().field("object", "list").key("data").begin_array();
+      for (const auto& e : job.errors) {
+        out.begin_object().field("code", e.code).field("message", e.message);
+        out.key("param");
+        if (e.param.empty()) {
+          out.null();
+        } else {
+          out.string(e.param);
+        }
+        out.key("line");
+        if (e.line > 0) {
+          out.number(e.line);
+        } else {
+          out.null();
+        }
+        out.end_object();
+      }
+      out.end_array().end_object();
+    }
   }
   return out.end_object().take();
 }

@@ -13,10 +13,11 @@ namespace sy::api {
 /// it). Times are unix seconds or null; `completed_at` and `finished_at` are both the time the
 /// job reached any terminal state; `expires_at` is the deadline (null: none). `result.body` is
 /// the gateway's body parsed as JSON when it is JSON, else the string. `status` is one of
-/// queued, in_progress, cancelling, completed, failed, cancelled, expired.
+/// queued, ingesting, in_progress, cancelling, completed, failed, cancelled, expired.
 /// A task-list job adds "task_counts" ({total, queued, in_progress, completed, failed,
-/// cancelled}; total null until latched) and "max_inflight"; its "model" is null when its tasks
-/// name several models.
+/// cancelled}; total null until latched), "max_inflight" and "errors" (null, or the bad lines of
+/// a staged list that failed its check, as a batch's: {"object": "list", "data": [{code,
+/// message, param, line}]}); its "model" is null when its tasks name several models.
 std::string job_json(const storage::job_record& job);
 
 /// One task of a task-list job (`"object": "job.task"`): {"id","object","job_id","index",

@@ -36,8 +36,8 @@ sy::error disk_error(const std::string& what, const std::string& path) {
 }  // namespace
 
 bool is_file_purpose(std::string_view p) {
-  static constexpr std::array<std::string_view, 6> purposes = {"batch",  "assistants", "fine-tune",
-                                                               "vision", "user_data",  "evals"};
+  static constexpr std::array<std::string_view, 7> purposes = {
+      "batch", "tasks", "assistants", "fine-tune", "vision", "user_data", "evals"};
   for (auto q : purposes)
     if (q == p) return true;
   return false;
@@ -141,14 +141,15 @@ result<storage::file_record> upload::finish() {
   if (!is_file_purpose(*purpose_))
     return make_error(errc::invalid_value,
                       "'" + *purpose_ +
-                          "' is not a supported purpose; use one of batch, assistants, "
+                          "' is not a supported purpose; use one of batch, tasks, assistants, "
                           "fine-tune, vision, user_data, evals.",
                       "purpose");
-  if (*purpose_ == "batch" &&
+  if ((*purpose_ == "batch" || *purpose_ == "tasks") &&
       (filename_.size() < 6 || filename_.compare(filename_.size() - 6, 6, ".jsonl") != 0))
-    return make_error(errc::invalid_file,
-                      "A file for purpose 'batch' must be a .jsonl file; got '" + filename_ + "'.",
-                      "file");
+    return make_error(
+        errc::invalid_file,
+        "A file for purpose '" + *purpose_ + "' must be a .jsonl file; got '" + filename_ + "'.",
+        "file");
   if (anchor_ || seconds_) {
     if (!anchor_ || *anchor_ != "created_at")
       return make_error(errc::invalid_value, "expires_after[anchor] must be 'created_at'.",

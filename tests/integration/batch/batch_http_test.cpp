@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tests/integration/engine/engine_env.hpp"
+#include "tests/support/multipart_form.hpp"
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
@@ -16,26 +17,6 @@ namespace {
 
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-const std::string boundary = "----sy-boundary-31415";
-
-/// A multipart body with the given fields and (when `filename` is set) a file part.
-std::string form(const std::vector<std::pair<std::string, std::string>>& fields,
-                 const std::string& filename, const std::string& content) {
-  std::string body;
-  for (const auto& [k, v] : fields)
-    body += "--" + boundary + "\r\nContent-Disposition: form-data; name=\"" + k + "\"\r\n\r\n" + v +
-            "\r\n";
-  if (!filename.empty())
-    body += "--" + boundary + "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"" +
-            filename + "\"\r\nContent-Type: application/octet-stream\r\n\r\n" + content + "\r\n";
-  return body + "--" + boundary + "--\r\n";
-}
-
-http_reply upload(http_client& c, const std::string& body) {
-  return c.request("POST", "/v1/files", body,
-                   {{"Content-Type", "multipart/form-data; boundary=" + boundary}});
-}
 
 std::string jsonl(int n) {
   std::string out;

@@ -306,6 +306,7 @@ TEST(task_list, an_idempotent_resubmission_finds_the_same_list) {
 TEST(task_list, bad_lists_are_refused_with_the_index_and_store_nothing) {
   engine_env env;
   env.settings().sync_tasks_max = 5;
+  env.settings().max_tasks_per_job = 8;
   env.start();
   http_client c(env.port());
   auto expect_error = [&](const json& req, int status, const std::string& code,
@@ -334,7 +335,7 @@ TEST(task_list, bad_lists_are_refused_with_the_index_and_store_nothing) {
   json unknown = chat_task("a");
   unknown["priority"] = 1;
   expect_error(list_job({unknown}), 400, "unknown_parameter", "tasks[0].priority");
-  expect_error(list_job(keyed_tasks(6, "big")), 400, "too_many_tasks", "tasks");
+  expect_error(list_job(keyed_tasks(9, "big")), 400, "too_many_tasks", "tasks");
   expect_error(list_job(keyed_tasks(2, "m"), {{"max_inflight", 0}}), 400, "invalid_max_inflight",
                "max_inflight");
   json single = {

@@ -1,0 +1,169 @@
+#include "actors/list_ingest.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <set>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/task_file.hpp"
+#include "runtime/failpoint.hpp"
+#include "runtime/log.hpp"
+#include "runtime/thread_name.hpp"
+
+namespace sy::actors {
+namespace {
+
+/// Errors kept in the job: the first bad lines, as a batch keeps them.
+constexpr size_t max_errors = 100;
+constexpr auto retry_pause = std::chrono::seconds(1);
+
+struct ingest_state {
+  engine_context* ctx = nullptr;
+  queue_models_fn queue_models;
+  storage::job_record job;  ///< as last committed: ingested and ingest_offset say where it is
+  bool loaded = false;
+  static inline const char* name = "list_ingest";
+};
+
+using ingest_ptr = list_ingest_actor::stateful_pointer<ingest_state>;
+
+void tick_later(ingest_ptr self) { self->delayed_send(self, retry_pause, tick_atom::value); }
+
+/// Commits `op`; `then` gets the reply. A write that fails is tried again after a pause.
+template <class F>
+void commit(ingest_ptr self, storage::write_op op, F then) {
+  self->request(self->state.ctx->writer, caf::infinite, write_request{std::move(op)})
+      .then(
+          [self, then](write_reply& r) {
+            if (!r.reply) {
+              log::warn("ingest", "a write failed; trying again",
+                        {{"job_id", self->state.job.id}, {"error", r.err.message}});
+              return tick_later(self);
+            }
+            then(*r.reply);
+          },
+          [self](caf::error&) { self->quit(); });  // the writer is gone: shutdown
+}
+
+void fail(ingest_ptr self, storage::job_error why, std::vector<storage::batch_error> errors) {
+  auto& st = self->state;
+  log::warn("ingest", "task list failed its ingest",
+            {{"job_id", st.job.id}, {"code", why.code}, {"error", why.message}});
+  const std::string path = st.job.ingest_path;
+  commit(self,
+         storage::ingest_failed_op{st.job.id, std::move(why), std::move(errors),
+                                   st.ctx->clock.now_ms()},
+         [self, path](storage::op_reply&) {
+           ::unlink(path.c_str());
+           self->quit();
+         });
+}
+
+/// The whole file, before any task is written.
+bool check(ingest_ptr self) {
+  auto& st = self->state;
+  auto& ctx = *st.ctx;
+  auto checked = check_task_file(
+      st.job.ingest_path, ctx.cfg.max_tasks_per_job,
+      [&ctx](const std::string& model) { return ctx.gateway_for(model) != nullptr; }, max_errors);
+  if (!checked) {
+    fail(self, {checked.error().code, checked.error().message}, {});
+    return false;
+  }
+  if (checked->error_count > 0) {
+    const auto n = checked->error_count;
+    fail(self,
+         {std::string(errc::invalid_task_file),
+          "The staged task list is invalid: " + std::to_string(n) +
+              (n == 1 ? " problem" : " problems") + "; the job's errors list " +
+              (n <= static_cast<int64_t>(max_errors) ? "them"
+                                                     : "the first " + std::to_string(max_errors)) +
+              " with their line numbers."},
+         std::move(checked->errors));
+    return false;
+  }
+  log::info("ingest", "task list checked",
+            {{"job_id", st.job.id}, {"tasks", checked->tasks}, {"models", checked->models}});
+  return true;
+}
+
+void latch(ingest_ptr self) {
+  auto& st = self->state;
+  runtime::failpoint("ingest_before_latch");
+  commit(self, storage::latch_list_op{st.job.id, st.job.ingested, st.ctx->clock.now_ms()},
+         [self](storage::op_reply& r) {
+           auto& s = self->state;
+           log::info("ingest", "task list ingested",
+                     {{"job_id", s.job.id}, {"tasks", s.job.ingested}});
+           if (r.job && r.job->ingest_path.empty()) ::unlink(s.job.ingest_path.c_str());
+           self->quit();
+         });
+}
+
+void next_chunk(ingest_ptr self) {
+  auto& st = self->state;
+  auto chunk = read_task_chunk(st.job.ingest_path, st.job.ingest_offset, ingest_chunk_tasks);
+  if (!chunk) return fail(self, {chunk.error().code, chunk.error().message}, {});
+  if (chunk->tasks.empty()) return latch(self);
+  std::set<std::string> distinct;
+  for (const auto& t : chunk->tasks) distinct.insert(t.body["model"].get<std::string>());
+  if (auto st_models = st.queue_models({distinct.begin(), distinct.end()}); !st_models)
+    return fail(self, {st_models.error().code, st_models.error().message}, {});
+  storage::ingest_chunk_op op;
+  op.job_id = st.job.id;
+  op.first_index = st.job.ingested;
+  op.tasks = make_task_records(st.job, st.job.ingested, chunk->tasks);
+  op.next_offset = chunk->next_offset;
+  op.now_ms = st.ctx->clock.now_ms();
+  runtime::failpoint("ingest_chunk_read");
+  const bool eof = chunk->eof;
+  commit(self, std::move(op), [self, eof](storage::op_reply& r) {
+    auto& s = self->state;
+    if (!r.job || r.job->status != storage::job_status::ingesting || r.job->ingest_path.empty())
+      return self->quit();      // cancelled, expired or latched meanwhile
+    s.job = std::move(*r.job);  // written now, or already (stale): go on from where it stands
+    runtime::failpoint("ingest_chunk_committed");
+    if (eof && r.what == storage::op_reply::kind::done) return latch(self);
+    self->send(self, tick_atom::value);
+  });
+}
+
+void step(ingest_ptr self) {
+  auto& st = self->state;
+  if (st.ctx->stopping) return self->quit();  // the next start resumes it
+  if (!st.loaded) {
+    std::optional<storage::job_record> job;
+    {
+      auto txn = st.ctx->env->begin_read();
+      job = storage::get_job(txn, st.job.id);
+    }
+    if (!job || job->status != storage::job_status::ingesting || job->ingest_path.empty())
+      return self->quit();
+    st.job = std::move(*job);
+    st.loaded = true;
+    if (st.job.ingested == 0 && st.job.ingest_offset == 0 && !check(self)) return;
+  }
+  next_chunk(self);
+}
+
+list_ingest_actor::behavior_type ingest(ingest_ptr self, engine_context* ctx, std::string job_id,
+                                        queue_models_fn queue_models) {
+  runtime::name_this_thread("sy-ingest");
+  self->state.ctx = ctx;
+  self->state.job.id = std::move(job_id);
+  self->state.queue_models = std::move(queue_models);
+  self->send(self, tick_atom::value);
+  return {[=](tick_atom) { step(self); }};
+}
+
+}  // namespace
+
+list_ingest_actor spawn_list_ingest(engine_context& ctx, std::string job_id,
+                                    queue_models_fn queue_models) {
+  return ctx.sys.spawn<caf::detached>(ingest, &ctx, std::move(job_id), std::move(queue_models));
+}
+
+}  // namespace sy::actors

@@ -1,0 +1,35 @@
+#pragma once
+/// The ingest of a staged task list (docs/task-lists.md): one actor per list still being read,
+/// on a thread of its own (it reads the file, which blocks). It checks the whole file first when
+/// no task is written yet — a bad line fails the job with its line numbers and writes no task —
+/// then writes the tasks a chunk at a time, one transaction per chunk holding the tasks, the
+/// counts and where the file goes on, and latches the list at the end. A chunk read again after
+/// a crash finds its tasks written (the job record says where it stands), so a restarted ingest
+/// rewrites nothing and never duplicates a task. The engine spawns one at creation and, at
+/// start, one for every list of db::list_ingest.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <caf/typed_actor.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/engine_context.hpp"
+
+namespace sy::actors {
+
+/// `tick` runs the next step (check, a chunk, or the latch).
+using list_ingest_actor = caf::typed_actor<caf::reacts_to<tick_atom>>;
+
+/// Tasks per chunk: each is one transaction through the writer.
+inline constexpr size_t ingest_chunk_tasks = 1000;
+
+/// Takes the queues of `models` (engine::queue_models): each must have a gateway, and together
+/// they stay within max_models.
+using queue_models_fn = std::function<status(const std::vector<std::string>& models)>;
+
+list_ingest_actor spawn_list_ingest(engine_context& ctx, std::string job_id,
+                                    queue_models_fn queue_models);
+
+}  // namespace sy::actors

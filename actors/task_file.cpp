@@ -1,0 +1,341 @@
+#include "actors/task_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string_view>
+#include <unordered_set>
+
+#include "actors/submission.hpp"
+#include "config/limits.hpp"
+#include "storage/json_text.hpp"
+#include "storage/ops.hpp"
+
+namespace sy::actors {
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t max_line_bytes = size_t{64} << 20;  // as a batch line's (docs/task-lists.md)
+constexpr size_t read_block = size_t{1} << 20;
+
+struct file_closer {
+  void operator()(FILE* f) const { std::fclose(f); }
+};
+using file_ptr = std::unique_ptr<FILE, file_closer>;
+
+result<file_ptr> open_at(const std::string& path, int64_t offset) {
+  file_ptr f{std::fopen(path.c_str(), "rb")};
+  if (!f)
+    return make_error(errc::storage_error,
+                      "cannot open the task list " + path + ": " + std::strerror(errno));
+  if (offset > 0 && ::fseeko(f.get(), offset, SEEK_SET) != 0)
+    return make_error(errc::storage_error,
+                      "cannot seek in the task list " + path + ": " + std::strerror(errno));
+  return f;
+}
+
+/// Lines of a file from an offset, read a block at a time; a line longer than the block is
+/// gathered apart, up to max_line_bytes (past that it is reported `too_long` and skipped).
+class line_reader {
+ public:
+  line_reader(FILE* f, int64_t offset) : f_(f), offset_(offset), buf_(read_block) {}
+
+  /// The next line without its terminator; false at the end of the file.
+  bool next(std::string_view& line, bool& too_long) {
+    too_long = false;
+    long_.clear();
+    bool overflow = false;
+    for (;;) {
+      const char* start = buf_.data() + begin_;
+      if (const void* nl = std::memchr(start, '\n', end_ - begin_)) {
+        const size_t n = static_cast<const char*>(nl) - start;
+        take(start, n, overflow, line, too_long);
+        begin_ += n + 1;
+        offset_ += static_cast<int64_t>(n + 1);
+        return true;
+      }
+      if (eof_) {
+        if (begin_ == end_ && long_.empty() && !overflow) return false;
+        const size_t n = end_ - begin_;  // a last line without '\n'
+        take(start, n, overflow, line, too_long);
+        begin_ = end_;
+        offset_ += static_cast<int64_t>(n);
+        return true;
+      }
+      if (begin_ == 0 && end_ == buf_.size()) {  // the line fills the block: gather it apart
+        if (long_.size() + end_ <= max_line_bytes) {
+          long_.append(buf_.data(), end_);
+        } else {
+          overflow = true;
+        }
+        offset_ += static_cast<int64_t>(end_);
+        begin_ = end_ = 0;
+      } else {
+        std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
+        end_ -= begin_;
+        begin_ = 0;
+      }
+      const size_t got = std::fread(buf_.data() + end_, 1, buf_.size() - end_, f_);
+      if (got == 0) eof_ = true;
+      end_ += got;
+    }
+  }
+
+  /// The offset just past the last line returned.
+  int64_t offset() const { return offset_; }
+  bool failed() const { return std::ferror(f_) != 0; }
+
+ private:
+  void take(const char* start, size_t n, bool overflow, std::string_view& line, bool& too_long) {
+    if (!long_.empty() || overflow) {
+      if (overflow || long_.size() + n > max_line_bytes) {
+        too_long = true;
+        line = {};
+        return;
+      }
+      long_.append(start, n);
+      line = long_;
+    } else {
+      line = std::string_view(start, n);
+    }
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  }
+
+  FILE* f_;
+  int64_t offset_;
+  std::vector<char> buf_;
+  size_t begin_ = 0;
+  size_t end_ = 0;
+  bool eof_ = false;
+  std::string long_;
+};
+
+bool blank(std::string_view line) {
+  return line.find_first_not_of(" \t\r") == std::string_view::npos;
+}
+
+/// A line as a task, or the error its line reports.
+result<task_input> parse_line(std::string_view line, bool too_long) {
+  if (too_long)
+    return make_error(errc::invalid_json_line,
+                      "The line is longer than " + std::to_string(max_line_bytes) + " bytes.");
+  if (!storage::json_depth_within(line, limits::json_max_depth))
+    return make_error(errc::json_too_deep, "The line nests objects and arrays more than " +
+                                               std::to_string(limits::json_max_depth) +
+                                               " levels deep.");
+  json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return make_error(errc::invalid_json_line, "The line is not a JSON object.");
+  return parse_task(j, "");
+}
+
+uint64_t fnv1a64(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+storage::batch_error line_error(const sy::error& e, int64_t line) {
+  return storage::batch_error{e.code, e.message, e.param, line};
+}
+
+}  // namespace
+
+result<task_file_check> check_task_file(const std::string& path, int64_t max_tasks,
+                                        const std::function<bool(const std::string&)>& model_ok,
+                                        size_t max_errors) {
+  auto f = open_at(path, 0);
+  if (!f) return f.error();
+  task_file_check out;
+  auto add = [&](storage::batch_error e) {
+    ++out.error_count;
+    if (out.errors.size() < max_errors) out.errors.push_back(std::move(e));
+  };
+  std::vector<std::pair<uint64_t, int64_t>> ids;  // (hash of custom_id, line)
+  std::unordered_set<std::string> models;
+  line_reader in(f->get(), 0);
+  std::string_view line;
+  bool too_long = false;
+  for (int64_t number = 1; in.next(line, too_long); ++number) {
+    if (!too_long && blank(line)) continue;
+    if (++out.tasks > max_tasks) {
+      add({std::string(errc::too_many_tasks),
+           "The list holds more than " + std::to_string(max_tasks) +
+               " tasks (max_tasks_per_job); the check stopped at line " + std::to_string(number) +
+               ".",
+           "", 0});
+      break;
+    }
+    auto task = parse_line(line, too_long);
+    if (!task) {
+      add(line_error(task.error(), number));
+      continue;
+    }
+    const auto& model = task->body["model"].get_ref<const std::string&>();
+    if (!model_ok(model)) {
+      add({std::string(errc::model_not_found), "No gateway serves model '" + model + "'.",
+           "body.model", number});
+      continue;
+    }
+    if (models.insert(model).second) out.models.push_back(model);
+    if (!task->custom_id.empty()) ids.emplace_back(fnv1a64(task->custom_id), number);
+  }
+  if (in.failed())
+    return make_error(errc::storage_error,
+                      "cannot read the task list " + path + ": " + std::strerror(errno));
+  std::sort(ids.begin(), ids.end());
+  std::vector<storage::batch_error> duplicates;
+  for (size_t i = 1; i < ids.size(); ++i) {
+    if (ids[i].first != ids[i - 1].first) continue;
+    ++out.error_count;
+    if (duplicates.size() < max_errors)
+      duplicates.push_back({std::string(errc::duplicate_custom_id),
+                            "The custom_id of this line is the custom_id of an earlier line; "
+                            "custom_ids are unique within a job.",
+                            "custom_id", ids[i].second});
+  }
+  if (!duplicates.empty()) {
+    out.errors.insert(out.errors.end(), duplicates.begin(), duplicates.end());
+    std::sort(out.errors.begin(), out.errors.end(),
+              [](const auto& a, const auto& b) { return a.line < b.line; });
+    if (out.errors.size() > max_errors) out.errors.resize(max_errors);
+  }
+  if (out.tasks == 0) add({std::string(errc::empty_file), "The list holds no task.", "", 0});
+  return out;
+}
+
+result<task_chunk> read_task_chunk(const std::string& path, int64_t offset, size_t max_tasks) {
+  auto f = open_at(path, offset);
+  if (!f) return f.error();
+  task_chunk out;
+  line_reader in(f->get(), offset);
+  std::string_view line;
+  bool too_long = false;
+  while (out.tasks.size() < max_tasks) {
+    if (!in.next(line, too_long)) {
+      out.eof = true;
+      break;
+    }
+    if (!too_long && blank(line)) continue;
+    auto task = parse_line(line, too_long);
+    if (!task)
+      return make_error(
+          errc::invalid_task_file,
+          "the task list " + path + " changed after its check: " + task.error().message);
+    out.tasks.push_back(std::move(*task));
+  }
+  if (in.failed())
+    return make_error(errc::storage_error,
+                      "cannot read the task list " + path + ": " + std::strerror(errno));
+  out.next_offset = in.offset();
+  if (!out.eof) {  // at exactly max_tasks: is anything left?
+    std::string_view rest;
+    bool more = false;
+    while (in.next(rest, too_long)) {
+      if (too_long || !blank(rest)) {
+        more = true;
+        break;
+      }
+    }
+    out.eof = !more;
+    if (out.eof) out.next_offset = in.offset();
+  }
+  return out;
+}
+
+std::vector<storage::task_record> make_task_records(const storage::job_record& job,
+                                                    int64_t first_index,
+                                                    std::vector<task_input>& tasks) {
+  std::vector<storage::task_record> out;
+  out.reserve(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    auto& in = tasks[i];
+    storage::task_record t;
+    const int64_t index = first_index + static_cast<int64_t>(i);
+    t.id = storage::list_task_id(job.id, index);
+    t.job_id = job.id;
+    t.tenant = job.tenant;
+    t.model = in.body["model"].get<std::string>();
+    t.index = static_cast<int>(index);
+    t.max_attempts = job.max_attempts;
+    t.custom_id = std::move(in.custom_id);
+    t.body = in.body.dump(-1, ' ', false, json::error_handler_t::replace);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+namespace {
+
+void fsync_dir_of(const std::string& path) {
+  int dir =
+      ::open(std::filesystem::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+}  // namespace
+
+status link_task_file(const std::string& from, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  if (::link(from.c_str(), path.c_str()) != 0)
+    return make_error(errc::storage_error,
+                      "cannot link " + from + " as " + path + ": " + std::strerror(errno));
+  fsync_dir_of(path);
+  return ok;
+}
+
+status write_task_file(const std::string& path, const std::vector<task_input>& tasks) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return make_error(errc::storage_error, "cannot create " + tmp + ": " + std::strerror(errno));
+  std::string buf;
+  auto flush = [&]() {
+    size_t done = 0;
+    while (done < buf.size()) {
+      ssize_t n = ::write(fd, buf.data() + done, buf.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    buf.clear();
+    return true;
+  };
+  bool good = true;
+  for (const auto& t : tasks) {
+    json line = {{"body", t.body}};
+    if (!t.custom_id.empty()) line["custom_id"] = t.custom_id;
+    buf += line.dump(-1, ' ', false, json::error_handler_t::replace);
+    buf += '\n';
+    if (buf.size() >= read_block && !(good = flush())) break;
+  }
+  good = good && flush() && ::fsync(fd) == 0;
+  const int saved = errno;
+  ::close(fd);
+  if (!good) {
+    ::unlink(tmp.c_str());
+    return make_error(errc::storage_error, "cannot write " + tmp + ": " + std::strerror(saved));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return make_error(errc::storage_error, "cannot rename " + tmp + ": " + std::strerror(errno));
+  fsync_dir_of(path);
+  return ok;
+}
+
+}  // namespace sy::actors
