@@ -1,0 +1,145 @@
+// kill -9 of the engine inside a staged task list's ingest (a chunk read but not committed, a
+// chunk committed, every chunk committed but the list not latched) and while its tasks run,
+// then a restart over the same data: the job completes once, its counts equal its task list,
+// every task ends exactly once, and a task finished before the crash is not sent again.
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/support/wait.hpp"
+#include "tests/system/system_env.hpp"
+
+namespace sy::test {
+namespace {
+
+using nlohmann::json;
+
+/// An inline list of `n` tasks keyed `<prefix><i>` (over sync_tasks_max: staged and ingested).
+json list_job(int n, const std::string& prefix) {
+  json tasks = json::array();
+  for (int i = 0; i < n; ++i)
+    tasks.push_back({{"custom_id", prefix + std::to_string(i)},
+                     {"body",
+                      {{"model", "sys-model"},
+                       {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                       {"fake", {{"key", prefix + std::to_string(i)}}}}}});
+  return {{"endpoint", "/v1/chat/completions"}, {"tasks", tasks}};
+}
+
+std::string create(http_client& c, int n, const std::string& prefix) {
+  auto r = c.post_json("/v1/jobs", list_job(n, prefix));
+  EXPECT_EQ(r.status, 202) << r.body;
+  return r.json().value("id", "");
+}
+
+json wait_done(http_client& c, const std::string& id) {
+  json job;
+  wait_for(
+      [&] {
+        job = c.get("/v1/jobs/" + id).json();
+        const auto s = job.value("status", "");
+        return s == "completed" || s == "failed" || s == "cancelled" || s == "expired";
+      },
+      std::chrono::seconds(120));
+  return job;
+}
+
+/// Every task of the job, page by page: custom_id → status.
+std::map<std::string, std::string> tasks_of(http_client& c, const std::string& id) {
+  std::map<std::string, std::string> out;
+  std::string after;
+  for (int page = 0; page < 1000; ++page) {
+    auto r = c.get("/v1/jobs/" + id + "/tasks?limit=100" + (after.empty() ? "" : "&after=" + after))
+                 .json();
+    for (const auto& t : r["data"]) out[t["custom_id"]] = t["status"];
+    if (!r.value("has_more", false)) break;
+    after = r["last_id"];
+  }
+  return out;
+}
+
+/// The job after a restart: completed once, its counts and its task list agree, every task
+/// completed, no key sent more than `max_sends` times.
+void expect_complete_once(system_env& env, const std::string& id, int n, const std::string& prefix,
+                          int max_sends) {
+  http_client c(env.port());
+  auto job = wait_done(c, id);
+  ASSERT_EQ(job["status"], "completed") << job.dump() << env.engine_log();
+  EXPECT_EQ(job["task_counts"], (json{{"total", n},
+                                      {"queued", 0},
+                                      {"in_progress", 0},
+                                      {"completed", n},
+                                      {"failed", 0},
+                                      {"cancelled", 0}}));
+  auto tasks = tasks_of(c, id);
+  ASSERT_EQ(tasks.size(), static_cast<size_t>(n));
+  for (const auto& [cid, status] : tasks) EXPECT_EQ(status, "completed") << cid;
+  auto sent = env.gateway_counts();
+  EXPECT_EQ(sent.size(), static_cast<size_t>(n));
+  for (const auto& [key, count] : sent) {
+    EXPECT_TRUE(key.starts_with(prefix)) << key;
+    EXPECT_LE(count, max_sends) << key;
+  }
+}
+
+class task_list_ingest_crash : public ::testing::TestWithParam<const char*> {};
+
+// The engine kills itself at the failpoint during the ingest of a 3,500-task list (chunks of
+// 1,000). Before any chunk commits, nothing is sent; after the restart the ingest goes on from
+// what the job record says and the list completes with every task once.
+TEST_P(task_list_ingest_crash, restart_finishes_the_ingest_and_runs_every_task_once) {
+  system_env env;
+  env.start_gateway(/*latency_ms=*/0);
+  env.arm_failpoints(GetParam());
+  env.start_engine({"--sync-tasks-max", "10"});
+  const int n = 3'500;
+  std::string id;
+  {
+    http_client c(env.port());
+    id = create(c, n, "t");
+    ASSERT_FALSE(id.empty()) << env.engine_log();
+  }
+  ASSERT_TRUE(env.wait_failpoint_hit()) << env.engine_log();
+  env.start_engine({"--sync-tasks-max", "10"});
+  // A task may have been in flight when the process died: it runs again once.
+  expect_complete_once(env, id, n, "t", /*max_sends=*/2);
+  // Restarted over an ingested list, no task is ingested twice: the store holds n tasks.
+  http_client c(env.port());
+  EXPECT_EQ(c.get("/v1/jobs/" + id + "/tasks/t" + std::to_string(n - 1)).json()["index"], n - 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(failpoints, task_list_ingest_crash,
+                         ::testing::Values("ingest_chunk_read", "ingest_chunk_committed",
+                                           "ingest_before_latch"));
+
+TEST(system, kill9_while_a_task_list_runs_finishes_every_task_once) {
+  system_env env;
+  env.start_gateway(/*latency_ms=*/100);
+  env.start_engine({"--sync-tasks-max", "1000"});
+  const int n = 300;
+  std::string id;
+  {
+    http_client c(env.port());
+    auto r = c.post_json("/v1/jobs", list_job(n, "run"));
+    ASSERT_EQ(r.status, 201) << r.body;
+    id = r.json()["id"];
+    ASSERT_TRUE(wait_for([&] { return env.gateway_counts().size() >= 40; }));
+  }
+  std::set<std::string> done_before;
+  {
+    http_client c(env.port());
+    for (const auto& [cid, status] : tasks_of(c, id))
+      if (status == "completed") done_before.insert(cid);
+  }
+  env.kill_engine();
+  ASSERT_LT(done_before.size(), static_cast<size_t>(n)) << "the crash came too late";
+  env.start_engine({"--sync-tasks-max", "1000"});
+  expect_complete_once(env, id, n, "run", /*max_sends=*/2);
+  auto sent = env.gateway_counts();
+  for (const auto& key : done_before)
+    EXPECT_EQ(sent[key], 1) << key << " ran again after completing";
+}
+
+}  // namespace
+}  // namespace sy::test
