@@ -64,6 +64,10 @@ class engine final : public job_service {
                                const std::string& after) override;
   result<task_page> get_task(const std::string& tenant, const std::string& id,
                              const std::string& task) override;
+  boost::asio::awaitable<result<storage::job_record>> remove(std::string tenant,
+                                                             std::string id) override;
+  boost::asio::awaitable<result<storage::job_record>> rerun(std::string tenant,
+                                                            std::string id) override;
   boost::asio::awaitable<result<storage::job_record>> append(std::string tenant, std::string id,
                                                              task_append a,
                                                              std::string idempotency_key) override;

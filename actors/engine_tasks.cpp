@@ -136,6 +136,38 @@ boost::asio::awaitable<result<storage::job_record>> engine::append(std::string t
   co_return std::move(*rep.job);
 }
 
+boost::asio::awaitable<result<storage::job_record>> engine::remove(std::string tenant,
+                                                                   std::string id) {
+  if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
+  write_request req{storage::delete_job_op{std::move(tenant), id, deps_.clock.now_ms()}};
+  auto r = co_await write(ctx_->writer, std::move(req));
+  if (!r) co_return r.error();
+  if (!r->reply) co_return r->err;
+  auto& rep = *r->reply;
+  if (rep.what == storage::op_reply::kind::not_found)
+    co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
+  if (rep.abort_inflight && rep.task) caf::anon_send(ctx_->jobs, cancel_atom::value, rep.task->id);
+  for (const auto& task : rep.abort_tasks) caf::anon_send(ctx_->jobs, cancel_atom::value, task);
+  // A staged list still being read: its ingest finds the job gone and stops; the file goes.
+  if (!rep.job->ingest_path.empty()) ::unlink(rep.job->ingest_path.c_str());
+  log::info("engine", "job deleted", {{"job_id", id}});
+  co_return std::move(*rep.job);
+}
+
+boost::asio::awaitable<result<storage::job_record>> engine::rerun(std::string tenant,
+                                                                  std::string id) {
+  if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
+  write_request req{storage::rerun_list_op{std::move(tenant), id, deps_.clock.now_ms()}};
+  auto r = co_await write(ctx_->writer, std::move(req));
+  if (!r) co_return r.error();
+  if (!r->reply) co_return r->err;
+  auto& rep = *r->reply;
+  if (rep.what == storage::op_reply::kind::not_found)
+    co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
+  if (rep.what == storage::op_reply::kind::refused && rep.refusal) co_return *rep.refusal;
+  co_return std::move(*rep.job);
+}
+
 void engine::start_ingest(const std::string& job_id) {
   spawn_list_ingest(*ctx_, job_id, [this](const std::vector<std::string>& models) {
     return queue_models(models, std::vector<std::string>(models.size(), ""));

@@ -129,6 +129,21 @@ class job_service {
     (void)tenant, (void)a, (void)idempotency_key;
     co_return make_error(errc::job_not_found, "no task-list job with id '" + id + "'", "id");
   }
+  /// Deletes job `id`: stops it if it runs (its requests in flight are aborted), then removes it
+  /// with everything that belongs to it. Returns the job as it was. Errors: job_not_found (also
+  /// for a second delete), storage_unavailable, shutting_down.
+  virtual boost::asio::awaitable<result<storage::job_record>> remove(std::string tenant,
+                                                                     std::string id) {
+    (void)tenant;
+    co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
+  }
+  /// Runs the failed and cancelled tasks of finished task list `id` again. Errors:
+  /// job_not_found, job_not_rerunnable, storage_unavailable, shutting_down.
+  virtual boost::asio::awaitable<result<storage::job_record>> rerun(std::string tenant,
+                                                                    std::string id) {
+    (void)tenant;
+    co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
+  }
   /// One task of task-list job `id`, by task id or custom_id, with the job (`tasks` holds it).
   /// Errors: job_not_found, task_not_found.
   virtual result<task_page> get_task(const std::string& tenant, const std::string& id,

@@ -12,7 +12,7 @@ constexpr std::string_view auth = "authentication_error";
 constexpr std::string_view server = "server_error";
 
 // Keep in step with docs/api.md ("Errors").
-constexpr std::array<error_info, 49> table = {{
+constexpr std::array<error_info, 50> table = {{
     {"invalid_json", 400, invalid_request, "The request body is not valid JSON."},
     {"json_too_deep", 400, invalid_request,
      "The JSON nests objects and arrays deeper than the server's limit."},
@@ -63,6 +63,7 @@ constexpr std::array<error_info, 49> table = {{
      "The request body must be sent with 'Content-Type: application/json'."},
     {"job_not_cancellable", 409, invalid_request,
      "The job has already finished (completed, failed or expired) and cannot be cancelled."},
+    {"job_not_rerunnable", 409, invalid_request, "Only a finished task-list job can be rerun."},
     {"job_not_open", 409, invalid_request,
      "Tasks can be appended only to an open task-list job that is not closed."},
     {"batch_not_cancellable", 409, invalid_request,

@@ -58,7 +58,7 @@ std::string job_json(const storage::job_record& job) {
   unix_seconds(out, "expires_at", job.deadline_ms);
   if (job.task_list) {
     storage::write_task_counts(out.key("task_counts"), job.counts);
-    out.field("max_inflight", job.window);
+    out.field("max_inflight", job.window).field("run", job.run);
     out.key("errors");
     if (job.errors.empty()) {
       out.null();

@@ -243,6 +243,57 @@ result<op_reply> apply_append(op_ctx& c, const append_tasks_op& op) {
   return answer_done(c, std::move(*job), std::nullopt);
 }
 
+result<op_reply> apply_rerun(op_ctx& c, const rerun_list_op& op) {
+  auto& txn = c.txn;
+  auto job = get_job(txn, op.job_id);
+  if (!job || job->tenant != op.tenant) return reply(op_reply::kind::not_found);
+  if (!job->task_list || !is_terminal(job->status))
+    return refused(errc::job_not_rerunnable,
+                   "job " + job->id + " is " + std::string(to_string(job->status)) +
+                       (job->task_list ? "; a rerun waits until its run has finished"
+                                       : "; only task-list jobs are rerun"),
+                   "id");
+  // The failed and cancelled tasks go back to the queue; those never published are queued
+  // still. Each gets a fresh budget: attempts go on counting (their message ids stay unique).
+  std::vector<std::string> ids;
+  const auto prefix = task_prefix(job->id);
+  txn.scan(db::tasks, prefix, [&](std::string_view key, std::string_view value) {
+    if (!key.starts_with(prefix)) return false;
+    auto t = decode_task(value);
+    if (t && t->state == task_state::done && t->status != job_status::completed)
+      ids.emplace_back(key);
+    return true;
+  });
+  for (const auto& id : ids) {
+    auto t = get_task(txn, id);
+    t->state = task_state::queued;
+    t->status = job_status::queued;
+    t->max_attempts = t->attempt + job->max_attempts;
+    t->attempt += 1;
+    t->not_before_ms = 0;
+    t->error.reset();
+    t->finished_at_ms = 0;
+    SY_TRY(put_task(txn, *t));
+  }
+  txn.del(db::retention,
+          time_index_key(job->finished_at_ms + retention_ms(c.policy, job->status), job->id));
+  if (job->deadline_ms > 0) {
+    job->deadline_ms = op.now_ms + (job->deadline_ms - job->created_at_ms);
+    SY_TRY(txn.put(db::deadlines, time_index_key(job->deadline_ms, job->id), ""));
+  }
+  ++job->run;
+  job->counts.queued = job->counts.total - job->counts.completed;
+  job->counts.in_progress = job->counts.failed = job->counts.cancelled = 0;
+  job->next_publish = job->live = 0;
+  job->finished_at_ms = 0;
+  job->error.reset();
+  job->errors.clear();
+  SY_TRY(set_status(c, *job, job_status::queued, op.now_ms));
+  SY_TRY(refill(c, *job, op.now_ms));
+  SY_TRY(complete_if_done(c, *job, op.now_ms));
+  return answer_done(c, std::move(*job), std::nullopt);
+}
+
 status list_task_started(op_ctx& c, job_record& job, task_record& task, int64_t now_ms) {
   task.status = job_status::in_progress;
   if (task.started_at_ms == 0) task.started_at_ms = now_ms;

@@ -16,13 +16,11 @@ op_reply reply(op_reply::kind k) {
   return r;
 }
 
-namespace {
+namespace {}  // namespace
 
 int64_t retention_ms(const store_policy& p, job_status s) {
   return s == job_status::completed ? p.retention_completed_ms : p.retention_failed_ms;
 }
-
-}  // namespace
 
 status record_event(op_ctx& c, job_record& job, std::optional<job_status> previous,
                     std::optional<job_error> why, int64_t now_ms) {
@@ -380,34 +378,63 @@ result<op_reply> apply_expire(op_ctx& c, const expire_job_op& op) {
   return answer_done(c, std::move(*job), std::move(task));
 }
 
+/// Deletes the job and everything that belongs to it: task(s), lease(s), queue entries, events,
+/// idempotency key, listing entry (and a task list's indexes). Not its time-index entries.
+void purge_job(write_txn& txn, const job_record& job) {
+  std::vector<std::string> event_keys;
+  const std::string prefix = job.id + "/";
+  txn.scan(db::events, prefix, [&](std::string_view key, std::string_view) {
+    if (key.substr(0, prefix.size()) != prefix) return false;
+    event_keys.emplace_back(key);
+    return true;
+  });
+  for (const auto& k : event_keys) txn.del(db::events, k);
+  if (!job.idempotency_key.empty()) {
+    auto idem = get_idempotency(txn, job.tenant, job.idempotency_key);
+    if (idem && idem->job_id == job.id)
+      txn.del(db::idempotency, idempotency_db_key(job.tenant, job.idempotency_key));
+  }
+  if (job.task_list) purge_list(txn, job);
+  del_lease(txn, job.task_id);
+  txn.del(db::queued, job.task_id);
+  txn.del(db::tasks, job.task_id);
+  txn.del(db::job_index, job_index_key(job.tenant, job.id));
+  txn.del(db::jobs, job.id);
+}
+
 result<op_reply> apply_purge(op_ctx& c, const purge_jobs_op& op) {
   auto& txn = c.txn;
   for (const auto& [at, id] : op.due) {
     txn.del(db::retention, time_index_key(at, id));
     auto job = get_job(txn, id);
     if (!job || !is_terminal(job->status)) continue;
-    std::vector<std::string> event_keys;
-    const std::string prefix = id + "/";
-    txn.scan(db::events, prefix, [&](std::string_view key, std::string_view) {
-      if (key.substr(0, prefix.size()) != prefix) return false;
-      event_keys.emplace_back(key);
-      return true;
-    });
-    for (const auto& k : event_keys) txn.del(db::events, k);
-    if (!job->idempotency_key.empty()) {
-      auto idem = get_idempotency(txn, job->tenant, job->idempotency_key);
-      if (idem && idem->job_id == id)
-        txn.del(db::idempotency, idempotency_db_key(job->tenant, job->idempotency_key));
-    }
-    if (job->task_list) purge_list(txn, *job);
-    del_lease(txn, job->task_id);
-    txn.del(db::queued, job->task_id);
-    txn.del(db::tasks, job->task_id);
-    txn.del(db::job_index, job_index_key(job->tenant, id));
-    txn.del(db::jobs, id);
+    purge_job(txn, *job);
     ++c.reply.purged;
   }
   c.reply.what = op_reply::kind::done;
+  return c.reply;
+}
+
+result<op_reply> apply_delete(op_ctx& c, const delete_job_op& op) {
+  auto& txn = c.txn;
+  auto job = get_job(txn, op.job_id);
+  if (!job || job->tenant != op.tenant) return reply(op_reply::kind::not_found);
+  if (!is_terminal(job->status)) {  // stop it first: its running attempts are fenced out
+    if (job->task_list) {
+      SY_TRY(stop_list(c, *job, job_status::cancelled, cancelled_error(), op.now_ms));
+    } else if (auto task = get_task(txn, job->task_id)) {
+      c.reply.abort_inflight = task->state == task_state::leased;
+      SY_TRY(close_task(txn, *task));
+      c.reply.task = std::move(task);
+    }
+  }
+  txn.del(db::retention,
+          time_index_key(job->finished_at_ms + retention_ms(c.policy, job->status), job->id));
+  if (job->deadline_ms > 0) txn.del(db::deadlines, time_index_key(job->deadline_ms, job->id));
+  purge_job(txn, *job);
+  c.reply.changed_jobs.push_back(job->id);
+  c.reply.what = op_reply::kind::done;
+  c.reply.job = std::move(job);
   return c.reply;
 }
 
@@ -453,6 +480,8 @@ result<op_reply> apply(write_txn& txn, const write_op& op, const store_policy& p
         if constexpr (std::is_same_v<T, cancel_job_op>) return apply_cancel(c, o);
         if constexpr (std::is_same_v<T, expire_job_op>) return apply_expire(c, o);
         if constexpr (std::is_same_v<T, purge_jobs_op>) return apply_purge(c, o);
+        if constexpr (std::is_same_v<T, delete_job_op>) return apply_delete(c, o);
+        if constexpr (std::is_same_v<T, rerun_list_op>) return apply_rerun(c, o);
         if constexpr (std::is_same_v<T, webhook_result_op>) return apply_webhook_result(c, o);
         if constexpr (is_batch_op<T>) return apply_batch(txn, o);
       },

@@ -192,6 +192,28 @@ struct purge_jobs_op {
   bool operator==(const purge_jobs_op&) const = default;
 };
 
+/// DELETE /v1/jobs/{id}: stops the job if it is not finished (its running attempts are named in
+/// the reply, as for a cancel, and fenced out), then deletes it with everything that belongs to
+/// it. `not_found` for an unknown job or another tenant's (so a repeated delete is one).
+struct delete_job_op {
+  std::string tenant;
+  std::string job_id;
+  int64_t now_ms = 0;
+
+  bool operator==(const delete_job_op&) const = default;
+};
+
+/// POST /v1/jobs/{id}/rerun: a finished task list runs its failed and cancelled tasks again as
+/// run `run + 1`, each with a fresh budget of max_attempts; its timeout, if any, starts again.
+/// Refused (job_not_rerunnable) while a run is live or for a job that is not a task list.
+struct rerun_list_op {
+  std::string tenant;
+  std::string job_id;
+  int64_t now_ms = 0;
+
+  bool operator==(const rerun_list_op&) const = default;
+};
+
 /// The outcome of one webhook delivery attempt.
 struct webhook_result_op {
   enum class outcome { delivered, retry, dropped };
@@ -204,12 +226,13 @@ struct webhook_result_op {
   bool operator==(const webhook_result_op&) const = default;
 };
 
-using write_op = std::variant<create_job_op, create_list_op, ingest_chunk_op, latch_list_op,
-                              ingest_failed_op, append_tasks_op, start_attempt_op, extend_lease_op,
-                              finish_attempt_op, republish_op, outbox_ack_op, cancel_job_op,
-                              expire_job_op, purge_jobs_op, webhook_result_op, create_file_op,
-                              delete_file_op, create_batch_op, batch_ingested_op, batch_lines_op,
-                              cancel_batch_op, stop_batch_op, batch_finalizing_op, batch_finish_op>;
+using write_op =
+    std::variant<create_job_op, create_list_op, ingest_chunk_op, latch_list_op, ingest_failed_op,
+                 append_tasks_op, start_attempt_op, extend_lease_op, finish_attempt_op,
+                 republish_op, outbox_ack_op, cancel_job_op, expire_job_op, purge_jobs_op,
+                 delete_job_op, rerun_list_op, webhook_result_op, create_file_op, delete_file_op,
+                 create_batch_op, batch_ingested_op, batch_lines_op, cancel_batch_op, stop_batch_op,
+                 batch_finalizing_op, batch_finish_op>;
 
 /// What the operations need to know about the deployment. Set once by the writer's owner.
 struct store_policy {
@@ -328,6 +351,16 @@ typename Inspector::result_type inspect(Inspector& f, expire_job_op& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, purge_jobs_op& x) {
   return f(x.due);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, delete_job_op& x) {
+  return f(x.tenant, x.job_id, x.now_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rerun_list_op& x) {
+  return f(x.tenant, x.job_id, x.now_ms);
 }
 
 template <class Inspector>

@@ -346,6 +346,7 @@ std::string encode_job(const job_record& r) {
   w.i(r.ingested).i(r.next_publish).i(r.live).i(r.window);
   w.s(r.ingest_path).i(r.ingest_offset).u(r.errors.size());
   for (const auto& e : r.errors) w.s(e.code).s(e.message).s(e.param).i(e.line);
+  w.i(r.run);
   return w.take();
 }
 
@@ -380,6 +381,7 @@ std::optional<job_record> decode_job(std::string_view value) {
     auto& e = r.errors.emplace_back();
     in.s(e.code).s(e.message).s(e.param).i(e.line);
   }
+  in.i(r.run);
   if (in.corrupt()) return std::nullopt;
   if (!metadata.empty()) {
     r.metadata = json::parse(metadata, nullptr, /*allow_exceptions=*/false);

@@ -107,6 +107,7 @@ struct job_record {
   std::string ingest_path;    ///< the staged list still to read (JSONL); empty: none (open or done)
   int64_t ingest_offset = 0;  ///< bytes of it read into tasks 0 .. ingested-1
   std::vector<batch_error> errors;  ///< why the ingest failed: bad lines, with their numbers
+  int run = 1;                      ///< 1, then + 1 for each rerun of its failed tasks
 
   bool operator==(const job_record&) const = default;
 };

@@ -104,6 +104,10 @@ boost::asio::awaitable<reply> request_handler::handle(request req) {
     res = co_await append_tasks(req, m.params.at(0), false);
   } else if (m.route == route_close_job) {
     res = co_await append_tasks(req, m.params.at(0), true);
+  } else if (m.route == route_rerun_job) {
+    res = co_await rerun_job(req, m.params.at(0));
+  } else if (m.route == route_delete_job) {
+    res = co_await delete_job(req, m.params.at(0));
   } else if (m.route == route_list_tasks) {
     res = list_tasks(req, m.params.at(0));
   } else if (m.route == route_get_task) {
@@ -262,6 +266,29 @@ boost::asio::awaitable<response> request_handler::append_tasks(const request& re
   }
   auto job =
       co_await service_.append(std::move(tenant), std::move(id), std::move(append), std::move(key));
+  if (!job) co_return error_for(job.error(), req);
+  co_return json_response(http::status::ok, job_json(*job), req);
+}
+
+boost::asio::awaitable<response> request_handler::delete_job(const request& req, std::string id) {
+  auto tenant = auth_.tenant_for(req[http::field::authorization]);
+  if (!tenant) co_return error_for(tenant.error(), req);
+  auto job = co_await service_.remove(std::move(*tenant), std::move(id));
+  if (!job) co_return error_for(job.error(), req);
+  storage::json_text out;
+  out.begin_object()
+      .field("id", job->id)
+      .field("object", "job.deleted")
+      .key("deleted")
+      .boolean(true)
+      .end_object();
+  co_return json_response(http::status::ok, out.take(), req);
+}
+
+boost::asio::awaitable<response> request_handler::rerun_job(const request& req, std::string id) {
+  auto tenant = auth_.tenant_for(req[http::field::authorization]);
+  if (!tenant) co_return error_for(tenant.error(), req);
+  auto job = co_await service_.rerun(std::move(*tenant), std::move(id));
   if (!job) co_return error_for(job.error(), req);
   co_return json_response(http::status::ok, job_json(*job), req);
 }

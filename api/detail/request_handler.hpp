@@ -77,6 +77,9 @@ class request_handler {
   response get_task(const request& req, const std::string& id, const std::string& task);
   /// POST /v1/jobs/{id}/tasks and POST /v1/jobs/{id}/close (`close`: an empty last batch).
   boost::asio::awaitable<response> append_tasks(const request& req, std::string id, bool close);
+  /// DELETE /v1/jobs/{id} and POST /v1/jobs/{id}/rerun.
+  boost::asio::awaitable<response> delete_job(const request& req, std::string id);
+  boost::asio::awaitable<response> rerun_job(const request& req, std::string id);
   response readyz(const request& req) const;
   boost::asio::awaitable<response> sync_call(const request& req, std::string endpoint);
   reply job_events(const request& req, const std::string& id);

@@ -22,6 +22,8 @@ constexpr route_def table[] = {
     {http::verb::get, "/v1/jobs/{id}/tasks", route_list_tasks},
     {http::verb::post, "/v1/jobs/{id}/tasks", route_append_tasks},
     {http::verb::post, "/v1/jobs/{id}/close", route_close_job},
+    {http::verb::post, "/v1/jobs/{id}/rerun", route_rerun_job},
+    {http::verb::delete_, "/v1/jobs/{id}", route_delete_job},
     {http::verb::get, "/v1/jobs/{id}/tasks/{task_id}", route_get_task},
     {http::verb::get, "/healthz", route_healthz},
     {http::verb::get, "/readyz", route_readyz},

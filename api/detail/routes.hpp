@@ -16,6 +16,8 @@ enum route_id : int {
   route_list_tasks,
   route_append_tasks,
   route_close_job,
+  route_rerun_job,
+  route_delete_job,
   route_get_task,
   /// One id per inference endpoint, in the order of config/endpoints.hpp's list: the route
   /// `route_inference + i` is the synchronous call of `endpoints::all[i]`.

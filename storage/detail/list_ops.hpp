@@ -13,6 +13,7 @@ result<op_reply> apply_ingest_chunk(op_ctx& c, const ingest_chunk_op& op);
 result<op_reply> apply_latch(op_ctx& c, const latch_list_op& op);
 result<op_reply> apply_ingest_failed(op_ctx& c, const ingest_failed_op& op);
 result<op_reply> apply_append(op_ctx& c, const append_tasks_op& op);
+result<op_reply> apply_rerun(op_ctx& c, const rerun_list_op& op);
 
 /// An attempt of a list's task started (its lease is written): the task's status, the counts,
 /// and the job's own `in_progress` at its first start. The caller writes the task and the job.

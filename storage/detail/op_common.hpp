@@ -25,6 +25,9 @@ struct op_ctx {
 
 op_reply reply(op_reply::kind k);
 
+/// How long a job that ended in `s` is kept (its retention entry is finished + this).
+int64_t retention_ms(const store_policy& p, job_status s);
+
 /// Appends the job's next event (its current status, coming from `previous`) and what makes it
 /// visible: the NATS event through the outbox and, when the job has a webhook, a delivery.
 status record_event(op_ctx& c, job_record& job, std::optional<job_status> previous,

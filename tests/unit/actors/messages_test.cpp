@@ -102,6 +102,7 @@ st::job_record list_job() {
   j.ingest_path = "/data/task-lists/job_01.jsonl";
   j.ingest_offset = 4096;
   j.errors = {batch_error("invalid_json_line")};
+  j.run = 3;
   return j;
 }
 
@@ -197,6 +198,8 @@ std::vector<st::write_op> every_op() {
       st::cancel_job_op{"acme", "job_01", 85},
       st::expire_job_op{"job_01", 86, 87},
       st::purge_jobs_op{{{88, "job_01"}, {89, "job_02"}}},
+      st::delete_job_op{"acme", "job_01", 98},
+      st::rerun_list_op{"acme", "job_01", 99},
       st::webhook_result_op{90, st::webhook_result_op::outcome::retry, 3, 91, "refused"},
       st::create_file_op{file("file-1")},
       st::delete_file_op{"acme", "file-1"},
