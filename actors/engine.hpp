@@ -96,6 +96,9 @@ class engine final : public job_service {
   status queue_models(const std::vector<std::string>& models,
                       const std::vector<std::string>& params);
   boost::asio::awaitable<result<submit_outcome>> submit_list(submission s);
+  /// The path of a submission's staged list (`input_file_id`: a file of the tenant with purpose
+  /// "tasks"); empty without one. Errors: file_not_found, invalid_tasks.
+  result<std::string> uploaded_list(const submission& s);
   /// The ingest actor of a staged task list (list_ingest.hpp); at start, one per list of
   /// db::list_ingest.
   void start_ingest(const std::string& job_id);

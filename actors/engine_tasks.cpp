@@ -31,6 +31,20 @@ std::pair<std::vector<std::string>, std::vector<std::string>> task_models(
 
 }  // namespace
 
+result<std::string> engine::uploaded_list(const submission& s) {
+  if (s.input_file_id.empty()) return std::string();
+  auto file = batches_->get_file(s.tenant, s.input_file_id);
+  if (!file)
+    return make_error(errc::file_not_found, "No such file: '" + s.input_file_id + "'.",
+                      "input_file_id");
+  if (file->purpose != "tasks")
+    return make_error(
+        errc::invalid_tasks,
+        "The input file must have been uploaded with purpose 'tasks', not '" + file->purpose + "'.",
+        "input_file_id");
+  return batches_->file_path(s.input_file_id);
+}
+
 boost::asio::awaitable<result<submit_outcome>> engine::submit_list(submission s) {
   const auto n = static_cast<int64_t>(s.tasks.size());
   if (n > deps_.cfg.max_tasks_per_job)
@@ -46,19 +60,8 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit_list(submission s)
                          "tasks");
   // A list too long to commit at once, or a staged one, is read in chunks after the answer.
   const bool staged = !s.input_file_id.empty() || n > deps_.cfg.sync_tasks_max;
-  std::string staged_source;
-  if (!s.input_file_id.empty()) {
-    auto file = batches_->get_file(s.tenant, s.input_file_id);
-    if (!file)
-      co_return make_error(errc::file_not_found, "No such file: '" + s.input_file_id + "'.",
-                           "input_file_id");
-    if (file->purpose != "tasks")
-      co_return make_error(errc::invalid_tasks,
-                           "The input file must have been uploaded with purpose 'tasks', not '" +
-                               file->purpose + "'.",
-                           "input_file_id");
-    staged_source = batches_->file_path(s.input_file_id);
-  }
+  auto staged_source = uploaded_list(s);
+  if (!staged_source) co_return staged_source.error();
   auto webhook_url = job_webhook(s);
   if (!webhook_url) co_return webhook_url.error();
   auto models = task_models(s.tasks);
@@ -83,8 +86,8 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit_list(submission s)
   if (staged) {
     // The list is on disk before the job is: a crash after the answer finds it and goes on.
     job.ingest_path = deps_.cfg.data_dir + "/task-lists/" + job.id + ".jsonl";
-    auto st = staged_source.empty() ? write_task_file(job.ingest_path, s.tasks)
-                                    : link_task_file(staged_source, job.ingest_path);
+    auto st = staged_source->empty() ? write_task_file(job.ingest_path, s.tasks)
+                                     : link_task_file(*staged_source, job.ingest_path);
     if (!st) co_return st.error();
   } else {
     op.tasks = make_task_records(job, 0, s.tasks);
