@@ -114,6 +114,7 @@ void engine::spawn_storage_actors() {
   policy.retention_failed_ms = deps_.cfg.retention_failed_ms;
   policy.retain_inputs = deps_.cfg.retain_inputs;
   policy.task_subject = [&js = deps_.js](std::string_view model) { return js.task_subject(model); };
+  policy.dlq_subject = [&js = deps_.js](std::string_view model) { return js.dlq_subject(model); };
   writer_hooks hooks;
   engine* self = this;
   hooks.on_outbox = [self] {

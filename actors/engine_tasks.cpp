@@ -168,6 +168,7 @@ boost::asio::awaitable<result<storage::job_record>> engine::rerun(std::string te
   if (rep.what == storage::op_reply::kind::not_found)
     co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
   if (rep.what == storage::op_reply::kind::refused && rep.refusal) co_return *rep.refusal;
+  if (rep.job->status == storage::job_status::ingesting) start_ingest(rep.job->id);
   co_return std::move(*rep.job);
 }
 

@@ -19,12 +19,14 @@ namespace {
 /// Errors kept in the job: the first bad lines, as a batch keeps them.
 constexpr size_t max_errors = 100;
 constexpr auto retry_pause = std::chrono::seconds(1);
+constexpr int max_io_tries = 3;
 
 struct ingest_state {
   engine_context* ctx = nullptr;
   queue_models_fn queue_models;
   storage::job_record job;  ///< as last committed: ingested and ingest_offset say where it is
   bool loaded = false;
+  int io_failures = 0;  ///< reads of the file that failed in a row
   static inline const char* name = "list_ingest";
 };
 
@@ -48,18 +50,35 @@ void commit(ingest_ptr self, storage::write_op op, F then) {
           [self](caf::error&) { self->quit(); });  // the writer is gone: shutdown
 }
 
-void fail(ingest_ptr self, storage::job_error why, std::vector<storage::batch_error> errors) {
+/// The list fails. `recoverable` (a system failure): its file stays for a rerun to resume.
+void fail(ingest_ptr self, storage::job_error why, std::vector<storage::batch_error> errors,
+          bool recoverable = false) {
   auto& st = self->state;
   log::warn("ingest", "task list failed its ingest",
-            {{"job_id", st.job.id}, {"code", why.code}, {"error", why.message}});
+            {{"job_id", st.job.id},
+             {"code", why.code},
+             {"error", why.message},
+             {"recoverable", recoverable}});
   const std::string path = st.job.ingest_path;
   commit(self,
          storage::ingest_failed_op{st.job.id, std::move(why), std::move(errors),
-                                   st.ctx->clock.now_ms()},
-         [self, path](storage::op_reply&) {
-           ::unlink(path.c_str());
+                                   st.ctx->clock.now_ms(), recoverable},
+         [self, path, recoverable](storage::op_reply&) {
+           if (!recoverable) ::unlink(path.c_str());
            self->quit();
          });
+}
+
+/// A system failure (the file cannot be read): tried again after a pause, then the list fails
+/// recoverably (a rerun resumes it) with a dead letter.
+void failed_io(ingest_ptr self, const sy::error& e) {
+  auto& st = self->state;
+  if (++st.io_failures < max_io_tries) {
+    log::warn("ingest", "reading the task list failed; trying again",
+              {{"job_id", st.job.id}, {"error", e.message}, {"try", st.io_failures}});
+    return tick_later(self);
+  }
+  fail(self, {e.code, e.message + " (after " + std::to_string(max_io_tries) + " tries)"}, {}, true);
 }
 
 /// The whole file, before any task is written.
@@ -70,7 +89,7 @@ bool check(ingest_ptr self) {
       st.job.ingest_path, ctx.cfg.max_tasks_per_job,
       [&ctx](const std::string& model) { return ctx.gateway_for(model) != nullptr; }, max_errors);
   if (!checked) {
-    fail(self, {checked.error().code, checked.error().message}, {});
+    failed_io(self, checked.error());
     return false;
   }
   if (checked->error_count > 0) {
@@ -106,7 +125,10 @@ void latch(ingest_ptr self) {
 void next_chunk(ingest_ptr self) {
   auto& st = self->state;
   auto chunk = read_task_chunk(st.job.ingest_path, st.job.ingest_offset, ingest_chunk_tasks);
-  if (!chunk) return fail(self, {chunk.error().code, chunk.error().message}, {});
+  if (!chunk && chunk.error().code == errc::invalid_task_file)
+    return fail(self, {chunk.error().code, chunk.error().message}, {});
+  if (!chunk) return failed_io(self, chunk.error());
+  st.io_failures = 0;
   if (chunk->tasks.empty()) return latch(self);
   std::set<std::string> distinct;
   for (const auto& t : chunk->tasks) distinct.insert(t.body["model"].get<std::string>());
@@ -143,8 +165,8 @@ void step(ingest_ptr self) {
     if (!job || job->status != storage::job_status::ingesting || job->ingest_path.empty())
       return self->quit();
     st.job = std::move(*job);
-    st.loaded = true;
     if (st.job.ingested == 0 && st.job.ingest_offset == 0 && !check(self)) return;
+    st.loaded = true;
   }
   next_chunk(self);
 }

@@ -391,6 +391,10 @@ std::string js_client::task_subject(std::string_view model) const {
   return layout_.subject_prefix + ".tasks." + subject_token(model);
 }
 
+std::string js_client::dlq_subject(std::string_view model) const {
+  return layout_.subject_prefix + ".dlq." + subject_token(model);
+}
+
 status js_client::ensure_stream(const std::string& name, const std::string& subject,
                                 bool work_queue, int64_t max_age_ms, int64_t duplicate_window_ms) {
   const char* subjects[] = {subject.c_str()};

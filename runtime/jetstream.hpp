@@ -192,6 +192,8 @@ class js_client {
   std::string stream_name(std::string_view kind) const;
   /// `<sp>.tasks.<subject_token(model)>`.
   std::string task_subject(std::string_view model) const;
+  /// `<prefix>.dlq.<subject_token(model)>`: a dead letter of `model`'s tasks (SY_DLQ).
+  std::string dlq_subject(std::string_view model) const;
   /// `<sp>.submit.<kind>`, e.g. intake_subject("job") == "sy.submit.job".
   std::string intake_subject(std::string_view kind) const;
 

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "storage/detail/list_ops.hpp"
+#include "storage/events.hpp"
 
 // Task-list jobs (docs/task-lists.md). The job record holds the list's counts and its window:
 // tasks [0, next_publish) have been published to JetStream, `live` of them are not finished, and
@@ -60,6 +61,32 @@ status refill(op_ctx& c, job_record& job, int64_t now_ms) {
     ++job.live;
   }
   return ok;
+}
+
+/// `{"job_id", "run", "task_id", "custom_id", "model", "attempts", "error", "at_ms"}`: what a
+/// dead letter tells its subscribers (`task` null for an ingest).
+std::string dead_letter_payload(const job_record& job, const task_record* task,
+                                const job_error& why, int64_t now_ms) {
+  json_text out;
+  out.begin_object().field("job_id", job.id).field("run", job.run).key("task_id");
+  if (task) {
+    out.string(task->id).field("custom_id", task->custom_id).field("model", task->model);
+    out.field("attempts", task->attempt);
+  } else {
+    out.null();
+  }
+  write_error(out.key("error"), why);
+  return out.field("at_ms", now_ms).end_object().take();
+}
+
+/// Publishes a dead letter to SY_DLQ through the outbox (`token`: the model's subject token, or
+/// dlq_ingest_token).
+void dead_letter(op_ctx& c, const std::string& model, std::string msg_id, std::string payload) {
+  std::string subject = c.policy.dlq_subject ? c.policy.dlq_subject(model)
+                                             : c.policy.subject_prefix + ".dlq." + model;
+  if (model == dlq_ingest_token) subject = c.policy.subject_prefix + ".dlq." + model;
+  append_outbox(c.txn, outbox_record{0, std::move(msg_id), std::move(subject), std::move(payload)});
+  c.reply.outbox_appended = true;
 }
 
 /// The task's attempt ended for good with `status`.
@@ -186,7 +213,14 @@ result<op_reply> apply_ingest_failed(op_ctx& c, const ingest_failed_op& op) {
   if (!job) return reply(op_reply::kind::not_found);
   if (is_terminal(job->status)) return reply(op_reply::kind::stale);
   job->errors = op.errors;
+  const std::string path = job->ingest_path;
   SY_TRY(stop_list(c, *job, job_status::failed, op.error, op.now_ms));
+  if (op.recoverable) {
+    job->ingest_path = path;  // kept: a rerun goes on from ingest_offset
+    dead_letter(c, std::string(dlq_ingest_token),
+                "ingest:" + job->id + ":" + std::to_string(job->run),
+                dead_letter_payload(*job, nullptr, op.error, op.now_ms));
+  }
   return answer_done(c, std::move(*job), std::nullopt);
 }
 
@@ -282,13 +316,20 @@ result<op_reply> apply_rerun(op_ctx& c, const rerun_list_op& op) {
     SY_TRY(txn.put(db::deadlines, time_index_key(job->deadline_ms, job->id), ""));
   }
   ++job->run;
-  job->counts.queued = job->counts.total - job->counts.completed;
+  job->counts.queued = job->ingested - job->counts.completed;
   job->counts.in_progress = job->counts.failed = job->counts.cancelled = 0;
   job->next_publish = job->live = 0;
   job->finished_at_ms = 0;
   job->error.reset();
   job->errors.clear();
-  SY_TRY(set_status(c, *job, job_status::queued, op.now_ms));
+  // A list whose ingest failed for a system reason kept its file: the ingest goes on from where
+  // it stopped (the engine starts its actor), and the list is latched again at its end.
+  const bool resume = !job->ingest_path.empty();
+  if (resume) {
+    job->counts.total = -1;
+    SY_TRY(txn.put(db::list_ingest, job->id, ""));
+  }
+  SY_TRY(set_status(c, *job, resume ? job_status::ingesting : job_status::queued, op.now_ms));
   SY_TRY(refill(c, *job, op.now_ms));
   SY_TRY(complete_if_done(c, *job, op.now_ms));
   return answer_done(c, std::move(*job), std::nullopt);
@@ -327,6 +368,8 @@ status list_task_finished(op_ctx& c, job_record& job, task_record& task,
             job_error{op.error_code, op.error_message + " (attempt " + std::to_string(op.attempt) +
                                          " of " + std::to_string(task.max_attempts) + ")"},
             op.response, now);
+        dead_letter(c, task.model, "dlq:" + task.id + ":" + std::to_string(op.attempt),
+                    dead_letter_payload(job, &task, *task.error, now));
         break;
       }
       task.state = task_state::queued;

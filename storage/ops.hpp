@@ -70,12 +70,14 @@ struct latch_list_op {
 };
 
 /// A staged list failed its validation (or could not be read): the job fails with `error` and
-/// the bad lines in `errors`.
+/// the bad lines in `errors`. `recoverable` (a system failure, after its retries): the list is
+/// kept, so that a rerun resumes the ingest, and a dead letter goes to SY_DLQ.
 struct ingest_failed_op {
   std::string job_id;
   job_error error;
   std::vector<batch_error> errors;
   int64_t now_ms = 0;
+  bool recoverable = false;
 
   bool operator==(const ingest_failed_op&) const = default;
 };
@@ -244,7 +246,13 @@ struct store_policy {
   /// The JetStream subject of a model's task messages (a task list publishes its next tasks as
   /// earlier ones finish, whatever their model). Empty: `<subject_prefix>.tasks.<model>`.
   std::function<std::string(std::string_view model)> task_subject;
+  /// The subject of a model's dead letters (SY_DLQ). Empty: `<subject_prefix>.dlq.<model>`.
+  std::function<std::string(std::string_view model)> dlq_subject;
 };
+
+/// The subject of the dead letters of ingests that failed for a system reason: `_` is escaped in
+/// every model's token (runtime::subject_token), so no model's dead letters land here.
+inline constexpr std::string_view dlq_ingest_token = "_ingest";
 
 /// NATS events carry results inline up to this size at most (NATS' default max payload is 1 MiB).
 inline constexpr int64_t max_nats_inline_result_bytes = int64_t{256} * 1024;
@@ -303,7 +311,7 @@ typename Inspector::result_type inspect(Inspector& f, latch_list_op& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ingest_failed_op& x) {
-  return f(x.job_id, x.error, x.errors, x.now_ms);
+  return f(x.job_id, x.error, x.errors, x.now_ms, x.recoverable);
 }
 
 template <class Inspector>

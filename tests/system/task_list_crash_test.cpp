@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <set>
 
 #include "tests/support/wait.hpp"
@@ -139,6 +140,39 @@ TEST(system, kill9_while_a_task_list_runs_finishes_every_task_once) {
   auto sent = env.gateway_counts();
   for (const auto& key : done_before)
     EXPECT_EQ(sent[key], 1) << key << " ran again after completing";
+}
+
+// A staged list whose file cannot be read when its ingest resumes: after its retries the job
+// fails, keeping what it has ingested and its file's place; once the file is back, a rerun goes
+// on from there and the list completes with every task once.
+TEST(system, a_failed_ingest_is_resumed_by_a_rerun) {
+  system_env env;
+  env.start_gateway(/*latency_ms=*/0);
+  env.arm_failpoints("ingest_chunk_committed");
+  env.start_engine({"--sync-tasks-max", "10"});
+  const int n = 2'500;
+  std::string id;
+  {
+    http_client c(env.port());
+    id = create(c, n, "s");
+    ASSERT_FALSE(id.empty()) << env.engine_log();
+  }
+  ASSERT_TRUE(env.wait_failpoint_hit()) << env.engine_log();
+  const std::string staged = env.dir().sub("data") + "/task-lists/" + id + ".jsonl";
+  ASSERT_TRUE(std::filesystem::exists(staged));
+  std::filesystem::rename(staged, staged + ".away");
+  env.start_engine({"--sync-tasks-max", "10"});
+  http_client c(env.port());
+  auto failed = wait_done(c, id);
+  ASSERT_EQ(failed["status"], "failed") << failed.dump() << env.engine_log();
+  EXPECT_EQ(failed["error"]["code"], "storage_error") << failed.dump();
+  const int ingested = failed["task_counts"]["total"];
+  EXPECT_EQ(ingested, 1'000);  // the chunk committed before the crash
+  std::filesystem::rename(staged + ".away", staged);
+  auto rerun = c.post_json("/v1/jobs/" + id + "/rerun", json::object());
+  ASSERT_EQ(rerun.status, 200) << rerun.body;
+  EXPECT_EQ(rerun.json()["status"], "ingesting");
+  expect_complete_once(env, id, n, "s", /*max_sends=*/2);
 }
 
 }  // namespace

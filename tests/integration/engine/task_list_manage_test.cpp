@@ -149,5 +149,23 @@ TEST(task_list_manage, delete_removes_a_finished_single_job) {
   EXPECT_EQ(env.count(storage::db::retention), 0u);
 }
 
+TEST(task_list_manage, a_task_that_exhausts_its_attempts_is_a_dead_letter) {
+  engine_env env;
+  env.start();
+  http_client c(env.port());
+  auto r = c.post_json(
+      "/v1/jobs", list_job({task("fine"), task("down", {{"status", 503}})}, {{"max_attempts", 2}}));
+  ASSERT_EQ(r.status, 201) << r.body;
+  auto done = env.wait_terminal(c, r.json()["id"]);
+  ASSERT_EQ(done["status"], "completed") << done.dump();
+  EXPECT_EQ(done["task_counts"]["failed"], 1);
+  const auto dlq = env.js().stream_name("DLQ");
+  ASSERT_TRUE(wait_for([&] {
+    auto n = env.js().stream_message_count(dlq);
+    return n && *n == 1;
+  })) << "no dead letter in "
+      << dlq;
+}
+
 }  // namespace
 }  // namespace sy::test
