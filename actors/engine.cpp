@@ -262,7 +262,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::commit_create(write_reque
 result<storage::job_record> engine::get(const std::string& tenant, const std::string& id) {
   auto txn = deps_.env.begin_read();
   auto job = storage::get_job(txn, id);
-  if (!job || job->tenant != tenant)
+  if (!job || !job->owned_by(tenant))
     return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
   return std::move(*job);
 }
@@ -293,7 +293,7 @@ boost::asio::awaitable<result<event_batch>> engine::next_events(std::string tena
     {
       auto txn = deps_.env.begin_read();
       auto job = storage::get_job(txn, id);
-      if (!job || job->tenant != tenant)
+      if (!job || !job->owned_by(tenant))
         co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
       auto events = storage::read_events(txn, id, after_seq);
       left = until - deps_.clock.now_ms();

@@ -82,6 +82,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit_list(submission s)
   job.deadline_ms = s.timeout_ms > 0 ? now + s.timeout_ms : 0;
   job.task_list = true;
   job.window = s.max_inflight > 0 ? s.max_inflight : deps_.cfg.task_window;
+  job.task_events = s.task_events;
   storage::create_list_op op;
   if (staged) {
     // The list is on disk before the job is: a crash after the answer finds it and goes on.
@@ -197,7 +198,7 @@ result<task_page> engine::list_tasks(const std::string& tenant, const std::strin
   task_page page;
   auto txn = deps_.env.begin_read();
   auto job = storage::get_job(txn, id);
-  if (!job || job->tenant != tenant || !job->task_list)
+  if (!job || !job->owned_by(tenant) || !job->task_list)
     return make_error(errc::job_not_found, "no task-list job with id '" + id + "'", "id");
   int64_t from = 0;
   if (!after.empty()) {
@@ -230,7 +231,7 @@ result<task_page> engine::get_task(const std::string& tenant, const std::string&
                                    const std::string& task) {
   auto txn = deps_.env.begin_read();
   auto job = storage::get_job(txn, id);
-  if (!job || job->tenant != tenant || !job->task_list)
+  if (!job || !job->owned_by(tenant) || !job->task_list)
     return make_error(errc::job_not_found, "no task-list job with id '" + id + "'", "id");
   std::optional<storage::task_record> found;
   if (storage::list_task_index(id, task)) found = storage::get_task(txn, task);

@@ -34,6 +34,7 @@ struct submission {
   std::vector<task_input> tasks;  ///< a task list instead of `body`; empty: a single request
   int max_inflight = 0;           ///< a task list's most tasks in flight; 0: `task_window`
   bool open = false;              ///< a task list that takes more tasks by appends until closed
+  bool task_events = false;       ///< a task list that publishes an event per task transition
   std::string input_file_id;      ///< a staged task list (a file of purpose "tasks")
 
   bool task_list() const { return !tasks.empty() || open || !input_file_id.empty(); }

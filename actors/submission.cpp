@@ -17,9 +17,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 10> known_fields = {
-    "endpoint",    "body",    "tasks",        "metadata",      "max_attempts",
-    "webhook_url", "timeout", "max_inflight", "input_file_id", "open"};
+constexpr std::array<std::string_view, 11> known_fields = {
+    "endpoint", "body",         "tasks",         "metadata", "max_attempts", "webhook_url",
+    "timeout",  "max_inflight", "input_file_id", "open",     "task_events"};
 constexpr std::array<std::string_view, 2> known_task_fields = {"custom_id", "body"};
 constexpr int max_inflight_cap = 10'000;
 constexpr double max_timeout_s = 7 * 24 * 3600;
@@ -36,7 +36,7 @@ status check_fields(const json& j) {
       return make_error(errc::unknown_parameter,
                         "Unrecognized request argument supplied: " + key +
                             ". Allowed: endpoint, body, tasks, input_file_id, open, metadata, "
-                            "max_attempts, webhook_url, timeout, max_inflight.",
+                            "max_attempts, webhook_url, timeout, max_inflight, task_events.",
                         key);
   }
   return ok;
@@ -330,6 +330,13 @@ result<submission> parse_submission(json j, std::string tenant, std::string idem
   s.tasks = std::move(tasks);
   s.max_inflight = *max_inflight;
   s.open = kind->open;
+  if (auto ev = j.find("task_events"); ev != j.end() && !ev->is_null()) {
+    if (!ev->is_boolean() || (!list && ev->get<bool>()))
+      return make_error(errc::invalid_tasks,
+                        "'task_events' must be true or false, given with a task list.",
+                        "task_events");
+    s.task_events = ev->get<bool>();
+  }
   s.input_file_id = std::move(kind->input_file_id);
   s.metadata = *metadata ? std::move(**metadata) : json::object();
   s.max_attempts = *attempts;

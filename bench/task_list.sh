@@ -7,13 +7,14 @@
 #      once latched.
 #   2. execution: a RUN_N-task list (staged as well) with max_inflight = the model's limit
 #      against the fast fake gateway — tasks/s from the create to `completed` — and, in the same
-#      run, RUN_N single jobs end to end through the C++ load generator, for comparison.
+#      run, SINGLE_N single jobs end to end through the C++ load generator, for comparison;
+#      then its export (GET /v1/jobs/{id}/export), plain and gzip'd: MB/s and the heap's peak.
 #   3. fairness: while a BIG_N-task list runs on the model, a 10-task list is submitted; its
 #      time from submission to `completed`.
 #
 #   bench/task_list.sh [BUILD_DIR]        (default BUILD_DIR: build next to this folder)
 #
-# Environment: N (1000000), RUN_N (100000), BIG_N (200000), PER_MODEL (64), GLOBAL (100),
+# Environment: N (1000000), RUN_N (1000000), SINGLE_N (100000), BIG_N (200000), PER_MODEL (64), GLOBAL (100),
 # SWITCHYARD (the binary to measure; default BUILD_DIR/switchyard).
 set -euo pipefail
 
@@ -22,7 +23,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 source "$here/lib.sh"
 build=$(cd "${1:-$here/../build}" && pwd)
 N=${N:-1000000}
-RUN_N=${RUN_N:-100000}
+RUN_N=${RUN_N:-1000000}
+SINGLE_N=${SINGLE_N:-100000}
 BIG_N=${BIG_N:-200000}
 PER_MODEL=${PER_MODEL:-64}
 GLOBAL=${GLOBAL:-100}
@@ -141,10 +143,35 @@ job=$(create "$file" "$PER_MODEL")
 final=$(wait_not "$job" ingesting queued in_progress)
 t1=$(now_ms)
 list_rate=$(python3 -c "print(f'{$RUN_N/max(($t1-$t0)/1000,1e-3):,.0f}')")
-single=$("$loadgen" --port "$port" --connections 64 --requests "$RUN_N" --model bench-model \
+single=$("$loadgen" --port "$port" --connections 64 --requests "$SINGLE_N" --model bench-model \
   --e2e-fake "$fake_port" 2>&1 | awk '/^RESULT/' || true)
 echo "execution: $RUN_N tasks in one list $final in $((t1 - t0)) ms ($list_rate tasks/s);" \
-  "$RUN_N single jobs end to end: $single"
+  "$SINGLE_N single jobs end to end: $single"
+# export, plain then gzip'd, with the heap's peak over both
+idle_anon=$(rss_kb "$engine_pid" RssAnon)
+rm -f "$work/stop-sampling"
+(
+  a=0
+  while [[ ! -e $work/stop-sampling ]]; do
+    x=$(awk '/^RssAnon:/ {print $2}' "/proc/$engine_pid/status")
+    ((x > a)) && a=$x
+    echo "$a" >"$work/anon-peak"
+    sleep 0.05
+  done
+) &
+sampler=$!
+for enc in identity gzip; do
+  t0=$(now_ms)
+  size=$(curl -sf -H "Accept-Encoding: $enc" "$base/v1/jobs/$job/export" -o "$work/export.$enc" -w '%{size_download}')
+  t1=$(now_ms)
+  lines=$([[ $enc == gzip ]] && gzip -dc "$work/export.$enc" | wc -l || wc -l <"$work/export.$enc")
+  echo "export ($enc): $lines lines, $((size / 1000000)) MB in $((t1 - t0)) ms" \
+    "($(python3 -c "print(f'{$size/1e6/max(($t1-$t0)/1000,1e-3):.0f}')") MB/s sent," \
+    "$(python3 -c "print(f'{$lines/max(($t1-$t0)/1000,1e-3):,.0f}')") tasks/s)"
+done
+touch "$work/stop-sampling"
+wait "$sampler" || true
+echo "export heap (RssAnon) peak +$(python3 -c "print(f'{($(cat "$work/anon-peak")-$idle_anon)/1024:.1f}')") MB"
 
 # --- 3. fairness ----------------------------------------------------------------------------------
 gen "$work/big.jsonl" "$BIG_N" b

@@ -89,6 +89,39 @@ void dead_letter(op_ctx& c, const std::string& model, std::string msg_id, std::s
   c.reply.outbox_appended = true;
 }
 
+/// A task's transition, published on `<prefix>.jobs.<job id>.task.<state>` when its job asked
+/// for task events (`task_events`): `{"job_id", "task_id", "custom_id", "index", "state",
+/// "attempt", "error", "result", "timestamp_ms"}`, the result inline up to the NATS limit.
+void task_event(op_ctx& c, const job_record& job, const task_record& task, int64_t now_ms) {
+  if (!job.task_events) return;
+  json_text out;
+  out.begin_object().field("job_id", job.id).field("task_id", task.id).key("custom_id");
+  if (task.custom_id.empty()) {
+    out.null();
+  } else {
+    out.string(task.custom_id);
+  }
+  out.field("index", task.index)
+      .field("state", to_string(task.status))
+      .field("attempt", task.attempt);
+  write_error(out.key("error"), task.error);
+  out.key("result");
+  const auto limit = std::min(c.policy.inline_result_bytes, max_nats_inline_result_bytes);
+  if (task.result && static_cast<int64_t>(task.result->body.size()) <= limit) {
+    write_result(out, *task.result);
+  } else {
+    out.null();
+  }
+  out.field("timestamp_ms", now_ms);
+  const std::string state(to_string(task.status));
+  append_outbox(
+      c.txn,
+      outbox_record{0, "task-event:" + task.id + ":" + std::to_string(task.attempt) + ":" + state,
+                    c.policy.subject_prefix + ".jobs." + job.id + ".task." + state,
+                    out.end_object().take()});
+  c.reply.outbox_appended = true;
+}
+
 /// The task's attempt ended for good with `status`.
 void finish_task(job_record& job, task_record& task, job_status status,
                  std::optional<job_error> why, std::optional<gateway_result> response,
@@ -227,7 +260,7 @@ result<op_reply> apply_ingest_failed(op_ctx& c, const ingest_failed_op& op) {
 result<op_reply> apply_append(op_ctx& c, const append_tasks_op& op) {
   auto& txn = c.txn;
   auto job = get_job(txn, op.job_id);
-  if (!job || job->tenant != op.tenant || !job->task_list) return reply(op_reply::kind::not_found);
+  if (!job || !job->owned_by(op.tenant) || !job->task_list) return reply(op_reply::kind::not_found);
   const std::string key = op.idempotency_key.empty() ? "" : append_key(job->id, op.idempotency_key);
   if (!key.empty()) {
     if (auto idem = get_idempotency(txn, op.tenant, key)) {
@@ -280,7 +313,7 @@ result<op_reply> apply_append(op_ctx& c, const append_tasks_op& op) {
 result<op_reply> apply_rerun(op_ctx& c, const rerun_list_op& op) {
   auto& txn = c.txn;
   auto job = get_job(txn, op.job_id);
-  if (!job || job->tenant != op.tenant) return reply(op_reply::kind::not_found);
+  if (!job || !job->owned_by(op.tenant)) return reply(op_reply::kind::not_found);
   if (!job->task_list || !is_terminal(job->status))
     return refused(errc::job_not_rerunnable,
                    "job " + job->id + " is " + std::string(to_string(job->status)) +
@@ -343,6 +376,7 @@ status list_task_started(op_ctx& c, job_record& job, task_record& task, int64_t 
   job.updated_at_ms = now_ms;
   if (job.started_at_ms == 0) job.started_at_ms = now_ms;
   if (job.status == job_status::queued) SY_TRY(set_status(c, job, job_status::in_progress, now_ms));
+  task_event(c, job, task, now_ms);
   return ok;
 }
 
@@ -377,6 +411,7 @@ status list_task_finished(op_ctx& c, job_record& job, task_record& task,
       task.attempt = op.attempt + 1;
       task.not_before_ms = now + op.backoff_ms;
       ++job.counts.queued;
+      task_event(c, job, task, now);
       return publish_task(c, task, now, op.subject);
     case attempt_end::released:  // shutdown: the nak'ed message runs it again, uncounted
       task.state = task_state::queued;
@@ -385,6 +420,7 @@ status list_task_finished(op_ctx& c, job_record& job, task_record& task,
       ++job.counts.queued;
       return c.txn.put(db::queued, task.id, "");
   }
+  task_event(c, job, task, now);
   c.txn.del(db::list_live, task.id);
   if (past_deadline(job, now)) {
     SY_TRY(put_task(c.txn, task));  // stop_list reads it back as finished
@@ -414,6 +450,7 @@ status stop_list(op_ctx& c, job_record& job, job_status to, const job_error& why
     task->status = task_end;
     task->error = why;
     task->finished_at_ms = now_ms;
+    task_event(c, job, *task, now_ms);
     SY_TRY(close_task(c.txn, *task));
   }
   // What is still counted queued was never published: it ends with the list, unwritten.
@@ -427,29 +464,30 @@ status stop_list(op_ctx& c, job_record& job, job_status to, const job_error& why
   return set_status(c, job, to, now_ms, why);
 }
 
-void purge_list(write_txn& t, const job_record& job) {
-  std::vector<std::string> keys;
+bool purge_list(write_txn& t, const job_record& job, size_t& budget) {
+  std::vector<std::pair<std::string, std::string>> tasks;  // id, custom_id
   const auto prefix = task_prefix(job.id);
-  t.scan(db::tasks, prefix, [&](std::string_view key, std::string_view) {
+  bool more = false;
+  t.scan(db::tasks, prefix, [&](std::string_view key, std::string_view value) {
     if (!key.starts_with(prefix)) return false;
-    keys.emplace_back(key);
+    if (tasks.size() == budget) {
+      more = true;
+      return false;
+    }
+    auto task = decode_task(value);
+    tasks.emplace_back(key, task ? task->custom_id : std::string());
     return true;
   });
-  for (const auto& id : keys) {
+  budget -= tasks.size();
+  for (const auto& [id, custom_id] : tasks) {
     del_lease(t, id);
     t.del(db::queued, id);
     t.del(db::list_live, id);
     t.del(db::tasks, id);
+    if (!custom_id.empty()) t.del(db::task_custom, task_custom_key(job.id, custom_id));
   }
-  keys.clear();
-  const auto custom = job.id + "/";
-  t.scan(db::task_custom, custom, [&](std::string_view key, std::string_view) {
-    if (!key.starts_with(custom)) return false;
-    keys.emplace_back(key);
-    return true;
-  });
-  for (const auto& k : keys) t.del(db::task_custom, k);
-  keys.clear();
+  if (more) return false;
+  std::vector<std::string> keys;
   const auto appends = idempotency_db_key(job.tenant, append_key(job.id, ""));
   t.scan(db::idempotency, appends, [&](std::string_view key, std::string_view) {
     if (!key.starts_with(appends)) return false;
@@ -458,6 +496,7 @@ void purge_list(write_txn& t, const job_record& job) {
   });
   for (const auto& k : keys) t.del(db::idempotency, k);
   t.del(db::list_ingest, job.id);
+  return true;
 }
 
 }  // namespace detail

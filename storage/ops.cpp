@@ -329,7 +329,7 @@ result<op_reply> apply_outbox_ack(op_ctx& c, const outbox_ack_op& op) {
 result<op_reply> apply_cancel(op_ctx& c, const cancel_job_op& op) {
   auto& txn = c.txn;
   auto job = get_job(txn, op.job_id);
-  if (!job || job->tenant != op.tenant) return reply(op_reply::kind::not_found);
+  if (!job || !job->owned_by(op.tenant)) return reply(op_reply::kind::not_found);
   c.reply.job = job;
   if (job->status == job_status::cancelled || job->status == job_status::cancelling) {
     c.reply.what = op_reply::kind::existing;  // a repeated cancel is harmless
@@ -379,8 +379,10 @@ result<op_reply> apply_expire(op_ctx& c, const expire_job_op& op) {
 }
 
 /// Deletes the job and everything that belongs to it: task(s), lease(s), queue entries, events,
-/// idempotency key, listing entry (and a task list's indexes). Not its time-index entries.
-void purge_job(write_txn& txn, const job_record& job) {
+/// idempotency key, listing entry (and a task list's indexes). Not its time-index entries. A
+/// task list goes `budget` tasks at a time: false when tasks are left (the job record stays,
+/// marked deleted, for the next step).
+bool purge_job(write_txn& txn, job_record& job, size_t& budget) {
   std::vector<std::string> event_keys;
   const std::string prefix = job.id + "/";
   txn.scan(db::events, prefix, [&](std::string_view key, std::string_view) {
@@ -394,21 +396,30 @@ void purge_job(write_txn& txn, const job_record& job) {
     if (idem && idem->job_id == job.id)
       txn.del(db::idempotency, idempotency_db_key(job.tenant, job.idempotency_key));
   }
-  if (job.task_list) purge_list(txn, job);
+  txn.del(db::job_index, job_index_key(job.tenant, job.id));
+  if (job.task_list && !purge_list(txn, job, budget)) {
+    job.deleted = true;
+    (void)put_job(txn, job);  // a failed put poisons the transaction: its commit reports it
+    return false;
+  }
   del_lease(txn, job.task_id);
   txn.del(db::queued, job.task_id);
   txn.del(db::tasks, job.task_id);
-  txn.del(db::job_index, job_index_key(job.tenant, job.id));
   txn.del(db::jobs, job.id);
+  return true;
 }
 
 result<op_reply> apply_purge(op_ctx& c, const purge_jobs_op& op) {
   auto& txn = c.txn;
+  size_t budget = purge_tasks_per_txn;
   for (const auto& [at, id] : op.due) {
     txn.del(db::retention, time_index_key(at, id));
     auto job = get_job(txn, id);
     if (!job || !is_terminal(job->status)) continue;
-    purge_job(txn, *job);
+    if (!purge_job(txn, *job, budget)) {  // the rest at the next tick
+      SY_TRY(txn.put(db::retention, time_index_key(at, id), ""));
+      break;
+    }
     ++c.reply.purged;
   }
   c.reply.what = op_reply::kind::done;
@@ -418,7 +429,7 @@ result<op_reply> apply_purge(op_ctx& c, const purge_jobs_op& op) {
 result<op_reply> apply_delete(op_ctx& c, const delete_job_op& op) {
   auto& txn = c.txn;
   auto job = get_job(txn, op.job_id);
-  if (!job || job->tenant != op.tenant) return reply(op_reply::kind::not_found);
+  if (!job || !job->owned_by(op.tenant)) return reply(op_reply::kind::not_found);
   if (!is_terminal(job->status)) {  // stop it first: its running attempts are fenced out
     if (job->task_list) {
       SY_TRY(stop_list(c, *job, job_status::cancelled, cancelled_error(), op.now_ms));
@@ -431,7 +442,9 @@ result<op_reply> apply_delete(op_ctx& c, const delete_job_op& op) {
   txn.del(db::retention,
           time_index_key(job->finished_at_ms + retention_ms(c.policy, job->status), job->id));
   if (job->deadline_ms > 0) txn.del(db::deadlines, time_index_key(job->deadline_ms, job->id));
-  purge_job(txn, *job);
+  size_t budget = purge_tasks_per_txn;
+  if (!purge_job(txn, *job, budget))  // a large list: the reaper removes the rest in steps
+    SY_TRY(txn.put(db::retention, time_index_key(op.now_ms, job->id), ""));
   c.reply.changed_jobs.push_back(job->id);
   c.reply.what = op_reply::kind::done;
   c.reply.job = std::move(job);

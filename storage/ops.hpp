@@ -186,6 +186,10 @@ struct expire_job_op {
   bool operator==(const expire_job_op&) const = default;
 };
 
+/// Tasks of task lists that one retention or DELETE transaction removes at most: a list larger
+/// than this goes in steps (the reaper's ticks), so no transaction holds the writer for long.
+inline constexpr size_t purge_tasks_per_txn = 10'000;
+
 /// Retention: delete terminal jobs whose time has come — job, task, lease, idempotency key,
 /// events and index entries. Entries are (delete_at_ms, job_id) from the retention index.
 struct purge_jobs_op {

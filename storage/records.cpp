@@ -346,7 +346,7 @@ std::string encode_job(const job_record& r) {
   w.i(r.ingested).i(r.next_publish).i(r.live).i(r.window);
   w.s(r.ingest_path).i(r.ingest_offset).u(r.errors.size());
   for (const auto& e : r.errors) w.s(e.code).s(e.message).s(e.param).i(e.line);
-  w.i(r.run);
+  w.i(r.run).u(r.deleted ? 1 : 0).u(r.task_events ? 1 : 0);
   return w.take();
 }
 
@@ -381,7 +381,10 @@ std::optional<job_record> decode_job(std::string_view value) {
     auto& e = r.errors.emplace_back();
     in.s(e.code).s(e.message).s(e.param).i(e.line);
   }
-  in.i(r.run);
+  uint64_t deleted = 0, task_events = 0;
+  in.i(r.run).u(deleted).u(task_events);
+  r.deleted = deleted != 0;
+  r.task_events = task_events != 0;
   if (in.corrupt()) return std::nullopt;
   if (!metadata.empty()) {
     r.metadata = json::parse(metadata, nullptr, /*allow_exceptions=*/false);

@@ -108,6 +108,11 @@ struct job_record {
   int64_t ingest_offset = 0;  ///< bytes of it read into tasks 0 .. ingested-1
   std::vector<batch_error> errors;  ///< why the ingest failed: bad lines, with their numbers
   int run = 1;                      ///< 1, then + 1 for each rerun of its failed tasks
+  bool deleted = false;      ///< DELETE'd, its tasks still being removed in steps: gone for clients
+  bool task_events = false;  ///< publish an event on NATS for each task's transition
+
+  /// Whether `t`'s requests see this job (its tenant's, and not deleted).
+  bool owned_by(std::string_view t) const { return !deleted && tenant == t; }
 
   bool operator==(const job_record&) const = default;
 };

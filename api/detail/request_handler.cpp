@@ -108,6 +108,8 @@ boost::asio::awaitable<reply> request_handler::handle(request req) {
     res = co_await rerun_job(req, m.params.at(0));
   } else if (m.route == route_delete_job) {
     res = co_await delete_job(req, m.params.at(0));
+  } else if (m.route == route_export_tasks) {
+    out = export_tasks(req, m.params.at(0));
   } else if (m.route == route_list_tasks) {
     res = list_tasks(req, m.params.at(0));
   } else if (m.route == route_get_task) {

@@ -83,6 +83,10 @@ class request_handler {
   response readyz(const request& req) const;
   boost::asio::awaitable<response> sync_call(const request& req, std::string endpoint);
   reply job_events(const request& req, const std::string& id);
+  /// GET /v1/jobs/{id}/export: every task's outcome as JSONL, gzip'd on request (export_route.cpp).
+  reply export_tasks(const request& req, const std::string& id);
+  boost::asio::awaitable<void> stream_export(stream_writer& out, std::string tenant, std::string id,
+                                             bool gzip);
   boost::asio::awaitable<void> stream_events(stream_writer& out, std::string tenant, std::string id,
                                              uint64_t after_seq);
 

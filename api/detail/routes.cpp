@@ -20,6 +20,7 @@ constexpr route_def table[] = {
     {http::verb::post, "/v1/jobs/{id}/cancel", route_cancel_job},
     {http::verb::get, "/v1/jobs/{id}/events", route_job_events},
     {http::verb::get, "/v1/jobs/{id}/tasks", route_list_tasks},
+    {http::verb::get, "/v1/jobs/{id}/export", route_export_tasks},
     {http::verb::post, "/v1/jobs/{id}/tasks", route_append_tasks},
     {http::verb::post, "/v1/jobs/{id}/close", route_close_job},
     {http::verb::post, "/v1/jobs/{id}/rerun", route_rerun_job},

@@ -14,6 +14,7 @@ enum route_id : int {
   route_cancel_job,
   route_job_events,
   route_list_tasks,
+  route_export_tasks,
   route_append_tasks,
   route_close_job,
   route_rerun_job,

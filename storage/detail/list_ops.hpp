@@ -31,7 +31,9 @@ status list_task_finished(op_ctx& c, job_record& job, task_record& task,
 /// and read that way (docs/task-lists.md). The caller writes the job.
 status stop_list(op_ctx& c, job_record& job, job_status to, const job_error& why, int64_t now_ms);
 
-/// Retention: the list's tasks, their leases, queue and window entries, and custom_id index.
-void purge_list(write_txn& t, const job_record& job);
+/// Retention and DELETE: the list's tasks, their leases, queue and window entries and custom_id
+/// index, and its append keys — at most `budget` tasks (lowered by those removed). False when
+/// tasks are left for another transaction.
+bool purge_list(write_txn& t, const job_record& job, size_t& budget);
 
 }  // namespace sy::storage::detail

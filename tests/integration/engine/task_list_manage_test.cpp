@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/integration/engine/engine_env.hpp"
+#include "tests/integration/engine/nats_subscriber.hpp"
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
@@ -165,6 +166,46 @@ TEST(task_list_manage, a_task_that_exhausts_its_attempts_is_a_dead_letter) {
     return n && *n == 1;
   })) << "no dead letter in "
       << dlq;
+}
+
+TEST(task_list_manage, task_events_publish_each_tasks_transitions_on_nats) {
+  engine_env env;
+  env.start();
+  http_client c(env.port());
+  auto r = c.post_json(
+      "/v1/jobs", {{"endpoint", "/v1/chat/completions"}, {"open", true}, {"task_events", true}});
+  ASSERT_EQ(r.status, 202) << r.body;
+  const std::string id = r.json()["id"];
+  nats_subscriber sub(env.nats().url(), "sy.jobs." + id + ".task.>");
+  auto appended = c.post_json(
+      "/v1/jobs/" + id + "/tasks",
+      {{"tasks", {task("ev-ok"), task("ev-bad", {{"status", 400}})}}, {"last_batch", true}});
+  ASSERT_EQ(appended.status, 200) << appended.body;
+  std::map<std::string, std::vector<std::string>> states;  // custom_id → states in order
+  for (int i = 0; i < 4; ++i) {
+    auto m = sub.next(5'000);
+    ASSERT_TRUE(m) << "only " << i << " task events";
+    auto ev = json::parse(m->second);
+    EXPECT_EQ(ev["job_id"], id);
+    EXPECT_EQ(m->first, "sy.jobs." + id + ".task." + ev["state"].get<std::string>());
+    states[ev["custom_id"]].push_back(ev["state"]);
+    if (ev["state"] == "failed") {
+      EXPECT_EQ(ev["error"]["code"], "gateway_rejected");
+    }
+    if (ev["state"] == "completed") {
+      EXPECT_EQ(ev["result"]["status_code"], 200);
+    }
+  }
+  EXPECT_EQ(states["ev-ok"], (std::vector<std::string>{"in_progress", "completed"}));
+  EXPECT_EQ(states["ev-bad"], (std::vector<std::string>{"in_progress", "failed"}));
+  // Without task_events a list publishes its own transitions only.
+  nats_subscriber quiet(env.nats().url(), "sy.jobs.*.task.>");
+  auto plain = c.post_json("/v1/jobs", list_job({task("quiet")}));
+  ASSERT_EQ(env.wait_terminal(c, plain.json()["id"])["status"], "completed");
+  EXPECT_FALSE(quiet.next(300));
+  json single = {
+      {"endpoint", "/v1/chat/completions"}, {"body", task("s")["body"]}, {"task_events", true}};
+  EXPECT_EQ(c.post_json("/v1/jobs", single).json()["error"]["code"], "invalid_tasks");
 }
 
 }  // namespace

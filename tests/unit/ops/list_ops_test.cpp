@@ -349,5 +349,49 @@ TEST_F(list_ops_test, appends_take_the_next_indexes_once_per_key) {
   EXPECT_EQ(run(a).what, op_reply::kind::not_found);
 }
 
+TEST_F(list_ops_test, a_large_list_is_removed_in_steps_that_keep_each_transaction_small) {
+  const int n = static_cast<int>(purge_tasks_per_txn) * 2 + 500;
+  run(make_list(n, 4));
+  run(cancel_job_op{"t1", job_id, 2000});
+  auto due = [&] {
+    auto txn = env_->begin_read();
+    return read_due(txn, db::retention, INT64_MAX, 10);
+  };
+  ASSERT_EQ(due().size(), 1u);
+  EXPECT_EQ(run(purge_jobs_op{due()}).purged, 0u);
+  EXPECT_EQ(count(db::tasks), static_cast<size_t>(n) - purge_tasks_per_txn);
+  ASSERT_TRUE(job(job_id));
+  EXPECT_TRUE(job(job_id)->deleted);  // gone for clients from the first step
+  EXPECT_FALSE(job(job_id)->owned_by("t1"));
+  EXPECT_EQ(count(db::job_index), 0u);
+  ASSERT_EQ(due().size(), 1u);  // the rest is due again
+  EXPECT_EQ(run(purge_jobs_op{due()}).purged, 0u);
+  EXPECT_EQ(run(purge_jobs_op{due()}).purged, 1u);
+  EXPECT_EQ(count(db::tasks), 0u);
+  EXPECT_EQ(count(db::task_custom), 0u);
+  EXPECT_EQ(count(db::jobs), 0u);
+  EXPECT_EQ(count(db::retention), 0u);
+}
+
+TEST_F(list_ops_test, delete_of_a_large_list_leaves_the_rest_to_the_reaper) {
+  const int n = static_cast<int>(purge_tasks_per_txn) + 10;
+  run(make_list(n, 4));
+  start(0);
+  auto r = run(delete_job_op{"t1", job_id, 5000});
+  ASSERT_EQ(r.what, op_reply::kind::done);
+  EXPECT_EQ(r.abort_tasks, (std::vector<std::string>{task(0)}));
+  EXPECT_EQ(count(db::tasks), 10u);
+  EXPECT_EQ(run(delete_job_op{"t1", job_id, 5001}).what, op_reply::kind::not_found);
+  EXPECT_EQ(run(cancel_job_op{"t1", job_id, 5002}).what, op_reply::kind::not_found);
+  auto due = [&] {
+    auto txn = env_->begin_read();
+    return read_due(txn, db::retention, 5000, 10);
+  };
+  ASSERT_EQ(due().size(), 1u);
+  EXPECT_EQ(run(purge_jobs_op{due()}).purged, 1u);
+  EXPECT_EQ(count(db::tasks), 0u);
+  EXPECT_EQ(count(db::jobs), 0u);
+}
+
 }  // namespace
 }  // namespace sy::storage
