@@ -108,9 +108,10 @@ struct settings {
   bool webhook_allow_loopback = false;
 
   // --- files and batches (OpenAI Files + Batch API)
-  int64_t files_max_bytes = int64_t{200} << 20;  ///< largest upload accepted by POST /v1/files
-  int64_t batch_max_lines = 50'000;              ///< most requests in one batch input file
-  std::string batch_completion_windows = "24h";  ///< accepted completion_window values
+  int64_t files_max_bytes = int64_t{200} << 20;    ///< largest upload accepted by POST /v1/files
+  int64_t max_task_file_bytes = int64_t{2} << 30;  ///< the same for purpose "tasks" (task lists)
+  int64_t batch_max_lines = 50'000;                ///< most requests in one batch input file
+  std::string batch_completion_windows = "24h";    ///< accepted completion_window values
 
   // --- retention
   int64_t retention_completed_ms = int64_t{24} * 3'600'000;

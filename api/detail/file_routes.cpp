@@ -70,7 +70,8 @@ result<std::unique_ptr<upload>> request_handler::begin_upload(const request& hea
     return make_error(errc::invalid_file,
                       "The upload must be sent as 'Content-Type: multipart/form-data; "
                       "boundary=...' with a 'file' part and a 'purpose' field.");
-  return upload::start(std::move(*tenant), *boundary, batches_->upload_dir(), files_max_bytes_);
+  return upload::start(std::move(*tenant), *boundary, batches_->upload_dir(), files_max_bytes_,
+                       max_task_file_bytes_);
 }
 
 boost::asio::awaitable<response> request_handler::finish_upload(std::unique_ptr<upload> u,

@@ -58,6 +58,7 @@ request_handler::request_handler(const config::settings& settings, actors::job_s
     : auth_(settings.api_keys),
       batches_(batches),
       files_max_bytes_(settings.files_max_bytes),
+      max_task_file_bytes_(settings.max_task_file_bytes),
       completion_windows_(settings.batch_completion_windows),
       service_(service),
       ready_(std::move(ready)),

@@ -108,6 +108,7 @@ class request_handler {
   authenticator auth_;
   actors::batch_service* batches_;
   int64_t files_max_bytes_;
+  int64_t max_task_file_bytes_;
   std::string completion_windows_;
   actors::job_service& service_;
   std::function<bool()> ready_;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -43,17 +44,20 @@ bool is_file_purpose(std::string_view p) {
   return false;
 }
 
-upload::upload(std::string tenant, std::string_view boundary, int64_t max_bytes)
+upload::upload(std::string tenant, std::string_view boundary, int64_t max_bytes,
+               int64_t max_task_bytes)
     : tenant_(std::move(tenant)),
       max_bytes_(max_bytes),
+      max_task_bytes_(max_task_bytes),
       parser_(boundary,
               multipart_parser::handlers{[this](const multipart_part& p) { return on_part(p); },
                                          [this](std::string_view b) { return on_data(b); },
                                          [this] { return on_part_end(); }}) {}
 
 result<std::unique_ptr<upload>> upload::start(std::string tenant, std::string_view boundary,
-                                              const std::string& dir, int64_t max_bytes) {
-  std::unique_ptr<upload> u{new upload(std::move(tenant), boundary, max_bytes)};
+                                              const std::string& dir, int64_t max_bytes,
+                                              int64_t max_task_bytes) {
+  std::unique_ptr<upload> u{new upload(std::move(tenant), boundary, max_bytes, max_task_bytes)};
   u->path_ = dir + "/upload-" + random_hex(24) + ".part";
   u->fd_ = ::open(u->path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (u->fd_ < 0) return disk_error("create", u->path_);
@@ -91,11 +95,7 @@ status upload::on_data(std::string_view b) {
   switch (sink_) {
     case sink::file: {
       bytes_ += static_cast<int64_t>(b.size());
-      if (bytes_ > max_bytes_)
-        return make_error(
-            errc::file_too_large,
-            "The file is larger than the limit of " + std::to_string(max_bytes_) + " bytes.",
-            "file");
+      if (bytes_ > limit()) return too_large(limit());
       while (!b.empty()) {
         ssize_t n = ::write(fd_, b.data(), b.size());
         if (n < 0) {
@@ -119,6 +119,19 @@ status upload::on_data(std::string_view b) {
   return ok;
 }
 
+int64_t upload::limit() const {
+  if (!purpose_) return std::max(max_bytes_, max_task_bytes_);
+  return *purpose_ == "tasks" ? max_task_bytes_ : max_bytes_;
+}
+
+sy::error upload::too_large(int64_t limit) const {
+  const bool tasks = purpose_ && *purpose_ == "tasks";
+  return make_error(errc::file_too_large,
+                    "The file is larger than the limit of " + std::to_string(limit) + " bytes (" +
+                        (tasks ? "max_task_file_bytes" : "files_max_bytes") + ").",
+                    "file");
+}
+
 status upload::on_part_end() {
   if (sink_ == sink::field) {
     if (field_name_ == "purpose") purpose_ = field_value_;
@@ -138,6 +151,7 @@ result<storage::file_record> upload::finish() {
                       "purpose");
   if (!have_file_)
     return make_error(errc::missing_required_parameter, "The 'file' part is required.", "file");
+  if (bytes_ > limit()) return too_large(limit());  // the purpose came after the file
   if (!is_file_purpose(*purpose_))
     return make_error(errc::invalid_value,
                       "'" + *purpose_ +

@@ -21,8 +21,11 @@ bool is_file_purpose(std::string_view purpose);
 class upload {
  public:
   /// Opens the staging file `<dir>/upload-<random>.part`. Errors: storage_unavailable.
+  /// `max_task_bytes` bounds a file of purpose "tasks" instead of `max_bytes`; while the purpose
+  /// is not known yet (it may follow the file part) the larger bound holds, and finish() checks.
   static result<std::unique_ptr<upload>> start(std::string tenant, std::string_view boundary,
-                                               const std::string& dir, int64_t max_bytes);
+                                               const std::string& dir, int64_t max_bytes,
+                                               int64_t max_task_bytes);
   /// Removes the staging file unless `adopt()` took it.
   ~upload();
   upload(const upload&) = delete;
@@ -44,13 +47,17 @@ class upload {
   int64_t expires_after() const { return expires_after_; }
 
  private:
-  upload(std::string tenant, std::string_view boundary, int64_t max_bytes);
+  upload(std::string tenant, std::string_view boundary, int64_t max_bytes, int64_t max_task_bytes);
+  /// The bound on the file part, as far as the purpose is known.
+  int64_t limit() const;
+  sy::error too_large(int64_t limit) const;
   status on_part(const multipart_part& p);
   status on_data(std::string_view bytes);
   status on_part_end();
 
   std::string tenant_;
   int64_t max_bytes_;
+  int64_t max_task_bytes_;
   multipart_parser parser_;
   std::string path_;
   int fd_ = -1;

@@ -121,7 +121,7 @@ const std::string& upload_dir() {
 constexpr int64_t upload_max_bytes = 1024;  // small, so that file_too_large is reachable
 
 void check_upload(const std::string& boundary, std::string_view body, size_t read_size) {
-  auto u = d::upload::start("fuzz", boundary, upload_dir(), upload_max_bytes);
+  auto u = d::upload::start("fuzz", boundary, upload_dir(), upload_max_bytes, upload_max_bytes);
   if (!u) sy::fuzz::fail("upload::start failed: " + u.error().message);
   if (auto s = feed(**u, body, read_size); !s) return sy::fuzz::check_client_error(s.error());
   auto file = (*u)->finish();

@@ -175,5 +175,54 @@ TEST(system, a_failed_ingest_is_resumed_by_a_rerun) {
   expect_complete_once(env, id, n, "s", /*max_sends=*/2);
 }
 
+// Fairness at full size (issue 18): a 1,000,000-task staged list runs on a model; a 10-task list
+// submitted beside it on the same model completes within seconds, not after the big one.
+TEST(system, a_ten_task_list_is_not_starved_by_a_million_task_list) {
+  system_env env;
+  env.start_gateway(/*latency_ms=*/1);
+  env.start_engine(
+      {"--files-max-bytes", std::to_string(512 << 20), "--per-model-concurrency", "16"});
+  http_client c(env.port());
+  std::string big_file;
+  big_file.reserve(size_t{140} << 20);
+  for (int i = 0; i < 1'000'000; ++i)
+    big_file += R"({"body":{"model":"sys-model","messages":[{"role":"user","content":"t"}],)"
+                R"("fake":{"key":"big"}}})"
+                "\n";
+  const std::string boundary = "----sy-fairness";
+  std::string form = "--" + boundary +
+                     "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\ntasks\r\n--" +
+                     boundary +
+                     "\r\nContent-Disposition: form-data; name=\"file\"; filename=\"big.jsonl\"\r\n"
+                     "Content-Type: application/jsonl\r\n\r\n";
+  form += big_file;
+  big_file.clear();
+  form += "\r\n--" + boundary + "--\r\n";
+  auto up = c.request("POST", "/v1/files", form,
+                      {{"Content-Type", "multipart/form-data; boundary=" + boundary}});
+  form.clear();
+  ASSERT_EQ(up.status, 200) << up.body;
+  auto big = c.post_json(
+      "/v1/jobs", {{"endpoint", "/v1/chat/completions"}, {"input_file_id", up.json()["id"]}});
+  ASSERT_EQ(big.status, 202) << big.body;
+  const std::string big_id = big.json()["id"];
+  ASSERT_TRUE(wait_for(
+      [&] { return c.get("/v1/jobs/" + big_id).json()["task_counts"]["completed"] >= 2'000; },
+      std::chrono::seconds(60)))
+      << env.engine_log();
+  const auto t0 = std::chrono::steady_clock::now();
+  auto small = c.post_json("/v1/jobs", list_job(10, "small"));
+  ASSERT_EQ(small.status, 201) << small.body;
+  auto done = wait_done(c, small.json()["id"]);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_EQ(done["status"], "completed") << done.dump();
+  EXPECT_LT(waited, std::chrono::seconds(5));
+  auto big_now = c.get("/v1/jobs/" + big_id).json();
+  EXPECT_LT(big_now["task_counts"]["completed"].get<int64_t>(), 900'000) << big_now.dump();
+  // The big list never had more than its window (task_window 256) queued or running.
+  EXPECT_LE(big_now["task_counts"]["in_progress"].get<int64_t>(), 256);
+  EXPECT_EQ(c.request("DELETE", "/v1/jobs/" + big_id, "").status, 200);
+}
+
 }  // namespace
 }  // namespace sy::test

@@ -177,5 +177,31 @@ TEST(task_list_staged, an_ingest_stopped_by_shutdown_resumes_at_the_next_start) 
   EXPECT_EQ(env.gateway().requests_by_key().size(), 3'000u);
 }
 
+TEST(task_list_staged, a_task_file_has_its_own_size_limit) {
+  engine_env env;
+  env.settings().max_task_file_bytes = 4'096;
+  env.start();
+  http_client c(env.port());
+  const std::string content = lines(40, "big");  // about 7 KB
+  ASSERT_GT(content.size(), 4'096u);
+  for (bool purpose_first : {true, false}) {
+    std::string body = purpose_first ? form({{"purpose", "tasks"}}, "t.jsonl", content)
+                                     : form({}, "t.jsonl", content);
+    if (!purpose_first) {  // the purpose after the file: checked when the form ends
+      body.erase(body.rfind("--" + form_boundary + "--"));
+      body += "--" + form_boundary +
+              "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\n" + "tasks\r\n--" +
+              form_boundary + "--\r\n";
+    }
+    auto r = upload(c, body);
+    EXPECT_EQ(r.status, 413) << r.body;
+    EXPECT_EQ(r.json()["error"]["code"], "file_too_large");
+    EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("max_task_file_bytes"),
+              std::string::npos);
+  }
+  // Other purposes keep files_max_bytes.
+  EXPECT_EQ(upload(c, form({{"purpose", "batch"}}, "b.jsonl", content)).status, 200);
+}
+
 }  // namespace
 }  // namespace sy::test
