@@ -103,6 +103,11 @@ class engine final : public job_service {
   /// db::list_ingest.
   void start_ingest(const std::string& job_id);
   void resume_ingests();
+  /// Commits an operation on job `id` (append, delete, rerun): `not_found` becomes job_not_found
+  /// ("no <what> with id ..."), `refused` its refusal; otherwise the reply.
+  boost::asio::awaitable<result<storage::op_reply>> commit_job_op(storage::write_op op,
+                                                                  const std::string& id,
+                                                                  std::string_view what);
   /// Commits `req` (a create) and turns its reply into the submit's outcome.
   boost::asio::awaitable<result<submit_outcome>> commit_create(write_request req,
                                                                const std::string& key);

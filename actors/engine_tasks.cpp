@@ -128,28 +128,36 @@ boost::asio::awaitable<result<storage::job_record>> engine::append(std::string t
   op.last_batch = a.last_batch;
   op.max_tasks = deps_.cfg.max_tasks_per_job;
   op.now_ms = deps_.clock.now_ms();
+  storage::write_op write_op = std::move(op);  // named: see remove()
+  auto rep = co_await commit_job_op(std::move(write_op), id, "task-list job");
+  if (!rep) co_return rep.error();
+  co_return std::move(*rep->job);
+}
+
+boost::asio::awaitable<result<storage::op_reply>> engine::commit_job_op(storage::write_op op,
+                                                                        const std::string& id,
+                                                                        std::string_view what) {
   write_request req{std::move(op)};
   auto r = co_await write(ctx_->writer, std::move(req));
   if (!r) co_return r.error();
   if (!r->reply) co_return r->err;
   auto& rep = *r->reply;
-  using kind = storage::op_reply::kind;
-  if (rep.what == kind::not_found)
-    co_return make_error(errc::job_not_found, "no task-list job with id '" + id + "'", "id");
-  if (rep.what == kind::refused && rep.refusal) co_return *rep.refusal;
-  co_return std::move(*rep.job);
+  if (rep.what == storage::op_reply::kind::not_found)
+    co_return make_error(errc::job_not_found, "no " + std::string(what) + " with id '" + id + "'",
+                         "id");
+  if (rep.what == storage::op_reply::kind::refused && rep.refusal) co_return *rep.refusal;
+  co_return std::move(rep);
 }
 
 boost::asio::awaitable<result<storage::job_record>> engine::remove(std::string tenant,
                                                                    std::string id) {
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
-  write_request req{storage::delete_job_op{std::move(tenant), id, deps_.clock.now_ms()}};
-  auto r = co_await write(ctx_->writer, std::move(req));
+  // Named, not a temporary in the co_await expression: GCC 12 mishandles the lifetime of
+  // aggregate temporaries passed to a coroutine there (engine::submit).
+  storage::write_op op = storage::delete_job_op{std::move(tenant), id, deps_.clock.now_ms()};
+  auto r = co_await commit_job_op(std::move(op), id, "job");
   if (!r) co_return r.error();
-  if (!r->reply) co_return r->err;
-  auto& rep = *r->reply;
-  if (rep.what == storage::op_reply::kind::not_found)
-    co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
+  auto& rep = *r;
   if (rep.abort_inflight && rep.task) caf::anon_send(ctx_->jobs, cancel_atom::value, rep.task->id);
   for (const auto& task : rep.abort_tasks) caf::anon_send(ctx_->jobs, cancel_atom::value, task);
   // A staged list still being read: its ingest finds the job gone and stops; the file goes.
@@ -161,14 +169,12 @@ boost::asio::awaitable<result<storage::job_record>> engine::remove(std::string t
 boost::asio::awaitable<result<storage::job_record>> engine::rerun(std::string tenant,
                                                                   std::string id) {
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
-  write_request req{storage::rerun_list_op{std::move(tenant), id, deps_.clock.now_ms()}};
-  auto r = co_await write(ctx_->writer, std::move(req));
+  // Named, not a temporary in the co_await expression: GCC 12 mishandles the lifetime of
+  // aggregate temporaries passed to a coroutine there (engine::submit).
+  storage::write_op op = storage::rerun_list_op{std::move(tenant), id, deps_.clock.now_ms()};
+  auto r = co_await commit_job_op(std::move(op), id, "job");
   if (!r) co_return r.error();
-  if (!r->reply) co_return r->err;
-  auto& rep = *r->reply;
-  if (rep.what == storage::op_reply::kind::not_found)
-    co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
-  if (rep.what == storage::op_reply::kind::refused && rep.refusal) co_return *rep.refusal;
+  auto& rep = *r;
   if (rep.job->status == storage::job_status::ingesting) start_ingest(rep.job->id);
   co_return std::move(*rep.job);
 }

@@ -82,9 +82,10 @@ std::string dead_letter_payload(const job_record& job, const task_record* task,
 /// Publishes a dead letter to SY_DLQ through the outbox (`token`: the model's subject token, or
 /// dlq_ingest_token).
 void dead_letter(op_ctx& c, const std::string& model, std::string msg_id, std::string payload) {
-  std::string subject = c.policy.dlq_subject ? c.policy.dlq_subject(model)
-                                             : c.policy.subject_prefix + ".dlq." + model;
-  if (model == dlq_ingest_token) subject = c.policy.subject_prefix + ".dlq." + model;
+  // The ingest's token is used as it is: escaping it would give "_5Fingest".
+  std::string subject = c.policy.dlq_subject && model != dlq_ingest_token
+                            ? c.policy.dlq_subject(model)
+                            : c.policy.subject_prefix + ".dlq." + model;
   append_outbox(c.txn, outbox_record{0, std::move(msg_id), std::move(subject), std::move(payload)});
   c.reply.outbox_appended = true;
 }
