@@ -48,7 +48,10 @@ bool wait_until(F done, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-engine::engine(deps d) : deps_(d) {}
+engine::engine(deps d)
+    : deps_(d),
+      results_(std::make_shared<storage::result_segments>(deps_.cfg.data_dir + "/task-results",
+                                                          deps_.cfg.inline_result_bytes)) {}
 
 result<std::unique_ptr<engine>> engine::start(deps d) {
   std::unique_ptr<engine> e{new engine(d)};
@@ -115,6 +118,7 @@ void engine::spawn_storage_actors() {
   policy.retain_inputs = deps_.cfg.retain_inputs;
   policy.task_subject = [&js = deps_.js](std::string_view model) { return js.task_subject(model); };
   policy.dlq_subject = [&js = deps_.js](std::string_view model) { return js.dlq_subject(model); };
+  policy.results = results_;
   writer_hooks hooks;
   engine* self = this;
   hooks.on_outbox = [self] {

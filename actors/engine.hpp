@@ -123,7 +123,13 @@ class engine final : public job_service {
   void drain_webhooks();  ///< deliveries in flight end; the deliverer stops
   void stop_actors();     ///< dispatchers, the global budget, reaper, relay, writer, registry
 
+  /// Reads the bodies of the page's results that live in the job's result segment.
+  status load_results(task_page& page) const;
+
   deps deps_;
+  /// Task-list result bodies over `inline_result_bytes`: written by the storage writer, read by
+  /// list_tasks and get_task.
+  std::shared_ptr<storage::result_segments> results_;
   /// Released with the system at shutdown, never destroyed: the system's last threads still read
   /// it (engine::shutdown).
   std::unique_ptr<caf::actor_system_config> caf_cfg_ = std::make_unique<caf::actor_system_config>();

@@ -230,7 +230,23 @@ result<task_page> engine::list_tasks(const std::string& tenant, const std::strin
     return true;
   });
   page.job = std::move(*job);
+  if (auto st = load_results(page); !st) return st.error();
   return page;
+}
+
+status engine::load_results(task_page& page) const {
+  for (auto& task : page.tasks) {
+    if (task.result_offset < 0 || !task.result) continue;
+    auto body = results_->read(page.job.id, task.result_offset, task.result_length);
+    if (!body) {
+      log::error("tasks", "a task's result cannot be read from its segment",
+                 {{"job", page.job.id}, {"task", task.id}, {"error", body.error().message}});
+      return body.error();
+    }
+    task.result->body = std::move(*body);
+    task.result_offset = -1;
+  }
+  return ok;
 }
 
 result<task_page> engine::get_task(const std::string& tenant, const std::string& id,
@@ -251,6 +267,7 @@ result<task_page> engine::get_task(const std::string& tenant, const std::string&
   task_page page;
   page.job = std::move(*job);
   page.tasks.push_back(std::move(*found));
+  if (auto st = load_results(page); !st) return st.error();
   return page;
 }
 

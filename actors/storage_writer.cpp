@@ -111,7 +111,9 @@ result<op_outcomes> commit_batch(storage::environment& env, const storage::store
       outcomes.push_back(std::move(r));
     }
     if (!failure) {
-      auto st = txn->commit();
+      // Result bodies appended by this batch reach the disk before the records naming them.
+      auto st = policy.results ? policy.results->sync() : sy::status{ok};
+      if (st) st = txn->commit();
       if (st) return outcomes;
       if (st.error().code != errc::map_full) return st.error();
       failure = st.error();

@@ -191,6 +191,15 @@ std::vector<setting_def> build_settings_table() {
                         "never floods the queue, and a small job behind it waits for at most "
                         "this many of its tasks.",
          .field = &settings::task_window},
+      sd{.name = "inline_result_bytes",
+         .flag = "--inline-result-bytes",
+         .type = vt::integer,
+         .min = 0,
+         .max = 64 << 20,
+         .description = "Largest result body of a task-list task kept in its LMDB record; a "
+                        "larger one goes to the job's result segment file under "
+                        "<data_dir>/task-results.",
+         .field = &settings::inline_result_bytes},
       sd{.name = "lease_ttl_ms",
          .flag = "--lease-ttl-ms",
          .type = vt::duration_ms,

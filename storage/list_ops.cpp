@@ -130,10 +130,27 @@ void finish_task(job_record& job, task_record& task, job_status status,
   task.state = task_state::done;
   task.status = status;
   task.result = std::move(response);
+  task.result_offset = -1;
+  task.result_length = 0;
   task.error = std::move(why);
   task.finished_at_ms = now_ms;
   ++count_of(job.counts, status);
   --job.live;
+}
+
+/// Moves a finished task's result body to the job's result segment when it is larger than the
+/// policy's inline size (after its event took the body).
+status spill_result(op_ctx& c, const job_record& job, task_record& task) {
+  auto* segments = c.policy.results.get();
+  if (!segments || !task.result ||
+      static_cast<int64_t>(task.result->body.size()) <= segments->inline_bytes())
+    return ok;
+  auto at = segments->append(job.id, task.result->body);
+  if (!at) return at.error();
+  task.result_offset = *at;
+  task.result_length = static_cast<int64_t>(task.result->body.size());
+  task.result->body.clear();
+  return ok;
 }
 
 /// The job completes once its list is latched and every task has finished.
@@ -422,6 +439,7 @@ status list_task_finished(op_ctx& c, job_record& job, task_record& task,
       return c.txn.put(db::queued, task.id, "");
   }
   task_event(c, job, task, now);
+  SY_TRY(spill_result(c, job, task));
   c.txn.del(db::list_live, task.id);
   if (past_deadline(job, now)) {
     SY_TRY(put_task(c.txn, task));  // stop_list reads it back as finished

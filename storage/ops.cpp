@@ -382,7 +382,8 @@ result<op_reply> apply_expire(op_ctx& c, const expire_job_op& op) {
 /// idempotency key, listing entry (and a task list's indexes). Not its time-index entries. A
 /// task list goes `budget` tasks at a time: false when tasks are left (the job record stays,
 /// marked deleted, for the next step).
-bool purge_job(write_txn& txn, job_record& job, size_t& budget) {
+bool purge_job(op_ctx& c, job_record& job, size_t& budget) {
+  auto& txn = c.txn;
   std::vector<std::string> event_keys;
   const std::string prefix = job.id + "/";
   txn.scan(db::events, prefix, [&](std::string_view key, std::string_view) {
@@ -402,6 +403,7 @@ bool purge_job(write_txn& txn, job_record& job, size_t& budget) {
     (void)put_job(txn, job);  // a failed put poisons the transaction: its commit reports it
     return false;
   }
+  if (job.task_list && c.policy.results) c.policy.results->remove(job.id);
   del_lease(txn, job.task_id);
   txn.del(db::queued, job.task_id);
   txn.del(db::tasks, job.task_id);
@@ -416,7 +418,7 @@ result<op_reply> apply_purge(op_ctx& c, const purge_jobs_op& op) {
     txn.del(db::retention, time_index_key(at, id));
     auto job = get_job(txn, id);
     if (!job || !is_terminal(job->status)) continue;
-    if (!purge_job(txn, *job, budget)) {  // the rest at the next tick
+    if (!purge_job(c, *job, budget)) {  // the rest at the next tick
       SY_TRY(txn.put(db::retention, time_index_key(at, id), ""));
       break;
     }
@@ -443,7 +445,7 @@ result<op_reply> apply_delete(op_ctx& c, const delete_job_op& op) {
           time_index_key(job->finished_at_ms + retention_ms(c.policy, job->status), job->id));
   if (job->deadline_ms > 0) txn.del(db::deadlines, time_index_key(job->deadline_ms, job->id));
   size_t budget = purge_tasks_per_txn;
-  if (!purge_job(txn, *job, budget))  // a large list: the reaper removes the rest in steps
+  if (!purge_job(c, *job, budget))  // a large list: the reaper removes the rest in steps
     SY_TRY(txn.put(db::retention, time_index_key(op.now_ms, job->id), ""));
   c.reply.changed_jobs.push_back(job->id);
   c.reply.what = op_reply::kind::done;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -18,6 +19,7 @@
 #include "storage/batch_ops.hpp"
 #include "storage/lmdb_env.hpp"
 #include "storage/records.hpp"
+#include "storage/result_segments.hpp"
 
 namespace sy::storage {
 
@@ -252,6 +254,9 @@ struct store_policy {
   std::function<std::string(std::string_view model)> task_subject;
   /// The subject of a model's dead letters (SY_DLQ). Empty: `<subject_prefix>.dlq.<model>`.
   std::function<std::string(std::string_view model)> dlq_subject;
+  /// Where task-list results larger than its `inline_bytes()` go. Null: every result stays in
+  /// its task record.
+  std::shared_ptr<result_segments> results;
 };
 
 /// The subject of the dead letters of ingests that failed for a system reason: `_` is escaped in

@@ -406,6 +406,7 @@ std::string encode_task(const task_record& r) {
   if (r.result) w.i(r.result->status_code).s(r.result->body);
   write_error(w, r.error);
   w.i(r.started_at_ms).i(r.finished_at_ms);
+  w.i(r.result_offset).i(r.result_length);
   return w.take();
 }
 
@@ -425,6 +426,7 @@ std::optional<task_record> decode_task(std::string_view value) {
   }
   read_error(in, r.error);
   in.i(r.started_at_ms).i(r.finished_at_ms);
+  in.i(r.result_offset).i(r.result_length);
   if (in.corrupt()) return std::nullopt;
   return r;
 }

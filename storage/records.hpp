@@ -162,6 +162,10 @@ struct task_record {
   std::optional<job_error> error;          ///< why the task failed or was cancelled
   int64_t started_at_ms = 0;               ///< the first attempt's start
   int64_t finished_at_ms = 0;
+  /// At or above 0: `result`'s body is not in the record but in the job's result segment
+  /// (storage/result_segments.hpp), `result_length` bytes from here.
+  int64_t result_offset = -1;
+  int64_t result_length = 0;
 
   bool operator==(const task_record&) const = default;
 };

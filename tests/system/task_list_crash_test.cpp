@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 #include "tests/support/wait.hpp"
 #include "tests/system/system_env.hpp"
@@ -23,7 +24,7 @@ json list_job(int n, const std::string& prefix) {
     tasks.push_back({{"custom_id", prefix + std::to_string(i)},
                      {"body",
                       {{"model", "sys-model"},
-                       {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                       {"messages", {{{"role", "user"}, {"content", prefix + std::to_string(i)}}}},
                        {"fake", {{"key", prefix + std::to_string(i)}}}}}});
   return {{"endpoint", "/v1/chat/completions"}, {"tasks", tasks}};
 }
@@ -117,7 +118,9 @@ INSTANTIATE_TEST_SUITE_P(failpoints, task_list_ingest_crash,
 TEST(system, kill9_while_a_task_list_runs_finishes_every_task_once) {
   system_env env;
   env.start_gateway(/*latency_ms=*/100);
-  env.start_engine({"--sync-tasks-max", "1000"});
+  // Every answer (~300 bytes) goes to the job's result segment: appended before each commit.
+  const std::vector<std::string> flags{"--sync-tasks-max", "1000", "--inline-result-bytes", "64"};
+  env.start_engine(flags);
   const int n = 300;
   std::string id;
   {
@@ -135,11 +138,24 @@ TEST(system, kill9_while_a_task_list_runs_finishes_every_task_once) {
   }
   env.kill_engine();
   ASSERT_LT(done_before.size(), static_cast<size_t>(n)) << "the crash came too late";
-  env.start_engine({"--sync-tasks-max", "1000"});
+  env.start_engine(flags);
   expect_complete_once(env, id, n, "run", /*max_sends=*/2);
   auto sent = env.gateway_counts();
   for (const auto& key : done_before)
     EXPECT_EQ(sent[key], 1) << key << " ran again after completing";
+  // Each task's result is its own answer, read back whole from the segment.
+  http_client c(env.port());
+  auto exported = c.get("/v1/jobs/" + id + "/export");
+  ASSERT_EQ(exported.status, 200);
+  std::istringstream lines(exported.body);
+  int read = 0;
+  for (std::string line; std::getline(lines, line); ++read) {
+    const auto l = json::parse(line);
+    EXPECT_EQ(l["response"]["body"]["choices"][0]["message"]["content"],
+              "echo: " + l["custom_id"].get<std::string>())
+        << line;
+  }
+  EXPECT_EQ(read, n);
 }
 
 // A staged list whose file cannot be read when its ingest resumes: after its retries the job

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <filesystem>
 #include <sstream>
 
 #include "tests/integration/engine/engine_env.hpp"
@@ -110,6 +111,39 @@ TEST(task_list_export, a_cancelled_list_exports_its_tasks_that_never_ran_as_canc
   EXPECT_EQ(c.get("/v1/jobs/job_nope/export").status, 404);
   auto single = env.submit(c, "s");
   EXPECT_EQ(c.get("/v1/jobs/" + single.json()["id"].get<std::string>() + "/export").status, 404);
+}
+
+TEST(task_list_export, results_over_the_inline_size_are_read_back_from_the_segment_and_deleted) {
+  engine_env env;
+  env.settings().inline_result_bytes = 64;  // every echo answer is larger
+  env.start();
+  http_client c(env.port());
+  json tasks = json::array();
+  for (int i = 0; i < 50; ++i) tasks.push_back(task("r" + std::to_string(i)));
+  auto r = c.post_json("/v1/jobs", {{"endpoint", "/v1/chat/completions"}, {"tasks", tasks}});
+  ASSERT_EQ(r.status, 201) << r.body;
+  const std::string id = r.json()["id"];
+  ASSERT_EQ(env.wait_terminal(c, id, std::chrono::seconds(30))["status"], "completed");
+  const auto segment = std::filesystem::path(env.settings().data_dir) / "task-results" /
+                       (id + ".seg");
+  ASSERT_TRUE(std::filesystem::exists(segment));
+  EXPECT_GT(std::filesystem::file_size(segment), 50u * 64);
+  auto content = [](const json& response) {
+    return response["body"]["choices"][0]["message"]["content"].get<std::string>();
+  };
+  auto lines = lines_of(c.get("/v1/jobs/" + id + "/export").body);
+  ASSERT_EQ(lines.size(), 50u);
+  for (size_t i = 0; i < lines.size(); ++i)
+    EXPECT_EQ(content(lines[i]["response"]), "echo: task r" + std::to_string(i)) << lines[i];
+  auto page = c.get("/v1/jobs/" + id + "/tasks?limit=5&after=" +
+                    lines[9]["task_id"].get<std::string>());
+  ASSERT_EQ(page.status, 200) << page.body;
+  EXPECT_EQ(content(page.json()["data"][0]["result"]), "echo: task r10");
+  auto one = c.get("/v1/jobs/" + id + "/tasks/r33");
+  ASSERT_EQ(one.status, 200) << one.body;
+  EXPECT_EQ(content(one.json()["result"]), "echo: task r33");
+  ASSERT_EQ(c.request("DELETE", "/v1/jobs/" + id, "").status, 200);
+  EXPECT_FALSE(std::filesystem::exists(segment));
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // injected time: the window of published tasks, counts kept in the task transitions, the job's
 // one completion, retries, release, cancel, deadlines and retention.
 
+#include <filesystem>
+
 #include <gtest/gtest.h>
 
 #include "tests/unit/ops/store_fixture.hpp"
@@ -391,6 +393,51 @@ TEST_F(list_ops_test, delete_of_a_large_list_leaves_the_rest_to_the_reaper) {
   EXPECT_EQ(run(purge_jobs_op{due()}).purged, 1u);
   EXPECT_EQ(count(db::tasks), 0u);
   EXPECT_EQ(count(db::jobs), 0u);
+}
+
+TEST_F(list_ops_test, results_over_the_inline_size_go_to_the_jobs_segment_and_leave_with_the_job) {
+  const auto dir = std::filesystem::path(dir_.path()) / "task-results";
+  policy_.results = std::make_shared<result_segments>(dir, 8);
+  run(make_list(3, 10));
+  const std::string large = R"({"answer":"a body over eight bytes"})";
+  auto finish_with = [&](int i, std::string body) {
+    start(i);
+    finish_attempt_op f;
+    f.task_id = task(i);
+    f.attempt = 1;
+    f.token = "tok" + std::to_string(i);
+    f.end = attempt_end::succeeded;
+    f.now_ms = 3000;
+    f.response = gateway_result{200, std::move(body)};
+    return run(f);
+  };
+  finish_with(0, large);
+  finish_with(1, "{}");  // small: stays in the record
+  finish_with(2, large + " ");
+  const auto first = get(0);
+  ASSERT_TRUE(first.result);
+  EXPECT_EQ(first.result->status_code, 200);
+  EXPECT_EQ(first.result->body, "");
+  EXPECT_EQ(first.result_offset, 0);
+  EXPECT_EQ(first.result_length, static_cast<int64_t>(large.size()));
+  EXPECT_EQ(get(1).result->body, "{}");
+  EXPECT_EQ(get(1).result_offset, -1);
+  EXPECT_EQ(get(2).result_offset, static_cast<int64_t>(large.size()));
+  ASSERT_TRUE(policy_.results->sync());
+  EXPECT_EQ(*policy_.results->read(job_id, 0, first.result_length), large);
+  EXPECT_EQ(*policy_.results->read(job_id, get(2).result_offset, get(2).result_length),
+            large + " ");
+  EXPECT_FALSE(policy_.results->read(job_id, 1000, 10));  // past the end: an error, not garbage
+  // The segment goes with the job's last purge step.
+  std::vector<std::pair<int64_t, std::string>> due;
+  {
+    auto txn = env_->begin_read();
+    due = read_due(txn, db::retention, INT64_MAX, 10);
+  }
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_TRUE(std::filesystem::exists(dir / (std::string(job_id) + ".seg")));
+  EXPECT_EQ(run(purge_jobs_op{due}).purged, 1u);
+  EXPECT_FALSE(std::filesystem::exists(dir / (std::string(job_id) + ".seg")));
 }
 
 }  // namespace
