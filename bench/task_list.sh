@@ -51,15 +51,28 @@ rss_kb() { awk "/^$2:/ {print \$2}" "/proc/$1/status"; }
 # job_field ID FIELD: a top-level string field of the job (curl and sed: no python per poll).
 status_of() { curl -sf "$base/v1/jobs/$1" | sed -n 's/.*"status":"\([a-z_]*\)".*/\1/p' | head -1; }
 id_of() { sed -n 's/.*"id":"\([^"]*\)".*/\1/p' | head -1; }
-wait_not() {  # wait_not ID STATUS...: until the job's status is none of them
-  local s
-  while :; do
-    s=$(status_of "$1")
+# wait_not ID STATUS...: until the job's state is none of them; prints that state. It follows the
+# job's event stream (GET …/events) rather than polling: a loop of curl and sed processes every
+# 50 ms took about 13 % of the two cores away from what is measured.
+wait_not() {
+  local line state fd
+  exec {fd}< <(curl -sfN --max-time 3600 "$base/v1/jobs/$1/events")
+  local stream=$!
+  while IFS= read -r -u "$fd" line; do
+    line=${line%$'\r'}
+    [[ $line == "event: "* ]] || continue
+    state=${line#event: }
     local hit=0
-    for x in "${@:2}"; do [[ $s == "$x" ]] && hit=1; done
-    [[ $hit == 0 ]] && { echo "$s"; return; }
-    sleep 0.05
+    for x in "${@:2}"; do [[ $state == "$x" ]] && hit=1; done
+    if [[ $hit == 0 ]]; then
+      kill "$stream" 2>/dev/null || true
+      exec {fd}<&-
+      echo "$state"
+      return
+    fi
   done
+  exec {fd}<&-
+  status_of "$1"  # the stream ended (the job is terminal)
 }
 
 "$fake" --port 0 --threads 1 >"$out/fake.out" 2>&1 &
