@@ -108,6 +108,15 @@ struct settings {
       "0.0.0.0/8,169.254.0.0/16,fe80::/10,100.100.100.200/32,fd00:ec2::254/128";
   bool webhook_allow_loopback = false;
 
+  // --- http tasks (task lists with endpoint "http": docs/task-lists.md)
+  std::string http_task_allow_networks;  ///< comma-separated CIDRs; empty: every network not denied
+  std::string http_task_deny_networks =
+      "0.0.0.0/8,169.254.0.0/16,fe80::/10,100.100.100.200/32,fd00:ec2::254/128";
+  bool http_task_allow_loopback = false;
+  int64_t http_task_timeout_ms = 30'000;
+  int http_task_host_concurrency = 8;
+  int64_t http_task_max_response_bytes = int64_t{1} << 20;
+
   // --- files and batches (OpenAI Files + Batch API)
   int64_t files_max_bytes = int64_t{200} << 20;    ///< largest upload accepted by POST /v1/files
   int64_t max_task_file_bytes = int64_t{2} << 30;  ///< the same for purpose "tasks" (task lists)

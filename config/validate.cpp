@@ -302,6 +302,12 @@ status check_webhooks(settings& s) {
   if (auto allow = parse_network_list(s.webhook_allow_networks); !allow) {
     return invalid("webhook_allow_networks", allow.error().message);
   }
+  if (auto allow = parse_network_list(s.http_task_allow_networks); !allow) {
+    return invalid("http_task_allow_networks", allow.error().message);
+  }
+  if (auto deny = parse_network_list(s.http_task_deny_networks); !deny) {
+    return invalid("http_task_deny_networks", deny.error().message);
+  }
   if (auto deny = parse_network_list(s.webhook_deny_networks); !deny) {
     return invalid("webhook_deny_networks", deny.error().message);
   }

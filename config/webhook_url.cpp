@@ -94,11 +94,21 @@ std::string split_authority(std::string_view authority, webhook_url& out,
 }  // namespace
 
 sy::error webhook_url_error(std::string_view url, const std::string& why) {
-  return make_error(errc::invalid_webhook_url, "webhook_url " + quoted_url(url) + " " + why,
-                    "webhook_url");
+  return url_error(url_label{"webhook_url", errc::invalid_webhook_url, "webhook_url"}, url, why);
+}
+
+sy::error url_error(const url_label& label, std::string_view url, const std::string& why) {
+  return make_error(label.code, label.what + " " + quoted_url(url) + " " + why, label.param);
 }
 
 result<webhook_url> parse_webhook_url(std::string_view url) {
+  return parse_http_url(url, url_label{"webhook_url", errc::invalid_webhook_url, "webhook_url"});
+}
+
+result<webhook_url> parse_http_url(std::string_view url, const url_label& label) {
+  auto webhook_url_error = [&label](std::string_view u, const std::string& why) {
+    return url_error(label, u, why);
+  };
   if (url.size() > kMaxUrlBytes) {
     return webhook_url_error(url, "is longer than " + std::to_string(kMaxUrlBytes) + " bytes");
   }

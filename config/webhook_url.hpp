@@ -30,4 +30,14 @@ result<webhook_url> parse_webhook_url(std::string_view url);
 /// param "webhook_url", message "webhook_url '<url>' <why>".
 sy::error webhook_url_error(std::string_view url, const std::string& why);
 
+/// How a URL's errors name it: "<what> '<url>' <why>", with `code` and `param`.
+struct url_label {
+  std::string what;
+  error_code code;
+  std::string param;
+};
+/// parse_webhook_url's rules for a URL that `label` names (an `http` task's request.url).
+result<webhook_url> parse_http_url(std::string_view url, const url_label& label);
+sy::error url_error(const url_label& label, std::string_view url, const std::string& why);
+
 }  // namespace sy::config

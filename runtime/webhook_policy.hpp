@@ -29,12 +29,16 @@ struct webhook_policy {
   /// Extra PEM file of trusted CAs for https targets (tests trust a self-signed certificate with
   /// it); empty: the system's default CA paths only.
   std::string ca_file;
+  /// The settings' prefix that denials name ("webhook": webhook_deny_networks, …; "http_task").
+  std::string setting = "webhook";
 };
 
 /// The policy from validated settings (webhook_allow_networks, webhook_deny_networks,
 /// webhook_allow_loopback, webhook_timeout_ms). Error "invalid_config" when a network list is
 /// malformed (validation already refuses that; this is the backstop).
 result<webhook_policy> make_webhook_policy(const config::settings& s);
+/// The same from the http_task_* settings (http tasks: docs/task-lists.md).
+result<webhook_policy> make_http_task_policy(const config::settings& s);
 
 /// Why `addr` may not receive webhooks under `policy` ("169.254.169.254 is in the denied network
 /// 169.254.0.0/16 (webhook_deny_networks)"), or an empty string when it may.
@@ -51,5 +55,9 @@ using config::webhook_url;
 /// IP literal (or "localhost"), the address must pass `policy`. Host names are judged again at
 /// every delivery against what they resolve to then, so this check cannot be dodged by DNS.
 status check_webhook_url(std::string_view url, const webhook_policy& policy);
+
+/// The same check of a parsed URL `u` (its text `url`), its errors named by `label`.
+status check_target(const webhook_url& u, std::string_view url, const webhook_policy& policy,
+                    const config::url_label& label);
 
 }  // namespace sy::runtime
