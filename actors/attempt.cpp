@@ -9,21 +9,24 @@ std::string excerpt(const std::string& body) {
 
 }  // namespace
 
-attempt_verdict judge(const runtime::gateway_outcome& o, bool released) {
+attempt_verdict judge(const runtime::gateway_outcome& o, bool released, bool http) {
   if (!o.got_response && released)
     return {storage::attempt_end::released, errc::shutdown, "the engine shut down mid-request"};
   if (o.got_response && o.status_code >= 200 && o.status_code < 300)
     return {storage::attempt_end::succeeded, {}, {}};
+  const std::string peer = http ? "the server" : "the gateway";
+  const std::string tries = http ? "" : " after " + std::to_string(o.tries) + " tries";
   if (o.got_response && !o.retryable)
-    return {storage::attempt_end::rejected, errc::gateway_rejected,
-            "the gateway answered " + std::to_string(o.status_code) + ": " + excerpt(o.body)};
+    return {storage::attempt_end::rejected, http ? errc::http_rejected : errc::gateway_rejected,
+            peer + " answered " + std::to_string(o.status_code) + ": " + excerpt(o.body)};
   if (o.got_response)
-    return {storage::attempt_end::retry, errc::gateway_error,
-            "the gateway answered " + std::to_string(o.status_code) + " after " +
-                std::to_string(o.tries) + " tries: " + excerpt(o.body)};
-  return {
-      storage::attempt_end::retry, errc::gateway_unreachable,
-      "the gateway could not be reached after " + std::to_string(o.tries) + " tries: " + o.error};
+    return {storage::attempt_end::retry, http ? errc::http_error : errc::gateway_error,
+            peer + " answered " + std::to_string(o.status_code) + tries + ": " + excerpt(o.body)};
+  if (http && o.permanent)
+    return {storage::attempt_end::rejected, o.denied ? errc::http_task_denied : errc::http_rejected,
+            o.error};
+  return {storage::attempt_end::retry, http ? errc::http_unreachable : errc::gateway_unreachable,
+          peer + " could not be reached" + tries + ": " + o.error};
 }
 
 start_verdict judge_start(const storage::op_reply& r) {

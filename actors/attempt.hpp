@@ -22,7 +22,9 @@ struct attempt_verdict {
   std::string error_code;
   std::string error_message;
 };
-attempt_verdict judge(const runtime::gateway_outcome& o, bool released);
+/// `http`: the outcome of an http task (its codes are http_*, and a permanent failure without an
+/// answer — every address denied, an answer too large — ends it at once).
+attempt_verdict judge(const runtime::gateway_outcome& o, bool released, bool http = false);
 
 /// What to do with a delivery once its start was committed (or refused).
 enum class start_verdict {

@@ -11,6 +11,7 @@
 
 #include <boost/asio/this_coro.hpp>
 
+#include "actors/http_task.hpp"
 #include "actors/job_actor.hpp"
 #include "actors/submission.hpp"
 #include "actors/write.hpp"
@@ -59,6 +60,9 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   auto policy_or = runtime::make_webhook_policy(d.cfg);
   if (!policy_or) return policy_or.error();
   e->webhook_policy_ = std::move(*policy_or);
+  auto http_policy = runtime::make_http_task_policy(d.cfg);
+  if (!http_policy) return http_policy.error();
+  e->http_task_policy_ = *http_policy;
   auto secret = runtime::load_or_create_webhook_secret(d.cfg);
   if (!secret) return secret.error();
   // One worker: the actors on the scheduler (job actors, dispatchers, the registry, budgets)
@@ -76,6 +80,8 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   ctx.holder = node_prefix + e->ids_.next(d.clock.now_ms());
   if (d.cfg.gateway) ctx.add_gateway("*", *d.cfg.gateway);
   for (const auto& [model, gw] : d.cfg.model_gateways) ctx.add_gateway(model, gw);
+  ctx.http_tasks =
+      std::make_unique<runtime::outbound_client>(e->exec_.get_executor(), std::move(*http_policy));
 
   engine* self = e.get();
   ctx.budget = spawn_global_budget(*e->sys_, d.cfg.global_concurrency);
@@ -184,7 +190,7 @@ result<std::string> engine::job_webhook(const submission& s) const {
 status engine::queue_models(const std::vector<std::string>& models,
                             const std::vector<std::string>& params) {
   for (size_t i = 0; i < models.size(); ++i) {
-    if (!ctx_->gateway_for(models[i]))
+    if (!is_http_queue(models[i]) && !ctx_->gateway_for(models[i]))
       return make_error(errc::model_not_found,
                         "no gateway is configured for model '" + models[i] + "'", params[i]);
   }

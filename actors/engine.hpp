@@ -143,8 +143,9 @@ class engine final : public job_service {
   std::atomic<bool> relay_ready_{false};
   lease_reaper_actor reaper_;
   runtime::webhook_policy webhook_policy_;
-  webhook_deliverer_actor webhooks_;         ///< set once at start, kept until destruction
-  std::atomic<bool> webhooks_ready_{false};  ///< webhooks_ is set: the writer's hook may wake it
+  runtime::webhook_policy http_task_policy_;  ///< submissions' http tasks are checked against it
+  webhook_deliverer_actor webhooks_;          ///< set once at start, kept until destruction
+  std::atomic<bool> webhooks_ready_{false};   ///< webhooks_ is set: the writer's hook may wake it
   std::unique_ptr<batch_manager> batches_;
 
   // The directory of model dispatchers: read and grown by HTTP threads (a submission's model)

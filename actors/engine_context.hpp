@@ -16,6 +16,7 @@
 #include <caf/actor_system.hpp>
 
 #include "actors/global_budget.hpp"
+#include "actors/http_task.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/job_watch.hpp"
 #include "actors/storage_writer.hpp"
@@ -43,6 +44,8 @@ struct engine_context {
   std::vector<std::unique_ptr<runtime::gateway_client>>
       gateway_clients;                                       ///< one per distinct settings
   std::map<std::string, runtime::gateway_client*> gateways;  ///< by model; "*" for the global one
+  /// Sends the requests of http tasks, under the http_task_* policy (set once at start).
+  std::unique_ptr<runtime::outbound_client> http_tasks;
   job_registry_actor jobs;            ///< the jobs with work in flight here (set once at start)
   job_watch watch;                    ///< wakes waiters (Prefer: wait, SSE) when a job changes
   std::atomic<bool> stopping{false};  ///< shutdown began: dispatchers fetch no more
@@ -63,6 +66,11 @@ struct engine_context {
         gateway_clients
             .emplace_back(std::make_unique<runtime::gateway_client>(exec.get_executor(), g))
             .get();
+  }
+
+  /// Requests in flight at once on `model`'s queue: the per-host limit for an http task queue.
+  int concurrency_for(const std::string& model) const {
+    return is_http_queue(model) ? cfg.http_task_host_concurrency : cfg.per_model_concurrency;
   }
 
   /// The client for `model`, or nullptr when no gateway serves it.

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "actors/engine.hpp"
+#include "actors/http_task.hpp"
 #include "actors/list_ingest.hpp"
 #include "actors/submission.hpp"
 #include "actors/task_file.hpp"
@@ -21,12 +22,24 @@ std::pair<std::vector<std::string>, std::vector<std::string>> task_models(
   std::pair<std::vector<std::string>, std::vector<std::string>> out;
   std::set<std::string_view> seen;
   for (size_t i = 0; i < tasks.size(); ++i) {
-    const auto& model = tasks[i].body["model"].get_ref<const std::string&>();
+    const auto& model = tasks[i].model;
     if (!seen.insert(model).second) continue;
     out.first.push_back(model);
-    out.second.push_back("tasks[" + std::to_string(i) + "].body.model");
+    out.second.push_back("tasks[" + std::to_string(i) +
+                         (tasks[i].http ? "].request.url" : "].body.model"));
   }
   return out;
+}
+
+/// Every task is of the job's kind (an append does not know it when it parses), and the URLs of
+/// http tasks pass the policy as far as it can be judged before they run.
+status check_task_kinds(const std::vector<task_input>& tasks, bool http,
+                        const runtime::webhook_policy& policy) {
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    if (auto st = check_task_kind(tasks[i], http, policy, "tasks[" + std::to_string(i) + "]"); !st)
+      return st.error();
+  }
+  return ok;
 }
 
 }  // namespace
@@ -64,6 +77,8 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit_list(submission s)
   if (!staged_source) co_return staged_source.error();
   auto webhook_url = job_webhook(s);
   if (!webhook_url) co_return webhook_url.error();
+  if (auto st = check_task_kinds(s.tasks, s.endpoint == http_endpoint, http_task_policy_); !st)
+    co_return st.error();
   auto models = task_models(s.tasks);
   if (auto st = queue_models(models.first, models.second); !st) co_return st.error();
   const int64_t now = deps_.clock.now_ms();
@@ -116,6 +131,13 @@ boost::asio::awaitable<result<storage::job_record>> engine::append(std::string t
                          "An append holds at most " + std::to_string(deps_.cfg.sync_tasks_max) +
                              " tasks (sync_tasks_max); send larger lists in several appends.",
                          "tasks");
+  bool http = false;  // a job's endpoint never changes: read before the append commits
+  {
+    auto txn = deps_.env.begin_read();
+    auto job = storage::get_job(txn, id);
+    http = job && job->owned_by(tenant) && job->endpoint == http_endpoint;
+  }
+  if (auto st = check_task_kinds(a.tasks, http, http_task_policy_); !st) co_return st.error();
   auto models = task_models(a.tasks);
   if (auto st = queue_models(models.first, models.second); !st) co_return st.error();
   storage::append_tasks_op op;

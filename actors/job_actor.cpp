@@ -17,6 +17,7 @@
 #include "actors/attempt.hpp"
 #include "actors/detail/actor_timer.hpp"
 #include "actors/engine_context.hpp"
+#include "actors/http_task.hpp"
 #include "runtime/backoff.hpp"
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
@@ -108,8 +109,9 @@ void send_request(job_ptr self) {
   auto& st = self->state;
   auto& ctx = *st.ctx;
   const auto& job = *st.job;
-  auto* gw = ctx.gateway_for(st.model);
-  if (gw == nullptr) {
+  const bool http = job.endpoint == http_endpoint;
+  auto* gw = http ? nullptr : ctx.gateway_for(st.model);
+  if (gw == nullptr && !http) {
     st.at.on_sending();
     st.at.on_answered();
     runtime::gateway_outcome o;
@@ -129,17 +131,26 @@ void send_request(job_ptr self) {
   log::debug("attempt", "sending", [&] {
     return nlohmann::json{{"job_id", job.id}, {"attempt", st.attempt}};
   });
+  auto answered = [me](const std::exception_ptr& e, runtime::gateway_outcome o) {
+    if (e) {
+      o = {};
+      o.error = "the request failed inside the engine";
+    }
+    caf::anon_send(me, std::move(o));
+  };
+  if (http) {
+    asio::co_spawn(
+        ctx.exec,
+        send_http_task(*ctx.http_tasks, st.list_body,
+                       static_cast<uint64_t>(ctx.cfg.http_task_max_response_bytes), st.abort),
+        answered);
+    return;
+  }
   asio::co_spawn(
       gw->executor(),
       gw->send(runtime::gateway_request{job.endpoint, job.task_list ? st.list_body : job.body},
                st.abort),
-      [me](const std::exception_ptr& e, runtime::gateway_outcome o) {
-        if (e) {
-          o = {};
-          o.error = "the request failed inside the engine";
-        }
-        caf::anon_send(me, std::move(o));
-      });
+      answered);
 }
 
 /// Records how the attempt ended, under its lease token, then acks (or naks a released task).
@@ -149,7 +160,7 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
   *st.answered = true;
   self->send(st.dispatcher, answered_atom::value);
   runtime::failpoint("attempt_response_received");
-  auto verdict = judge(outcome, st.at.released());
+  auto verdict = judge(outcome, st.at.released(), st.job->endpoint == http_endpoint);
   storage::finish_attempt_op finish;
   finish.task_id = st.task_id;
   finish.attempt = st.attempt;

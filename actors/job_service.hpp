@@ -25,7 +25,9 @@ namespace sy::actors {
 // NOLINTNEXTLINE(bugprone-exception-escape)
 struct task_input {
   std::string custom_id;  ///< the client's id, unique within the job; empty: none
-  nlohmann::json body;    ///< the OpenAI request; body["model"] is a non-empty string
+  nlohmann::json body;    ///< the OpenAI request, or an http task's request (`http`)
+  std::string model;      ///< its queue: body["model"], or http-task:<host> (actors/http_task.hpp)
+  bool http = false;      ///< an http task: `body` is {method, url, headers?, body?}
 };
 
 /// A validated submission (see actors/submission.hpp for how JSON becomes one).

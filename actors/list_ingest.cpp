@@ -8,6 +8,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/http_task.hpp"
 #include "actors/task_file.hpp"
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
@@ -85,9 +86,16 @@ void failed_io(ingest_ptr self, const sy::error& e) {
 bool check(ingest_ptr self) {
   auto& st = self->state;
   auto& ctx = *st.ctx;
-  auto checked = check_task_file(
-      st.job.ingest_path, ctx.cfg.max_tasks_per_job,
-      [&ctx](const std::string& model) { return ctx.gateway_for(model) != nullptr; }, max_errors);
+  const bool http = st.job.endpoint == http_endpoint;
+  auto task_ok = [&ctx, http](const task_input& t) -> status {
+    if (auto st = check_task_kind(t, http, ctx.http_tasks->policy(), ""); !st) return st;
+    if (!http && ctx.gateway_for(t.model) == nullptr)
+      return make_error(errc::model_not_found, "No gateway serves model '" + t.model + "'.",
+                        "body.model");
+    return ok;
+  };
+  auto checked =
+      check_task_file(st.job.ingest_path, ctx.cfg.max_tasks_per_job, task_ok, max_errors);
   if (!checked) {
     failed_io(self, checked.error());
     return false;
@@ -131,7 +139,7 @@ void next_chunk(ingest_ptr self) {
   st.io_failures = 0;
   if (chunk->tasks.empty()) return latch(self);
   std::set<std::string> distinct;
-  for (const auto& t : chunk->tasks) distinct.insert(t.body["model"].get<std::string>());
+  for (const auto& t : chunk->tasks) distinct.insert(t.model);
   if (auto st_models = st.queue_models({distinct.begin(), distinct.end()}); !st_models)
     return fail(self, {st_models.error().code, st_models.error().message}, {});
   storage::ingest_chunk_op op;

@@ -267,9 +267,9 @@ model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, engine_con
   auto& st = self->state;
   st.ctx = ctx;
   st.model = std::move(model);
-  st.slots.emplace(ctx->cfg.per_model_concurrency);
+  st.slots.emplace(ctx->concurrency_for(st.model));
   (void)st.slots->ledger.set_cap(0);  // no model slot without a global slot behind it
-  st.logic.emplace(ctx->cfg.per_model_concurrency, slots_of(self));
+  st.logic.emplace(ctx->concurrency_for(st.model), slots_of(self));
   if (sub != nullptr) take_queue(self, sub, generation, fetcher_on);
   self->set_down_handler([self](caf::down_msg& m) {
     deliver(self, self->state.slots->holder_down(m.source));

@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "actors/http_task.hpp"
 #include "config/endpoints.hpp"
 #include "config/limits.hpp"
 #include "config/sha256.hpp"
@@ -20,7 +21,7 @@ using nlohmann::json;
 constexpr std::array<std::string_view, 11> known_fields = {
     "endpoint", "body",         "tasks",         "metadata", "max_attempts", "webhook_url",
     "timeout",  "max_inflight", "input_file_id", "open",     "task_events"};
-constexpr std::array<std::string_view, 2> known_task_fields = {"custom_id", "body"};
+constexpr std::array<std::string_view, 3> known_task_fields = {"custom_id", "body", "request"};
 constexpr int max_inflight_cap = 10'000;
 constexpr double max_timeout_s = 7 * 24 * 3600;
 
@@ -44,9 +45,13 @@ status check_fields(const json& j) {
 
 result<std::string> parse_endpoint(const json& j) {
   auto it = j.find("endpoint");
-  if (it == j.end() || !it->is_string() || !endpoints::find(it->get_ref<const std::string&>()))
+  if (it == j.end() || !it->is_string() ||
+      (!endpoints::find(it->get_ref<const std::string&>()) &&
+       it->get_ref<const std::string&>() != http_endpoint))
     return make_error(errc::invalid_endpoint,
-                      "'endpoint' must be one of " + endpoints::list() + ".", "endpoint");
+                      "'endpoint' must be one of " + endpoints::list() +
+                          ", or http (a task list of plain HTTP requests).",
+                      "endpoint");
   return it->get<std::string>();
 }
 
@@ -78,7 +83,7 @@ result<json*> parse_body(json& j) {
 
 /// A list of tasks (`tasks`), checked whole; `empty_ok`: an open job's first tasks, or an
 /// append that closes the list, may be none.
-result<std::vector<task_input>> parse_tasks(json& j, bool empty_ok) {
+result<std::vector<task_input>> parse_tasks(json& j, bool empty_ok, std::optional<bool> http) {
   auto it = j.find("tasks");
   if (it == j.end() || it->is_null()) {
     if (empty_ok) return std::vector<task_input>{};
@@ -93,7 +98,7 @@ result<std::vector<task_input>> parse_tasks(json& j, bool empty_ok) {
   for (size_t i = 0; i < it->size(); ++i) {
     auto& t = (*it)[i];
     const std::string at = "tasks[" + std::to_string(i) + "]";
-    auto task = parse_task(t, at);
+    auto task = parse_task(t, at, http);
     if (!task) return task.error();
     if (!task->custom_id.empty() &&
         !seen.insert(t["custom_id"].get_ref<const std::string&>()).second)
@@ -224,18 +229,19 @@ std::string utf8_prefix(std::string_view s, size_t chars) {
 
 }  // namespace
 
-result<task_input> parse_task(json& t, const std::string& at) {
+result<task_input> parse_task(json& t, const std::string& at, std::optional<bool> http) {
   auto param = [&](const char* field) {
     return at.empty() ? std::string(field) : at + "." + field;
   };
   const std::string what = at.empty() ? "The line" : "'" + at + "'";
   if (!t.is_object())
-    return make_error(errc::invalid_tasks, what + " must be an object with a 'body'.", at);
+    return make_error(errc::invalid_tasks,
+                      what + " must be an object with a 'body' (or an http task's 'request').", at);
   for (const auto& [key, value] : t.items()) {
     if (!contains(known_task_fields, key))
       return make_error(errc::unknown_parameter,
                         "Unrecognized task argument supplied: " + param(key.c_str()) +
-                            ". Allowed: custom_id, body.",
+                            ". Allowed: custom_id, body (request in an http job).",
                         param(key.c_str()));
   }
   task_input out;
@@ -248,9 +254,30 @@ result<task_input> parse_task(json& t, const std::string& at) {
           param("custom_id"));
     out.custom_id = id->get<std::string>();
   }
+  auto request = t.find("request");
+  const bool has_request = request != t.end() && !request->is_null();
+  out.http = http.value_or(has_request);
+  if (out.http) {
+    if (!has_request || t.contains("body"))
+      return make_error(errc::invalid_tasks,
+                        what + " must have a 'request' and no 'body': the job's endpoint is http.",
+                        param("request"));
+    auto queue = parse_http_request(*request, param("request"));
+    if (!queue) return queue.error();
+    out.model = std::move(*queue);
+    out.body = std::move(*request);
+    return out;
+  }
+  if (has_request)
+    return make_error(errc::invalid_tasks,
+                      "'" + param("request") +
+                          "' is for the tasks of an http job (endpoint "
+                          "\"http\"); this job's tasks have a 'body'.",
+                      param("request"));
   auto body = t.find("body");
   if (auto st = check_request_body(body == t.end() ? nullptr : &*body, param("body")); !st)
     return st.error();
+  out.model = (*body)["model"].get<std::string>();
   out.body = std::move(*body);
   return out;
 }
@@ -283,6 +310,11 @@ status check_model(const json& body, const std::string& param) {
   if (model == body.end() || !model->is_string() || model->get_ref<const std::string&>().empty())
     return make_error(errc::missing_model,
                       "'" + param + "' is required and must be a non-empty string.", param);
+  if (is_http_queue(model->get_ref<const std::string&>()))
+    return make_error(errc::invalid_body,
+                      "'" + param + "' may not begin with '" + std::string(http_queue_prefix) +
+                          "': such names are the queues of http tasks.",
+                      param);
   if (const size_t n = model->get_ref<const std::string&>().size(); n > limits::model_max_bytes)
     return make_error(errc::string_above_max_length,
                       "Invalid '" + param + "': string too long. Expected at most " +
@@ -302,12 +334,18 @@ result<submission> parse_submission(json j, std::string tenant, std::string idem
   auto kind = parse_list_kind(j);
   if (!kind) return kind.error();
   const bool list = kind->tasks || kind->open || !kind->input_file_id.empty();
+  const bool http = *endpoint == http_endpoint;
+  if (http && !list)
+    return make_error(errc::invalid_endpoint,
+                      "The http endpoint runs task lists: give 'tasks' (each with a 'request'), "
+                      "'input_file_id' or 'open', not 'body'.",
+                      "endpoint");
   auto max_inflight = parse_max_inflight(j, list);
   if (!max_inflight) return max_inflight.error();
   std::vector<task_input> tasks;
   json* body_doc = nullptr;
   if (list) {
-    auto parsed = parse_tasks(j, !kind->tasks);
+    auto parsed = parse_tasks(j, !kind->tasks, http);
     if (!parsed) return parsed.error();
     tasks = std::move(*parsed);
   } else {
@@ -361,7 +399,7 @@ result<task_append> parse_append(json j) {
       return make_error(errc::invalid_tasks, "'last_batch' must be true or false.", "last_batch");
     out.last_batch = last->get<bool>();
   }
-  auto tasks = parse_tasks(j, out.last_batch);
+  auto tasks = parse_tasks(j, out.last_batch, std::nullopt);
   if (!tasks) return tasks.error();
   out.tasks = std::move(*tasks);
   return out;

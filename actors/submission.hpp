@@ -3,6 +3,7 @@
 /// that idempotency compares. Pure functions: no I/O, no clock; any thread may call them.
 /// Shared by the HTTP API and (later) the NATS intake, so both accept exactly the same input.
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -41,10 +42,13 @@ result<submission> parse_submission(nlohmann::json j, std::string tenant,
                                     int max_attempts_cap = default_max_attempts_cap);
 
 /// One task object — of `tasks`, of an append, or a line of a staged list — checked as the
-/// others are: `{"custom_id"?, "body"}`. `at` prefixes the params ("tasks[3]"; empty for a line
-/// of a file: "body.model"). The body is moved out of `t`. Uniqueness of custom_ids is the
+/// others are: `{"custom_id"?, "body"}`, or an http task's `{"custom_id"?, "request"}` when
+/// `http` says so (not known: an append, whose job's endpoint the engine checks, takes either;
+/// actors/http_task.hpp checks the request). `at` prefixes the params ("tasks[3]"; empty for a
+/// line of a file: "body.model"). The body is moved out of `t`. Uniqueness of custom_ids is the
 /// caller's (it sees the whole list).
-result<task_input> parse_task(nlohmann::json& t, const std::string& at);
+result<task_input> parse_task(nlohmann::json& t, const std::string& at,
+                              std::optional<bool> http = std::nullopt);
 
 /// Validates the document of `POST /v1/jobs/{id}/tasks`: `{"tasks": [...], "last_batch"?}`
 /// (tasks may be empty only in a last batch). Errors as parse_submission's for tasks, and

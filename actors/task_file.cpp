@@ -151,7 +151,7 @@ storage::batch_error line_error(const sy::error& e, int64_t line) {
 }  // namespace
 
 result<task_file_check> check_task_file(const std::string& path, int64_t max_tasks,
-                                        const std::function<bool(const std::string&)>& model_ok,
+                                        const std::function<status(const task_input&)>& task_ok,
                                         size_t max_errors) {
   auto f = open_at(path, 0);
   if (!f) return f.error();
@@ -180,13 +180,11 @@ result<task_file_check> check_task_file(const std::string& path, int64_t max_tas
       add(line_error(task.error(), number));
       continue;
     }
-    const auto& model = task->body["model"].get_ref<const std::string&>();
-    if (!model_ok(model)) {
-      add({std::string(errc::model_not_found), "No gateway serves model '" + model + "'.",
-           "body.model", number});
+    if (auto st = task_ok(*task); !st) {
+      add(line_error(st.error(), number));
       continue;
     }
-    if (models.insert(model).second) out.models.push_back(model);
+    if (models.insert(task->model).second) out.models.push_back(task->model);
     if (!task->custom_id.empty()) ids.emplace_back(fnv1a64(task->custom_id), number);
   }
   if (in.failed())
@@ -264,7 +262,7 @@ std::vector<storage::task_record> make_task_records(const storage::job_record& j
     t.id = storage::list_task_id(job.id, index);
     t.job_id = job.id;
     t.tenant = job.tenant;
-    t.model = in.body["model"].get<std::string>();
+    t.model = std::move(in.model);
     t.index = static_cast<int>(index);
     t.max_attempts = job.max_attempts;
     t.custom_id = std::move(in.custom_id);

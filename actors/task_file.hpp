@@ -26,11 +26,12 @@ struct task_file_check {
 /// One pass over the file: every line checked as an inline task is (actors/submission.hpp,
 /// parse_task), `custom_id`s unique across the file (compared by 64-bit hash: only a collision
 /// gives a false duplicate), at most `max_tasks` tasks (then `too_many_tasks` on line 0 and the
-/// pass stops), none (`empty_file` on line 0). `model_ok` says whether a model is served; an
-/// unserved one is `model_not_found` on each of its lines. Memory: one line at a time, plus 16
-/// bytes per task with a custom_id. Errors (the pass could not run): storage_error.
+/// pass stops), none (`empty_file` on line 0). `task_ok` judges each parsed task as its job
+/// needs (its kind, its model served, an http task's URL); its error is its line's. Memory: one
+/// line at a time, plus 16 bytes per task with a custom_id. Errors (the pass could not run):
+/// storage_error.
 result<task_file_check> check_task_file(const std::string& path, int64_t max_tasks,
-                                        const std::function<bool(const std::string&)>& model_ok,
+                                        const std::function<status(const task_input&)>& task_ok,
                                         size_t max_errors = 100);
 
 /// The next tasks of a checked file, from byte `offset`.

@@ -12,7 +12,7 @@ constexpr std::string_view auth = "authentication_error";
 constexpr std::string_view server = "server_error";
 
 // Keep in step with docs/api.md ("Errors").
-constexpr std::array<error_info, 50> table = {{
+constexpr std::array<error_info, 52> table = {{
     {"invalid_json", 400, invalid_request, "The request body is not valid JSON."},
     {"json_too_deep", 400, invalid_request,
      "The JSON nests objects and arrays deeper than the server's limit."},
@@ -42,6 +42,10 @@ constexpr std::array<error_info, 50> table = {{
     {"missing_required_parameter", 400, invalid_request, "A required parameter is missing."},
     {"invalid_tasks", 400, invalid_request,
      "'tasks' must be a non-empty array of task objects, given instead of 'body'."},
+    {"invalid_http_request", 400, invalid_request,
+     "An http task's request must be {method, url, headers?, body?}."},
+    {"http_task_denied", 400, invalid_request,
+     "An http task's URL points at a network the policy denies."},
     {"duplicate_custom_id", 400, invalid_request, "Two tasks of the list have the same custom_id."},
     {"too_many_tasks", 400, invalid_request, "The task list holds more tasks than allowed."},
     {"invalid_max_inflight", 400, invalid_request, "'max_inflight' is out of range."},
@@ -83,11 +87,19 @@ constexpr std::array<error_info, 50> table = {{
 }};
 
 // Keep in step with docs/api.md ("Codes in jobs and batches").
-constexpr std::array<result_error_info, 22> result_table = {{
+constexpr std::array<result_error_info, 26> result_table = {{
     {"gateway_rejected", "job", "the gateway answered a final error (4xx other than 408/429)"},
     {"gateway_error", "job", "the gateway kept answering a retryable error until max_attempts"},
     {"gateway_unreachable", "job, batch result",
      "no answer from the gateway (connect, timeout, reset) after its retries"},
+    {"http_rejected", "task",
+     "an http task's server answered a final error (4xx other than 408/429)"},
+    {"http_error", "task",
+     "an http task's server kept answering 408, 429 or 5xx until max_attempts"},
+    {"http_unreachable", "task",
+     "no answer from an http task's server (resolve, connect, TLS, timeout) until max_attempts"},
+    {"http_task_denied", "task",
+     "every address an http task's host resolved to is denied by the http_task_* policy"},
     {"lease_expired", "job",
      "the last attempt's lease expired (the engine died or stalled while it ran)"},
     {"shutdown", "job event",

@@ -69,6 +69,8 @@ inline constexpr error_code file_too_large{"file_too_large"};
 inline constexpr error_code file_not_found{"file_not_found"};
 inline constexpr error_code batch_not_found{"batch_not_found"};
 inline constexpr error_code invalid_tasks{"invalid_tasks"};
+inline constexpr error_code invalid_http_request{"invalid_http_request"};
+inline constexpr error_code http_task_denied{"http_task_denied"};
 inline constexpr error_code too_many_tasks{"too_many_tasks"};
 inline constexpr error_code invalid_max_inflight{"invalid_max_inflight"};
 inline constexpr error_code task_not_found{"task_not_found"};
@@ -86,6 +88,9 @@ inline constexpr error_code value_not_storable{"value_not_storable"};
 // (api/errors.cpp, all_result_errors()); some are HTTP answers as well (above).
 inline constexpr error_code gateway_rejected{"gateway_rejected"};
 inline constexpr error_code gateway_error{"gateway_error"};
+inline constexpr error_code http_rejected{"http_rejected"};
+inline constexpr error_code http_error{"http_error"};
+inline constexpr error_code http_unreachable{"http_unreachable"};
 inline constexpr error_code lease_expired{"lease_expired"};
 inline constexpr error_code shutdown{"shutdown"};
 inline constexpr error_code deadline_exceeded{"deadline_exceeded"};

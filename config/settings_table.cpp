@@ -170,8 +170,9 @@ std::vector<setting_def> build_settings_table() {
          .min = 1,
          .max = 100'000,
          .description = "Most tasks of a list given inline that is committed at once and "
-                        "answered 201 with its tasks queryable; a longer inline list is answered "
-                        "400 too_many_tasks.",
+                        "answered 201 with its tasks queryable; a longer one is staged and "
+                        "ingested (202), and an append or an open job's first tasks hold at "
+                        "most this many.",
          .field = &settings::sync_tasks_max},
       sd{.name = "max_tasks_per_job",
          .flag = "--max-tasks-per-job",

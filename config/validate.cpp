@@ -8,6 +8,7 @@
 #include "config/api_keys.hpp"
 #include "config/detail/text.hpp"
 #include "config/duration.hpp"
+#include "config/http_token.hpp"
 #include "config/limits.hpp"
 #include "config/networks.hpp"
 #include "config/settings_table.hpp"
@@ -154,14 +155,6 @@ result<std::string> read_secret(const std::string& secrets_dir, const std::strin
                        detail::quoted(name));
   }
   return load_secret(secrets_dir + "/" + name, where);
-}
-
-/// An HTTP header name: RFC 9110 token characters.
-bool is_header_name(std::string_view name) {
-  constexpr std::string_view extra = "!#$%&'*+-.^_`|~";
-  return !name.empty() && std::all_of(name.begin(), name.end(), [&](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || extra.find(c) != std::string_view::npos;
-  });
 }
 
 std::string lower(std::string_view text) {

@@ -35,6 +35,10 @@ struct gateway_outcome {
   bool retryable = false;     ///< transport failure, 408, 429 or 5xx (never for "aborted")
   std::string error;          ///< what failed and why; empty on a 2xx
   int tries = 0;              ///< HTTP exchanges made (1 + retries)
+  /// No answer, and trying again cannot help (an http task's URL whose every address is denied,
+  /// or whose answer is over the size limit).
+  bool permanent = false;
+  bool denied = false;  ///< permanent because the network policy denies every address
 
   bool operator==(const gateway_outcome&) const = default;
 };
@@ -42,7 +46,8 @@ struct gateway_outcome {
 /// CAF 0.17's inspector concept: an outcome travels to its job actor as a message value.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, gateway_outcome& x) {
-  return f(x.got_response, x.status_code, x.body, x.request_id, x.retryable, x.error, x.tries);
+  return f(x.got_response, x.status_code, x.body, x.request_id, x.retryable, x.error, x.tries,
+           x.permanent, x.denied);
 }
 
 /// Lets another party stop a `send()` early, from any thread: the in-flight exchange's socket is

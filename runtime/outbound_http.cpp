@@ -5,8 +5,8 @@
 #include <openssl/ssl.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/post.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -75,8 +75,8 @@ using impl_ptr = std::shared_ptr<const outbound_client::impl>;
 using abort_ptr = std::shared_ptr<abort_handle>;
 
 /// The objects of one exchange that the deadline timer and an abort must reach. Owned by the
-/// exchange's coroutine; the timer's and the resolver's handlers hold weak references and run on the same
-/// strand.
+/// exchange's coroutine; the timer's and the resolver's handlers hold weak references and run on
+/// the same strand.
 struct attempt {
   explicit attempt(const asio::any_io_executor& ex)
       : resolver(ex), socket(ex), timer(ex), resolve_wait(ex) {}
@@ -228,6 +228,7 @@ asio::awaitable<void> run_attempt(impl_ptr self, attempt_ptr a, const webhook_ur
   }
   if (allowed.empty()) {
     out.permanent = true;
+    out.denied = true;
     out.error = "no address of " + u.host + " " + o.reached_as + ": ";
     for (size_t i = 0; i < denials.size(); ++i) out.error += (i ? "; " : "") + denials[i];
     co_return;
@@ -253,9 +254,7 @@ asio::awaitable<void> run_attempt(impl_ptr self, attempt_ptr a, const webhook_ur
 }
 
 /// The verb of `method` (an extension method is sent as it is spelled).
-http::verb verb_of(const std::string& method) {
-  return http::string_to_verb(method);
-}
+http::verb verb_of(const std::string& method) { return http::string_to_verb(method); }
 
 asio::awaitable<outbound_response> run_exchange(impl_ptr self, outbound_request r,
                                                 outbound_options o, abort_ptr abort) {
@@ -345,9 +344,8 @@ outbound_client::~outbound_client() = default;
 
 const webhook_policy& outbound_client::policy() const { return impl_->policy; }
 
-asio::awaitable<outbound_response> outbound_client::send(outbound_request req,
-                                                         outbound_options options,
-                                                         std::shared_ptr<abort_handle> abort) const {
+asio::awaitable<outbound_response> outbound_client::send(
+    outbound_request req, outbound_options options, std::shared_ptr<abort_handle> abort) const {
   // Not a coroutine itself: the awaitable it returns starts later and must not refer to `this`,
   // only to the shared impl, so that the client may go away while exchanges are pending.
   return send_on_strand(impl_, std::move(req), std::move(options), std::move(abort));

@@ -31,9 +31,9 @@ struct outbound_request {
 };
 
 struct outbound_options {
-  uint64_t max_body_bytes = 64 * 1024;  ///< a longer answer body fails the exchange
-  bool read_success_body = false;       ///< false: a 2xx answer's body is not read
-  std::string peer_noun = "the receiver";  ///< names the other side in error messages
+  uint64_t max_body_bytes = 64 * 1024;              ///< a longer answer body fails the exchange
+  bool read_success_body = false;                   ///< false: a 2xx answer's body is not read
+  std::string peer_noun = "the receiver";           ///< names the other side in error messages
   std::string reached_as = "may receive webhooks";  ///< "no address of <host> <reached_as>: …"
 };
 
@@ -42,6 +42,7 @@ struct outbound_response {
   bool answered = false;   ///< an HTTP answer (of any status) was read
   bool permanent = false;  ///< retrying cannot help: the URL is invalid, or every address is denied
   bool aborted = false;    ///< the caller's abort_handle stopped it
+  bool denied = false;     ///< permanent: the policy denies every address of the host
   int status_code = 0;
   std::string body;   ///< the answer's body (a 2xx's only with read_success_body)
   std::string error;  ///< what failed and why; empty for a 2xx
@@ -58,8 +59,9 @@ class outbound_client {
 
   /// Makes the exchange. `abort` (optional) stops it from any thread. Never throws; the returned
   /// awaitable keeps what it needs alive (the client may go away while exchanges are pending).
-  boost::asio::awaitable<outbound_response> send(outbound_request req, outbound_options options,
-                                                 std::shared_ptr<abort_handle> abort = nullptr) const;
+  boost::asio::awaitable<outbound_response> send(
+      outbound_request req, outbound_options options,
+      std::shared_ptr<abort_handle> abort = nullptr) const;
 
   struct impl;
 

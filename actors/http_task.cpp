@@ -1,0 +1,167 @@
+#include "actors/http_task.hpp"
+
+#include <array>
+#include <set>
+
+#include "config/detail/text.hpp"
+#include "config/http_token.hpp"
+#include "config/webhook_url.hpp"
+
+namespace sy::actors {
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array<std::string_view, 7> methods = {"GET",   "HEAD",   "POST",   "PUT",
+                                                     "PATCH", "DELETE", "OPTIONS"};
+constexpr std::array<std::string_view, 4> request_fields = {"method", "url", "headers", "body"};
+constexpr size_t max_headers = 64;
+constexpr size_t max_header_value_bytes = 8 * 1024;
+
+/// Framing and routing: the engine's own, whatever a task says.
+const std::set<std::string, std::less<>>& reserved_headers() {
+  static const std::set<std::string, std::less<>> names = {
+      "host", "content-length", "transfer-encoding", "connection",      "upgrade",
+      "te",   "trailer",        "keep-alive",        "proxy-connection"};
+  return names;
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+sy::error bad(const std::string& param, const std::string& why) {
+  return make_error(errc::invalid_http_request, "'" + param + "' " + why, param);
+}
+
+status check_headers(const json& headers, const std::string& param) {
+  if (headers.is_null()) return ok;
+  if (!headers.is_object()) return bad(param, "must be an object of header names to strings.");
+  if (headers.size() > max_headers)
+    return bad(param, "has more than " + std::to_string(max_headers) + " headers.");
+  std::set<std::string> seen;
+  for (const auto& [name, value] : headers.items()) {
+    const std::string at = param + "." + name;
+    if (!config::is_header_name(name))
+      return bad(at, "is not a header name (letters, digits and !#$%&'*+-.^_`|~).");
+    const std::string key = lower(name);
+    if (reserved_headers().contains(key)) return bad(at, "is set by the engine.");
+    if (!seen.insert(key).second) return bad(at, "is given twice (names are case-insensitive).");
+    if (!value.is_string()) return bad(at, "must be a string.");
+    const auto& text = value.get_ref<const std::string&>();
+    if (text.size() > max_header_value_bytes)
+      return bad(at, "is longer than " + std::to_string(max_header_value_bytes) + " bytes.");
+    if (config::detail::find_control(text) != std::string::npos)
+      return bad(at, "contains a control character.");
+  }
+  return ok;
+}
+
+}  // namespace
+
+result<std::string> parse_http_request(json& request, const std::string& param) {
+  if (!request.is_object())
+    return bad(param, "must be an object: {\"method\", \"url\", \"headers\"?, \"body\"?}.");
+  for (const auto& [key, value] : request.items()) {
+    if (std::find(request_fields.begin(), request_fields.end(), key) == request_fields.end())
+      return make_error(errc::unknown_parameter,
+                        "Unrecognized request argument supplied: " + param + "." + key +
+                            ". Allowed: method, url, headers, body.",
+                        param + "." + key);
+  }
+  auto method = request.find("method");
+  if (method == request.end() || !method->is_string() ||
+      std::find(methods.begin(), methods.end(), method->get_ref<const std::string&>()) ==
+          methods.end())
+    return bad(param + ".method", "must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS.");
+  auto url = request.find("url");
+  if (url == request.end() || !url->is_string())
+    return bad(param + ".url", "is required: an http:// or https:// URL.");
+  const config::url_label label{"'" + param + ".url'", errc::invalid_http_request, param + ".url"};
+  const auto& text = url->get_ref<const std::string&>();
+  auto parsed = config::parse_http_url(text, label);
+  if (!parsed) return parsed.error();
+  if (auto headers = request.find("headers"); headers != request.end()) {
+    if (auto st = check_headers(*headers, param + ".headers"); !st) return st.error();
+  }
+  return std::string(http_queue_prefix) + parsed->host;
+}
+
+status check_http_target(const json& request, const std::string& param,
+                         const runtime::webhook_policy& policy) {
+  const auto& text = request["url"].get_ref<const std::string&>();
+  const config::url_label label{"'" + param + ".url'", errc::http_task_denied, param + ".url"};
+  auto parsed = config::parse_http_url(text, label);
+  if (!parsed) return parsed.error();
+  return runtime::check_target(*parsed, text, policy, label);
+}
+
+status check_task_kind(const task_input& task, bool http, const runtime::webhook_policy& policy,
+                       const std::string& at) {
+  auto param = [&](const char* field) { return at.empty() ? field : at + "." + field; };
+  const std::string what = at.empty() ? "The line" : "'" + at + "'";
+  if (task.http != http)
+    return make_error(errc::invalid_tasks,
+                      http ? what + " must have a 'request': the job's endpoint is http."
+                           : what +
+                                 " must have a 'body': only the tasks of an http job have a "
+                                 "'request'.",
+                      param(http ? "request" : "body"));
+  if (!http) return ok;
+  return check_http_target(task.body, param("request"), policy);
+}
+
+boost::asio::awaitable<runtime::gateway_outcome> send_http_task(
+    const runtime::outbound_client& client, std::string request, uint64_t max_body_bytes,
+    std::shared_ptr<runtime::abort_handle> abort) {
+  runtime::gateway_outcome out;
+  out.tries = 1;
+  const json r = json::parse(request, nullptr, /*allow_exceptions=*/false);
+  if (!r.is_object() || !r.contains("method") || !r.contains("url")) {
+    out.permanent = true;
+    out.error = "the stored request of the task is not a request";
+    co_return out;
+  }
+  runtime::outbound_request req;
+  req.method = r["method"].get<std::string>();
+  req.url = r["url"].get<std::string>();
+  bool has_type = false;
+  bool has_agent = false;
+  if (auto h = r.find("headers"); h != r.end() && h->is_object()) {
+    for (const auto& [name, value] : h->items()) {
+      const std::string key = lower(name);
+      has_type = has_type || key == "content-type";
+      has_agent = has_agent || key == "user-agent";
+      req.headers.emplace_back(name, value.get<std::string>());
+    }
+  }
+  if (!has_agent) req.headers.emplace_back("User-Agent", "switchyard-http-task");
+  if (auto b = r.find("body"); b != r.end() && !b->is_null()) {
+    if (b->is_string()) {
+      req.body = b->get<std::string>();
+    } else {
+      req.body = b->dump(-1, ' ', false, json::error_handler_t::replace);
+      if (!has_type) req.headers.emplace_back("Content-Type", "application/json");
+    }
+  }
+  runtime::outbound_options options;
+  options.max_body_bytes = max_body_bytes;
+  options.read_success_body = true;
+  options.peer_noun = "the server";
+  options.reached_as = "may be reached by http tasks";
+  auto answer = co_await client.send(std::move(req), std::move(options), std::move(abort));
+  out.got_response = answer.answered;
+  out.status_code = answer.status_code;
+  out.body = std::move(answer.body);
+  out.error = std::move(answer.error);
+  out.permanent = answer.permanent;
+  out.denied = answer.denied;
+  const int s = answer.status_code;
+  out.retryable =
+      answer.answered ? s == 408 || s == 429 || s >= 500 : !answer.permanent && !answer.aborted;
+  co_return out;
+}
+
+}  // namespace sy::actors
