@@ -83,7 +83,7 @@ struct settings {
   int64_t sync_tasks_max = 1'000;          ///< inline task lists up to this size: 201 at once
   int64_t max_tasks_per_job = 10'000'000;  ///< most tasks of one task-list job
   int64_t task_window = 256;               ///< a list's tasks published and unfinished at once
-  int64_t inline_result_bytes = 2048;  ///< larger task-list results go to a segment file
+  int64_t inline_result_bytes = 2048;      ///< larger task-list results go to a segment file
   int64_t lease_ttl_ms = 30'000;
   int64_t requeue_initial_backoff_ms = 1'000;
   int64_t requeue_max_backoff_ms = 60'000;

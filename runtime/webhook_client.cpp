@@ -27,11 +27,11 @@ asio::awaitable<webhook_outcome> run_delivery(std::shared_ptr<const webhook_clie
   req.url = std::move(url);
   // Signed now, at send time, so that a delivery retried an hour later is not rejected by a
   // receiver's timestamp tolerance.
-  req.headers = {{"Content-Type", "application/json"},
-                 {"User-Agent", "switchyard-webhook"},
-                 {"X-Switchyard-Signature",
-                  webhook_signature(self->secret, self->clk->now_ms() / 1000, body)},
-                 {"X-Switchyard-Delivery", std::move(delivery_id)}};
+  req.headers = {
+      {"Content-Type", "application/json"},
+      {"User-Agent", "switchyard-webhook"},
+      {"X-Switchyard-Signature", webhook_signature(self->secret, self->clk->now_ms() / 1000, body)},
+      {"X-Switchyard-Delivery", std::move(delivery_id)}};
   req.body = std::move(body);
   outbound_options options;
   options.max_body_bytes = kMaxResponseBytes;
@@ -48,9 +48,9 @@ asio::awaitable<webhook_outcome> run_delivery(std::shared_ptr<const webhook_clie
 
 webhook_client::webhook_client(asio::any_io_executor ex, webhook_policy policy, std::string secret,
                                std::shared_ptr<const clock> clk)
-    : impl_(std::make_shared<impl>(std::move(ex), std::move(policy), std::move(secret),
-                                   clk ? std::move(clk)
-                                       : std::make_shared<system_clock_source>())) {}
+    : impl_(
+          std::make_shared<impl>(std::move(ex), std::move(policy), std::move(secret),
+                                 clk ? std::move(clk) : std::make_shared<system_clock_source>())) {}
 
 webhook_client::~webhook_client() = default;
 
