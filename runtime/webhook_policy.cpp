@@ -15,8 +15,7 @@ result<webhook_policy> make_policy(const std::string& setting, const std::string
   p.setting = setting;
   auto allow = config::parse_network_list(allow_text);
   if (!allow) {
-    return make_error(errc::invalid_config,
-                      setting + "_allow_networks: " + allow.error().message,
+    return make_error(errc::invalid_config, setting + "_allow_networks: " + allow.error().message,
                       setting + "_allow_networks");
   }
   auto deny = config::parse_network_list(deny_text);
@@ -52,13 +51,15 @@ std::string address_denial(const ip::address& addr, const webhook_policy& policy
     return name + " is the broadcast address";
   }
   if (const config::network* n = policy.deny.find(a)) {
-    return name + " is in the denied network " + n->to_string() + " (" + policy.setting + "_deny_networks)";
+    return name + " is in the denied network " + n->to_string() + " (" + policy.setting +
+           "_deny_networks)";
   }
   if (a.is_loopback() && !policy.allow_loopback) {
     return name + " is a loopback address and " + policy.setting + "_allow_loopback is false";
   }
   if (!policy.allow.empty() && !policy.allow.contains(a)) {
-    return name + " is outside " + policy.setting + "_allow_networks (" + policy.allow.to_string() + ")";
+    return name + " is outside " + policy.setting + "_allow_networks (" + policy.allow.to_string() +
+           ")";
   }
   return {};
 }
@@ -82,8 +83,7 @@ status check_target(const webhook_url& u, std::string_view url, const webhook_po
     if (auto why = address_denial(addr, policy); !why.empty()) {
       return config::url_error(label, url, "is not allowed: " + why);
     }
-  } else if ((u.host == "localhost" || u.host.ends_with(".localhost")) &&
-             !policy.allow_loopback) {
+  } else if ((u.host == "localhost" || u.host.ends_with(".localhost")) && !policy.allow_loopback) {
     return config::url_error(label, url,
                              "is not allowed: " + u.host + " is a loopback name and " +
                                  policy.setting + "_allow_loopback is false");

@@ -14,8 +14,7 @@ namespace {
 constexpr size_t max_open_segments = 64;
 
 sy::error io_error(const std::string& what, const std::filesystem::path& path, int err) {
-  return make_error(errc::storage_error,
-                    what + " " + path.string() + ": " + std::strerror(err));
+  return make_error(errc::storage_error, what + " " + path.string() + ": " + std::strerror(err));
 }
 
 }  // namespace
@@ -34,8 +33,9 @@ result<int64_t> result_segments::append(const std::string& job_id, std::string_v
   if (it == open_.end()) {
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
-    if (ec) return make_error(errc::storage_error, "cannot create " + dir_.string() + ": " +
-                                                       ec.message());
+    if (ec)
+      return make_error(errc::storage_error,
+                        "cannot create " + dir_.string() + ": " + ec.message());
     const auto path = path_of(job_id);
     const bool existed = std::filesystem::exists(path, ec);
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -71,7 +71,8 @@ result<int64_t> result_segments::append(const std::string& job_id, std::string_v
 status result_segments::sync() {
   for (auto& [job_id, seg] : open_) {
     if (!seg.dirty) continue;
-    if (::fdatasync(seg.fd) != 0) return io_error("cannot sync the result segment", path_of(job_id), errno);
+    if (::fdatasync(seg.fd) != 0)
+      return io_error("cannot sync the result segment", path_of(job_id), errno);
     seg.dirty = false;
   }
   if (dir_dirty_) {

@@ -124,8 +124,8 @@ TEST(task_list_export, results_over_the_inline_size_are_read_back_from_the_segme
   ASSERT_EQ(r.status, 201) << r.body;
   const std::string id = r.json()["id"];
   ASSERT_EQ(env.wait_terminal(c, id, std::chrono::seconds(30))["status"], "completed");
-  const auto segment = std::filesystem::path(env.settings().data_dir) / "task-results" /
-                       (id + ".seg");
+  const auto segment =
+      std::filesystem::path(env.settings().data_dir) / "task-results" / (id + ".seg");
   ASSERT_TRUE(std::filesystem::exists(segment));
   EXPECT_GT(std::filesystem::file_size(segment), 50u * 64);
   auto content = [](const json& response) {
@@ -135,8 +135,8 @@ TEST(task_list_export, results_over_the_inline_size_are_read_back_from_the_segme
   ASSERT_EQ(lines.size(), 50u);
   for (size_t i = 0; i < lines.size(); ++i)
     EXPECT_EQ(content(lines[i]["response"]), "echo: task r" + std::to_string(i)) << lines[i];
-  auto page = c.get("/v1/jobs/" + id + "/tasks?limit=5&after=" +
-                    lines[9]["task_id"].get<std::string>());
+  auto page =
+      c.get("/v1/jobs/" + id + "/tasks?limit=5&after=" + lines[9]["task_id"].get<std::string>());
   ASSERT_EQ(page.status, 200) << page.body;
   EXPECT_EQ(content(page.json()["data"][0]["result"]), "echo: task r10");
   auto one = c.get("/v1/jobs/" + id + "/tasks/r33");
