@@ -16,7 +16,7 @@ constexpr std::array<std::string_view, 7> methods = {"GET",   "HEAD",   "POST", 
                                                      "PATCH", "DELETE", "OPTIONS"};
 constexpr std::array<std::string_view, 4> request_fields = {"method", "url", "headers", "body"};
 constexpr size_t max_headers = 64;
-constexpr size_t max_header_value_bytes = 8 * 1024;
+constexpr size_t max_header_value_bytes = size_t{8} * 1024;
 
 /// Framing and routing: the engine's own, whatever a task says.
 const std::set<std::string, std::less<>>& reserved_headers() {
@@ -43,7 +43,8 @@ status check_headers(const json& headers, const std::string& param) {
     return bad(param, "has more than " + std::to_string(max_headers) + " headers.");
   std::set<std::string> seen;
   for (const auto& [name, value] : headers.items()) {
-    const std::string at = param + "." + name;
+    std::string at = param;
+    at.append(".").append(name);
     if (!config::is_header_name(name))
       return bad(at, "is not a header name (letters, digits and !#$%&'*+-.^_`|~).");
     const std::string key = lower(name);
@@ -65,11 +66,14 @@ result<std::string> parse_http_request(json& request, const std::string& param) 
   if (!request.is_object())
     return bad(param, "must be an object: {\"method\", \"url\", \"headers\"?, \"body\"?}.");
   for (const auto& [key, value] : request.items()) {
-    if (std::find(request_fields.begin(), request_fields.end(), key) == request_fields.end())
-      return make_error(errc::unknown_parameter,
-                        "Unrecognized request argument supplied: " + param + "." + key +
-                            ". Allowed: method, url, headers, body.",
-                        param + "." + key);
+    if (std::find(request_fields.begin(), request_fields.end(), key) != request_fields.end())
+      continue;
+    std::string field = param;
+    field.append(".").append(key);
+    return make_error(errc::unknown_parameter,
+                      "Unrecognized request argument supplied: " + field +
+                          ". Allowed: method, url, headers, body.",
+                      field);
   }
   auto method = request.find("method");
   if (method == request.end() || !method->is_string() ||

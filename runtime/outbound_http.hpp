@@ -31,7 +31,7 @@ struct outbound_request {
 };
 
 struct outbound_options {
-  uint64_t max_body_bytes = 64 * 1024;              ///< a longer answer body fails the exchange
+  uint64_t max_body_bytes = uint64_t{64} * 1024;    ///< a longer answer body fails the exchange
   bool read_success_body = false;                   ///< false: a 2xx answer's body is not read
   std::string peer_noun = "the receiver";           ///< names the other side in error messages
   std::string reached_as = "may receive webhooks";  ///< "no address of <host> <reached_as>: …"
