@@ -533,11 +533,6 @@ std::string task_custom_key(std::string_view job_id, std::string_view custom_id)
   return k;
 }
 
-job_status shown_status(const job_record& job, const task_record& task) {
-  if (task.state == task_state::done || !is_terminal(job.status)) return task.status;
-  return job.status == job_status::cancelled ? job_status::cancelled : job_status::failed;
-}
-
 std::optional<int64_t> list_task_index(std::string_view job_id, std::string_view task_id) {
   const auto prefix = detail::task_prefix(job_id);
   if (!task_id.starts_with(prefix)) return std::nullopt;

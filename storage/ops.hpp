@@ -428,10 +428,6 @@ std::optional<int64_t> list_task_index(std::string_view job_id, std::string_view
 
 /// The key of db::task_custom: job id '/' custom_id.
 std::string task_custom_key(std::string_view job_id, std::string_view custom_id);
-/// The status a client sees for a task of a list: its own, except that a task still waiting when
-/// its list ended (never published, so never written again) ends with the list — `cancelled`
-/// when the job was cancelled, `failed` when it expired or failed.
-job_status shown_status(const job_record& job, const task_record& task);
 
 /// The task message payload and its deterministic Nats-Msg-Id.
 std::string task_message_payload(const std::string& task_id, int attempt);

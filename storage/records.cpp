@@ -553,4 +553,9 @@ webhook_record webhook_from_json(const json& j) {
   return r;
 }
 
+job_status shown_status(const job_record& job, const task_record& task) {
+  if (task.state == task_state::done || !is_terminal(job.status)) return task.status;
+  return job.status == job_status::cancelled ? job_status::cancelled : job_status::failed;
+}
+
 }  // namespace sy::storage

@@ -270,4 +270,9 @@ typename Inspector::result_type inspect(Inspector& f, outbox_record& x) {
   return f(x.seq, x.msg_id, x.subject, x.payload);
 }
 
+/// The status a client sees for a task of a list: its own, except that a task still waiting when
+/// its list ended (never published, so never written again) ends with the list — `cancelled`
+/// when the job was cancelled, `failed` when it expired or failed.
+job_status shown_status(const job_record& job, const task_record& task);
+
 }  // namespace sy::storage
