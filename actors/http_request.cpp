@@ -7,7 +7,6 @@
 #include <array>
 #include <set>
 
-#include "config/detail/text.hpp"
 #include "config/http_token.hpp"
 #include "config/webhook_url.hpp"
 
@@ -30,12 +29,6 @@ const std::set<std::string, std::less<>>& reserved_headers() {
   return names;
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 sy::error bad(const std::string& param, const std::string& why) {
   return make_error(errc::invalid_http_request, "'" + param + "' " + why, param);
 }
@@ -51,14 +44,14 @@ status check_headers(const json& headers, const std::string& param) {
     at.append(".").append(name);
     if (!config::is_header_name(name))
       return bad(at, "is not a header name (letters, digits and !#$%&'*+-.^_`|~).");
-    const std::string key = lower(name);
+    const std::string key = config::header_key(name);
     if (reserved_headers().contains(key)) return bad(at, "is set by the engine.");
     if (!seen.insert(key).second) return bad(at, "is given twice (names are case-insensitive).");
     if (!value.is_string()) return bad(at, "must be a string.");
     const auto& text = value.get_ref<const std::string&>();
     if (text.size() > max_header_value_bytes)
       return bad(at, "is longer than " + std::to_string(max_header_value_bytes) + " bytes.");
-    if (config::detail::find_control(text) != std::string::npos)
+    if (config::header_value_control(text) != std::string::npos)
       return bad(at, "contains a control character.");
   }
   return ok;

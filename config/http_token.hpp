@@ -1,19 +1,20 @@
 #pragma once
-/// HTTP header names as RFC 9110 spells them (tokens): a gateway's configured headers and an
-/// http task's request headers are checked with this one function.
+/// HTTP header names and values as RFC 9110 spells them: a gateway's configured headers
+/// (config/validate.cpp) and an http task's request headers (actors/http_request.cpp) are
+/// checked with these functions.
 
-#include <algorithm>
-#include <cctype>
+#include <string>
 #include <string_view>
 
 namespace sy::config {
 
 /// Letters, digits and !#$%&'*+-.^_`|~, at least one.
-inline bool is_header_name(std::string_view name) {
-  constexpr std::string_view extra = "!#$%&'*+-.^_`|~";
-  return !name.empty() && std::all_of(name.begin(), name.end(), [&](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || extra.find(c) != std::string_view::npos;
-  });
-}
+bool is_header_name(std::string_view name);
+
+/// `name` in lower case: header names compare case-insensitively.
+std::string header_key(std::string_view name);
+
+/// The offset of the first control character (below 0x20, or DEL) of a header value, or npos.
+size_t header_value_control(std::string_view value);
 
 }  // namespace sy::config

@@ -157,14 +157,6 @@ result<std::string> read_secret(const std::string& secrets_dir, const std::strin
   return load_secret(secrets_dir + "/" + name, where);
 }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](char c) {
-    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  });
-  return out;
-}
-
 /// Checks a gateway's extra headers and loads the ones read from secrets_dir.
 status check_headers(gateway_settings& g, const std::string& secrets_dir, const std::string& path) {
   // Set by the engine itself for every request (framing, routing, the body's type).
@@ -178,7 +170,7 @@ status check_headers(gateway_settings& g, const std::string& secrets_dir, const 
     if (!is_header_name(h.name)) {
       return invalid(where, "is not a valid header name (letters, digits and !#$%&'*+-.^_`|~)");
     }
-    const std::string name = lower(h.name);
+    const std::string name = header_key(h.name);
     if (reserved.contains(name))
       return invalid(where, "is set by the engine and cannot be configured");
     if (name == "authorization" && !g.api_key.empty()) {
@@ -189,7 +181,7 @@ status check_headers(gateway_settings& g, const std::string& secrets_dir, const 
       auto secret = read_secret(secrets_dir, h.secret_name, where + ".secret");
       if (!secret) return secret.error();
       h.value = std::move(*secret);
-    } else if (detail::find_control(h.value) != std::string::npos) {
+    } else if (header_value_control(h.value) != std::string::npos) {
       // The value is not echoed: it may be a credential.
       return invalid(where, "holds a line break or another control character");
     }
