@@ -24,6 +24,19 @@ struct registry_state {
   int64_t tick_ms = 0;
   const char* component = "jobs";  ///< in its log lines
   static inline const char* name = "job_registry";
+
+  registry_state() = default;
+  registry_state(const registry_state&) = delete;
+  registry_state& operator=(const registry_state&) = delete;
+  registry_state(registry_state&&) = delete;
+  registry_state& operator=(registry_state&&) = delete;
+  /// The pending wait holds a handle to the registry: cancel it when the registry ends. Done
+  /// here, not in an attached functor: CAF destroys an actor's state before it counts the actor
+  /// as stopped, but its attached functors after, so a functor holding the timer could drop the
+  /// last reference after the engine saw every actor stopped and destroyed the timer's context.
+  ~registry_state() {
+    if (tick) boost::asio::post(tick->executor(), [t = tick] { t->cancel(); });
+  }
 };
 
 using registry_ptr = job_registry_actor::stateful_pointer<registry_state>;
@@ -63,10 +76,6 @@ job_registry_actor::behavior_type registry(registry_ptr self, const char* compon
   self->state.component = component;
   self->state.tick = tick;
   self->state.tick_ms = tick_ms;
-  // The pending wait holds a handle to the registry: cancel it when the registry ends.
-  self->attach_functor([tick](const caf::error&) {
-    boost::asio::post(tick->executor(), [tick] { tick->cancel(); });
-  });
   arm_tick(self);
   self->set_down_handler([self](caf::down_msg& m) {
     auto& st = self->state;
