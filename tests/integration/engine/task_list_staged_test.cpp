@@ -67,7 +67,8 @@ TEST(task_list_staged, an_inline_list_over_sync_tasks_max_is_answered_202_and_in
   auto by_key = env.gateway().requests_by_key();
   EXPECT_EQ(by_key.size(), 2'500u);
   for (const auto& [k, n] : by_key) ASSERT_EQ(n, 1) << k;
-  EXPECT_EQ(task_files(env), 0u);  // the staged copy goes once the list is latched
+  // The staged copy goes once the list is latched (just after the latch's commit).
+  EXPECT_TRUE(wait_for([&] { return task_files(env) == 0; })) << task_files(env);
 }
 
 TEST(task_list_staged, an_uploaded_list_is_checked_ingested_and_run) {
@@ -122,7 +123,8 @@ TEST(task_list_staged, a_bad_file_fails_the_job_with_its_lines_and_writes_no_tas
   EXPECT_EQ(env.count(storage::db::tasks), 0u);
   EXPECT_EQ(env.count(storage::db::list_ingest), 0u);
   EXPECT_EQ(env.gateway().requests(), 0);
-  EXPECT_EQ(task_files(env), 0u);
+  // The staged copy goes just after the failure's commit, which the job's status already shows.
+  EXPECT_TRUE(wait_for([&] { return task_files(env) == 0; })) << task_files(env);
 }
 
 TEST(task_list_staged, a_file_that_is_not_a_task_list_is_refused) {
