@@ -1,7 +1,11 @@
 #include "storage/lmdb_env.hpp"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <charconv>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -36,6 +40,40 @@ std::string new_store_id() {
     for (int j = 0; j < 8; ++j, word >>= 4) out.push_back(hex[word & 0xf]);
   }
   return out;
+}
+
+/// The process's file-backed resident bytes (the third field of /proc/self/statm: resident
+/// pages shared with a file), or -1 when it cannot be read.
+int64_t file_resident_bytes() {
+  std::FILE* f = std::fopen("/proc/self/statm", "re");
+  if (f == nullptr) return -1;
+  long long size = 0;
+  long long resident = 0;
+  long long shared = -1;
+  const int n = std::fscanf(f, "%lld %lld %lld", &size, &resident, &shared);
+  std::fclose(f);
+  if (n != 3 || shared < 0) return -1;
+  return static_cast<int64_t>(shared) * sysconf(_SC_PAGESIZE);
+}
+
+/// The start and length of the mapping of `file` in /proc/self/maps (its first one).
+std::pair<void*, size_t> find_mapping(const std::string& file) {
+  std::FILE* f = std::fopen("/proc/self/maps", "re");
+  if (f == nullptr) return {nullptr, 0};
+  std::pair<void*, size_t> found{nullptr, 0};
+  char line[4096];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    std::string_view l(line);
+    while (!l.empty() && l.back() == '\n') l.remove_suffix(1);
+    if (l.size() < file.size() || l.substr(l.size() - file.size()) != file) continue;
+    unsigned long long from = 0;
+    unsigned long long to = 0;
+    if (std::sscanf(line, "%llx-%llx", &from, &to) != 2 || to <= from) continue;
+    found = {reinterpret_cast<void*>(from), static_cast<size_t>(to - from)};  // NOLINT
+    break;
+  }
+  std::fclose(f);
+  return found;
 }
 
 }  // namespace
@@ -79,7 +117,16 @@ status environment::init(const std::string& path, int64_t initial_map_bytes) {
   MDB_envinfo info;
   mdb_env_info(env_, &info);
   map_bytes_ = static_cast<int64_t>(info.me_mapsize);
+  std::error_code canon_ec;
+  data_file_ = std::filesystem::canonical(path, canon_ec).string() + "/data.mdb";
+  locate_map();
   return ok;
+}
+
+void environment::locate_map() {
+  auto [addr, len] = find_mapping(data_file_);
+  map_addr_ = addr;
+  map_len_ = len;
 }
 
 status environment::open_databases(const std::string& path) {
@@ -147,6 +194,7 @@ status environment::set_map_size(int64_t bytes) {
   MDB_envinfo info;
   mdb_env_info(env_, &info);
   map_bytes_ = static_cast<int64_t>(info.me_mapsize);
+  locate_map();  // the new map may be elsewhere
   return ok;
 }
 
@@ -192,6 +240,24 @@ status environment::grow() {
   }
   // Recorded so that a restart starts with the grown map instead of filling up at once.
   return record_map_size();
+}
+
+void environment::trim_resident() const {
+  using namespace std::chrono;
+  const int64_t now = duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+  int64_t due = next_trim_check_ms_.load(std::memory_order_relaxed);
+  if (now < due || !next_trim_check_ms_.compare_exchange_strong(due, now + trim_check_ms)) return;
+  const int64_t resident = file_resident_bytes();
+  if (resident < 0) return;
+  const int64_t base = trim_baseline_bytes_.load(std::memory_order_relaxed);
+  if (base < 0 || resident < base) {
+    trim_baseline_bytes_.store(resident, std::memory_order_relaxed);
+    return;
+  }
+  if (resident - base < trim_budget_bytes) return;
+  if (map_addr_ == nullptr) return;
+  ::madvise(map_addr_, map_len_, MADV_DONTNEED);
+  trim_baseline_bytes_.store(file_resident_bytes(), std::memory_order_relaxed);
 }
 
 }  // namespace sy::storage

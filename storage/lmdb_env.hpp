@@ -172,6 +172,18 @@ class environment {
   /// (runtime/store_registration.hpp) tells this store's own entry from another's by it.
   const std::string& store_id() const { return store_id_; }
 
+  /// The store's pages that this process has touched stay mapped into it, and count in its RSS,
+  /// though they are the kernel's page cache: without a bound, RSS grows with the store as its
+  /// pages are read. Called as transactions end (readers before they release the resize lock,
+  /// the writer after a commit): at most every `trim_check_ms`, it reads the process's
+  /// file-backed resident size (/proc/self/statm); once that has grown by `trim_budget_bytes`
+  /// since the last trim, it drops the map's pages from this process's page tables
+  /// (MADV_DONTNEED on the read-only shared map: the next access maps them again from the page
+  /// cache, the data is untouched). The caller holds the resize lock shared or is the writer.
+  void trim_resident() const;
+  static constexpr int64_t trim_check_ms = 50;
+  static constexpr int64_t trim_budget_bytes = 32 << 20;
+
  private:
   friend class txn_view;
   environment() = default;
@@ -180,11 +192,19 @@ class environment {
   status adopt_recorded_map_size();
   status set_map_size(int64_t bytes);
   status record_map_size();
+  void locate_map();
 
   MDB_env* env_ = nullptr;
   unsigned dbis_[db_count] = {};
   std::atomic<int64_t> map_bytes_{0};
   std::string store_id_;
+  /// Where the map is (found in /proc/self/maps at open and after each resize: LMDB does not
+  /// tell); null when not found, and then nothing is trimmed.
+  void* map_addr_ = nullptr;
+  size_t map_len_ = 0;
+  std::string data_file_;  ///< the map's file, <data_dir>/lmdb/data.mdb
+  mutable std::atomic<int64_t> next_trim_check_ms_{0};
+  mutable std::atomic<int64_t> trim_baseline_bytes_{-1};  ///< file-backed RSS after the last trim
   /// Readers hold `resize_` shared; grow() holds it exclusively. `gate_` lets grow() hold new
   /// readers back so that a steady stream of readers cannot starve it.
   mutable std::shared_timed_mutex resize_;

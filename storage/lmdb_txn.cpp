@@ -119,7 +119,10 @@ read_txn::~read_txn() { release(); }
 
 void read_txn::release() {
   // The snapshot ends before the resize lock is released, so grow() never sees a live reader.
-  if (txn_ != nullptr) mdb_txn_abort(std::exchange(txn_, nullptr));
+  if (txn_ != nullptr) {
+    mdb_txn_abort(std::exchange(txn_, nullptr));
+    env_->trim_resident();  // under the resize lock: the map stays where it is meanwhile
+  }
   if (lock_.owns_lock()) lock_.unlock();
 }
 
@@ -167,6 +170,7 @@ status write_txn::commit() {
   // mdb_txn_commit frees the transaction whether or not it succeeds.
   int rc = mdb_txn_commit(std::exchange(txn_, nullptr));
   if (rc != MDB_SUCCESS) return detail::lmdb_error(rc, "commit");
+  env_->trim_resident();
   return sy::ok;
 }
 
