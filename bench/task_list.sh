@@ -162,6 +162,8 @@ echo "execution: $RUN_N tasks in one list $final in $((t1 - t0)) ms ($list_rate 
   "$SINGLE_N single jobs end to end: $single"
 # export, plain then gzip'd, with the heap's peak over both
 idle_anon=$(rss_kb "$engine_pid" RssAnon)
+idle_rss=$(rss_kb "$engine_pid" VmRSS)
+echo 5 >"/proc/$engine_pid/clear_refs" 2>/dev/null || echo "note: cannot reset VmHWM" >&2
 rm -f "$work/stop-sampling"
 (
   a=0
@@ -184,7 +186,8 @@ for enc in identity gzip; do
 done
 touch "$work/stop-sampling"
 wait "$sampler" || true
-echo "export heap (RssAnon) peak +$(python3 -c "print(f'{($(cat "$work/anon-peak")-$idle_anon)/1024:.1f}')") MB"
+echo "export heap (RssAnon) peak +$(python3 -c "print(f'{($(cat "$work/anon-peak")-$idle_anon)/1024:.1f}')") MB," \
+  "peak RSS (VmHWM) +$(python3 -c "print(f'{($(rss_kb "$engine_pid" VmHWM)-$idle_rss)/1024:.1f}')") MB above $((idle_rss / 1024)) MB"
 
 # --- 3. fairness ----------------------------------------------------------------------------------
 gen "$work/big.jsonl" "$BIG_N" b

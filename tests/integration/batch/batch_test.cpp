@@ -197,12 +197,14 @@ TEST(batch, jobs_and_batches_of_one_model_share_its_limit) {
 
 TEST(batch, a_job_of_a_model_whose_only_slot_a_batch_holds_runs_long_before_the_batch_ends) {
   // The lane sends windows of up to 64 fast lines on its one slot; asked for it back, it gives it
-  // up when its window ends (within about 20 ms), so the job does not wait for the batch.
+  // up when its window ends (within about 20 ms), so the job does not wait for the batch. Each
+  // line takes at least 1 ms, so the batch lasts at least 3 s: a loaded machine (sanitizers,
+  // parallel tests) slows the job's turn without making the margin below a race.
   batch_env env;
   env.settings().per_model_concurrency = 1;
   env.start();
   const int n = 3000;
-  auto b = env.create(env.upload(lines_of(n, "r", "test-model")));
+  auto b = env.create(env.upload(lines_of(n, "r", "test-model", {{"latency_ms", 1}})));
   ASSERT_TRUE(wait_for([&] { return env.get(b.id).completed >= 100; }, std::chrono::seconds(60)));
   http_client c(env.port());
   auto id = env.submit(c, "job", json::object()).json()["id"].get<std::string>();
