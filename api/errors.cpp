@@ -56,6 +56,9 @@ constexpr std::array<error_info, 52> table = {{
     {"missing_api_key", 401, auth,
      "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'."},
     {"invalid_api_key", 401, auth, "Incorrect API key provided."},
+    {"invalid_capability_token", 401, auth,
+     "The task capability token is missing, malformed, expired, for another attempt, or not "
+     "signed by a published key."},
     {"not_found", 404, invalid_request, "Unknown route."},
     {"job_not_found", 404, invalid_request, "No such job."},
     {"model_not_found", 404, invalid_request, "No gateway serves this model."},
