@@ -111,14 +111,15 @@ sigv4_result sigv4_sign(const sigv4_request& r, const aws_credentials& c,
   std::string header_block;
   std::string signed_headers;
   for (const auto& [n, v] : canonical) {
-    header_block += n + ":" + v + "\n";
+    header_block.append(n).append(":").append(v).append("\n");
     signed_headers += (signed_headers.empty() ? "" : ";") + n;
   }
   std::vector<std::pair<std::string, std::string>> q;
   for (const auto& [k, v] : r.query) q.emplace_back(sigv4_uri_encode(k), sigv4_uri_encode(v));
   std::sort(q.begin(), q.end());
   std::string query;
-  for (const auto& [k, v] : q) query += (query.empty() ? "" : "&") + k + "=" + v;
+  for (const auto& [k, v] : q)
+    query.append(query.empty() ? "" : "&").append(k).append("=").append(v);
 
   out.canonical_request = r.method + "\n" + (r.path.empty() ? "/" : r.path) + "\n" + query + "\n" +
                           header_block + "\n" + signed_headers + "\n" + payload_hash;
