@@ -46,6 +46,8 @@ constexpr std::array<error_info, 52> table = {{
      "An http task's request must be {method, url, headers?, body?}."},
     {"http_task_denied", 400, invalid_request,
      "An http task's URL points at a network the policy denies."},
+    {"credentials_unavailable", 502, server,
+     "The storage credentials could not be minted: STS refused or could not be reached."},
     {"invalid_grants", 400, invalid_request,
      "A storage grant is not a canonical s3://bucket/prefix/ inside the tenant's allowed prefixes."},
     {"duplicate_custom_id", 400, invalid_request, "Two tasks of the list have the same custom_id."},

@@ -73,6 +73,7 @@ inline constexpr error_code invalid_tasks{"invalid_tasks"};
 inline constexpr error_code invalid_http_request{"invalid_http_request"};
 inline constexpr error_code http_task_denied{"http_task_denied"};
 inline constexpr error_code invalid_grants{"invalid_grants"};
+inline constexpr error_code credentials_unavailable{"credentials_unavailable"};
 inline constexpr error_code too_many_tasks{"too_many_tasks"};
 inline constexpr error_code invalid_max_inflight{"invalid_max_inflight"};
 inline constexpr error_code task_not_found{"task_not_found"};
