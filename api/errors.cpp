@@ -12,7 +12,7 @@ constexpr std::string_view auth = "authentication_error";
 constexpr std::string_view server = "server_error";
 
 // Keep in step with docs/api.md ("Errors").
-constexpr std::array<error_info, 52> table = {{
+constexpr std::array<error_info, 55> table = {{
     {"invalid_json", 400, invalid_request, "The request body is not valid JSON."},
     {"json_too_deep", 400, invalid_request,
      "The JSON nests objects and arrays deeper than the server's limit."},
@@ -46,10 +46,9 @@ constexpr std::array<error_info, 52> table = {{
      "An http task's request must be {method, url, headers?, body?}."},
     {"http_task_denied", 400, invalid_request,
      "An http task's URL points at a network the policy denies."},
-    {"credentials_unavailable", 502, server,
-     "The storage credentials could not be minted: STS refused or could not be reached."},
     {"invalid_grants", 400, invalid_request,
-     "A storage grant is not a canonical s3://bucket/prefix/ inside the tenant's allowed prefixes."},
+     "A storage grant is not a canonical s3://bucket/prefix/ inside the tenant's allowed "
+     "prefixes."},
     {"duplicate_custom_id", 400, invalid_request, "Two tasks of the list have the same custom_id."},
     {"too_many_tasks", 400, invalid_request, "The task list holds more tasks than allowed."},
     {"invalid_max_inflight", 400, invalid_request, "'max_inflight' is out of range."},
@@ -85,6 +84,8 @@ constexpr std::array<error_info, 52> table = {{
     {"header_too_large", 431, invalid_request, "The request headers are too large."},
     {"internal_error", 500, server, "The server had an error while processing your request."},
     {"gateway_unreachable", 502, server, "The gateway could not be reached."},
+    {"credentials_unavailable", 502, server,
+     "The storage credentials could not be minted: STS refused or could not be reached."},
     {"storage_unavailable", 503, server, "Storage is unavailable; retry later."},
     {"shutting_down", 503, server, "The server is shutting down; retry on another node."},
     {"not_ready", 503, server, "The server is not ready yet."},

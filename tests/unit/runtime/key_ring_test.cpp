@@ -15,8 +15,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-constexpr int64_t lead = 60'000;      // published a minute before it signs
-constexpr int64_t ttl = 10 * 60'000;  // tokens live at most ten minutes
+constexpr int64_t lead = 60'000;               // published a minute before it signs
+constexpr int64_t ttl = int64_t{10} * 60'000;  // tokens live at most ten minutes
 constexpr int64_t t0 = 1'800'000'000'000;
 
 key_ring::options opts(const test::temp_dir& d) { return {d.sub("keys"), "", lead, ttl}; }
