@@ -8,6 +8,9 @@
 #include <ctime>
 #include <map>
 
+#include "config/http_token.hpp"
+#include "config/sha256.hpp"
+
 namespace sy::runtime {
 namespace {
 
@@ -22,13 +25,6 @@ std::string hex(const unsigned char* p, size_t n) {
   return out;
 }
 
-std::string sha256_hex(std::string_view data) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
-  unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), md.data(), &len, EVP_sha256(), nullptr);
-  return hex(md.data(), len);
-}
-
 std::string hmac(std::string_view key, std::string_view data) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> mac{};
   unsigned int len = 0;
@@ -36,13 +32,6 @@ std::string hmac(std::string_view key, std::string_view data) {
        reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac.data(),  // NOLINT
        &len);
   return {reinterpret_cast<const char*>(mac.data()), len};  // NOLINT
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
 }
 
 /// A header value as SigV4 canonicalizes it: trimmed, runs of spaces collapsed to one.
@@ -95,7 +84,7 @@ sigv4_result sigv4_sign(const sigv4_request& r, const aws_credentials& c,
   sigv4_result out;
   const std::string date_time = amz_date(scope.unix_seconds);
   const std::string date = date_time.substr(0, 8);
-  const std::string payload_hash = sha256_hex(r.body);
+  const std::string payload_hash = config::sha256_hex(r.body);
   out.headers.emplace_back("X-Amz-Date", date_time);
   if (scope.content_sha256_header) out.headers.emplace_back("x-amz-content-sha256", payload_hash);
   if (!c.session_token.empty()) out.headers.emplace_back("X-Amz-Security-Token", c.session_token);
@@ -103,7 +92,7 @@ sigv4_result sigv4_sign(const sigv4_request& r, const aws_credentials& c,
   // Canonical headers: lowercase names, sorted; values of a repeated name joined by ','.
   std::map<std::string, std::string> canonical;
   auto add = [&](const std::string& name, const std::string& value) {
-    auto& v = canonical[lower(name)];
+    auto& v = canonical[config::header_key(name)];
     v += (v.empty() ? "" : ",") + trim_value(value);
   };
   for (const auto& [n, v] : r.headers) add(n, v);
@@ -126,7 +115,7 @@ sigv4_result sigv4_sign(const sigv4_request& r, const aws_credentials& c,
   const std::string credential_scope =
       date + "/" + scope.region + "/" + scope.service + "/aws4_request";
   out.string_to_sign = "AWS4-HMAC-SHA256\n" + date_time + "\n" + credential_scope + "\n" +
-                       sha256_hex(out.canonical_request);
+                       config::sha256_hex(out.canonical_request);
   std::string key = hmac("AWS4" + c.secret_access_key, date);
   key = hmac(key, scope.region);
   key = hmac(key, scope.service);
