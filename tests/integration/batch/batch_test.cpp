@@ -339,7 +339,9 @@ TEST(batch, files_with_expires_after_are_deleted_when_due) {
   g.purpose = "user_data";
   g.bytes = 3;
   g.created_at = std::time(nullptr);
-  g.expires_at = g.created_at + 1;
+  // Two seconds ahead of a time truncated to the second: the file is due at least one second
+  // from now, so the check just below cannot race the sweeper (with one it could, and did).
+  g.expires_at = g.created_at + 2;
   ASSERT_TRUE(run([&] { return env.svc().create_file(g, staged); }).ok());
   EXPECT_TRUE(env.svc().get_file("default", g.id).ok());
   ASSERT_TRUE(wait_for([&] { return !std::filesystem::exists(env.svc().file_path(g.id)); },
