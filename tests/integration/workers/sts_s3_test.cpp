@@ -25,14 +25,18 @@ namespace {
 
 using nlohmann::json;
 
-/// The server of ../shared/tools/s3-sts-up, started once for the suite.
+/// The server of ../shared/tools/s3-sts-up, started by the suite's first test and shared.
+/// Started in SetUp, not SetUpTestSuite: a failure there fails the test, where gtest would mark
+/// the tests skipped (and ctest report them as skipped, not failed).
 class s3_sts : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
+  void SetUp() override {
+    if (port_ == 0) start();
+    ASSERT_NE(port_, 0) << "the S3 + STS server did not start (see the first test's failure)";
+  }
+  static void start() {
     dir_ = new temp_dir();
-    const char* src = std::getenv("SY_SOURCE_DIR");
-    ASSERT_NE(src, nullptr) << "SY_SOURCE_DIR is not set (tests/CMakeLists.txt sets it)";
-    tools_ = std::string(src) + "/../shared/tools";
+    tools_ = std::string(SY_SOURCE_DIR) + "/../shared/tools";
     {
       child_process up(
           {"/bin/sh", "-c", tools_ + "/s3-sts-up " + dir_->sub("srv") + " > " + dir_->sub("env")},
