@@ -21,5 +21,10 @@ using claim_atom = caf::atom_constant<caf::atom("claim")>;
 using slot_atom = caf::atom_constant<caf::atom("slot")>;
 using yield_atom = caf::atom_constant<caf::atom("yield")>;
 using model_atom = caf::atom_constant<caf::atom("model")>;
+using lease_atom = caf::atom_constant<caf::atom("lease")>;
+using mint_atom = caf::atom_constant<caf::atom("mint")>;
+using verify_atom = caf::atom_constant<caf::atom("verify")>;
+using jwks_atom = caf::atom_constant<caf::atom("jwks")>;
+using rotate_atom = caf::atom_constant<caf::atom("rotate")>;
 
 }  // namespace sy::actors

@@ -91,6 +91,10 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   e->spawn_storage_actors();
   e->want_known_models();
   e->reaper_ = spawn_lease_reaper(ctx, d.env, node_prefix);
+  if (auto st = e->start_workers(); !st) {
+    e->shutdown();
+    return st.error();
+  }
 
   e->work_.emplace(e->exec_.get_executor());
   for (int i = 0; i < d.cfg.exec_threads; ++i)
@@ -154,7 +158,8 @@ void engine::want_known_models() {
   }
   for (const auto& [model, gw] : deps_.cfg.model_gateways) models.push_back(model);
   std::lock_guard lock{models_mu_};
-  for (const auto& m : models) (void)dispatcher_locked(m, true);
+  for (const auto& m : models)
+    if (!is_runtime_queue(m)) (void)dispatcher_locked(m, true);  // runtimes have their queues
 }
 
 engine::~engine() { shutdown(); }
@@ -216,16 +221,20 @@ status engine::queue_models(const std::vector<std::string>& models,
 boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   if (s.task_list()) co_return co_await submit_list(std::move(s));
-  auto model = s.body["model"].get<std::string>();
+  auto model = s.runtime.empty() ? result<std::string>(s.body["model"].get<std::string>())
+                                 : runtime_model(s);
+  if (!model) co_return model.error();
   auto webhook_url = job_webhook(s);
   if (!webhook_url) co_return webhook_url.error();
-  if (auto st = queue_models({model}, {"body.model"}); !st) co_return st.error();
+  if (s.runtime.empty()) {
+    if (auto st = queue_models({*model}, {"body.model"}); !st) co_return st.error();
+  }
   const int64_t now = deps_.clock.now_ms();
   storage::job_record job;
   job.id = "job_" + ids_.next(now);
   job.tenant = s.tenant;
   job.endpoint = s.endpoint;
-  job.model = model;
+  job.model = *model;
   job.body = s.body.dump();
   job.metadata = s.metadata;
   job.idempotency_key = s.idempotency_key;
@@ -241,10 +250,10 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   task.id = job.task_id;
   task.job_id = job.id;
   task.tenant = job.tenant;
-  task.model = model;
+  task.model = *model;
   task.max_attempts = job.max_attempts;
   storage::outbox_record publish{0, storage::task_message_id(task.id, 1),
-                                 deps_.js.task_subject(model),
+                                 deps_.js.task_subject(*model),
                                  storage::task_message_payload(task.id, 1)};
   // Named rather than a temporary in the co_await expression: GCC 12 mishandles the lifetime of
   // aggregate temporaries passed to a coroutine inside co_await.
@@ -425,6 +434,7 @@ void engine::drain_webhooks() {
 
 void engine::stop_actors() {
   auto& ctx = *ctx_;
+  stop_workers();
   std::map<std::string, model_entry> dispatchers;
   {
     std::lock_guard lock{models_mu_};

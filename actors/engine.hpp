@@ -21,6 +21,7 @@
 #include <caf/actor_system_config.hpp>
 
 #include "actors/batch_manager.hpp"
+#include "actors/credential_minter.hpp"
 #include "actors/engine_context.hpp"
 #include "actors/job_service.hpp"
 #include "actors/lease_reaper.hpp"
@@ -28,12 +29,13 @@
 #include "actors/outbox_relay.hpp"
 #include "actors/storage_writer.hpp"
 #include "actors/webhook_deliverer.hpp"
+#include "actors/worker_service.hpp"
 #include "runtime/ulid.hpp"
 #include "runtime/webhook_policy.hpp"
 
 namespace sy::actors {
 
-class engine final : public job_service {
+class engine final : public job_service, public worker_service {
  public:
   /// Everything the engine runs on; all must outlive the engine.
   struct deps {
@@ -72,6 +74,13 @@ class engine final : public job_service {
                                                              task_append a,
                                                              std::string idempotency_key) override;
 
+  // The worker protocol (engine_workers.cpp, docs/workers.md).
+  boost::asio::awaitable<result<lease_reply>> lease(std::string runtime, int max_tasks,
+                                                    int64_t wait_ms) override;
+  boost::asio::awaitable<result<heartbeat_answer>> heartbeat(std::string token) override;
+  boost::asio::awaitable<status> complete(std::string token, std::string output) override;
+  boost::asio::awaitable<status> fail(std::string token, worker_failure f) override;
+  boost::asio::awaitable<result<std::string>> jwks() override;
   /// The Files and Batch API of this engine.
   batch_service& batches() { return *batches_; }
 
@@ -112,6 +121,18 @@ class engine final : public job_service {
   boost::asio::awaitable<result<submit_outcome>> commit_create(write_request req,
                                                                const std::string& key);
   void wake_webhooks();
+  /// A runtime job's queue (`runtime_queue(s.runtime)`), its max_attempts defaulted from the
+  /// runtime. Errors: runtime_not_found.
+  result<std::string> runtime_model(submission& s) const;
+  /// The attempt a token names, when the minter accepts it. Errors: invalid_capability_token.
+  boost::asio::awaitable<result<runtime::capability_claims>> verified(std::string token);
+  /// Commits a worker's op on its attempt: `stale`/`not_found` become stale_attempt (or
+  /// lease_expired once the token's lease end has passed), `refused` its refusal.
+  boost::asio::awaitable<status> commit_attempt_op(storage::write_op op,
+                                                   const runtime::capability_claims& c);
+  /// The credential minter and one queue per configured runtime; stopped with the actors.
+  status start_workers();
+  void stop_workers();
   // Steps of start():
   void spawn_storage_actors();  ///< the storage writer, the job registry and the outbox relay
   void want_known_models();     ///< every model seen before or configured gets a dispatcher
@@ -158,6 +179,8 @@ class engine final : public job_service {
   std::map<std::string, model_entry> dispatchers_;
   size_t queued_models_ = 0;  ///< entries with `queue`
   std::atomic<bool> shut_down_{false};
+  credential_minter_actor minter_;                       ///< set once at start
+  std::map<std::string, runtime_queue_actor> runtimes_;  ///< by runtime name, set once at start
 };
 
 }  // namespace sy::actors

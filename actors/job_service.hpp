@@ -41,6 +41,7 @@ struct submission {
   bool open = false;              ///< a task list that takes more tasks by appends until closed
   bool task_events = false;       ///< a task list that publishes an event per task transition
   std::string input_file_id;      ///< a staged task list (a file of purpose "tasks")
+  std::string runtime;            ///< a job for this runtime's workers: `body` is its `input`
 
   bool task_list() const { return !tasks.empty() || open || !input_file_id.empty(); }
   nlohmann::json metadata = nlohmann::json::object();

@@ -86,8 +86,7 @@ fetched_tasks fetch_now(fetcher_state& st, int32_t max) {
 
 task_fetcher_actor::behavior_type fetcher(fetcher_ptr self, engine_context* ctx, std::string model,
                                           runtime::pull_subscription* sub, uint64_t generation,
-                                          const model_dispatcher_actor& dispatcher,
-                                          bool own_thread) {
+                                          const fetch_reply_actor& dispatcher, bool own_thread) {
   if (own_thread) runtime::name_this_thread("sy-fetch");  // detached: its fetches block it only
   self->state.ctx = ctx;
   self->state.model = std::move(model);
@@ -252,12 +251,8 @@ void on_global(dispatcher_ptr self, int32_t granted, int32_t asked) {
 void take_queue(dispatcher_ptr self, runtime::pull_subscription* sub, uint64_t generation,
                 runs_on fetcher_on) {
   auto& st = self->state;
-  model_dispatcher_actor me = self;
-  st.fetcher =
-      fetcher_on == runs_on::own_thread
-          ? self->spawn<caf::detached + caf::linked>(fetcher, st.ctx, st.model, sub, generation, me,
-                                                     true)
-          : self->spawn<caf::linked>(fetcher, st.ctx, st.model, sub, generation, me, false);
+  st.fetcher = spawn_task_fetcher(self, *st.ctx, st.model, model_dispatcher_actor{self}, sub,
+                                  generation, fetcher_on);
   schedule_fetch(self);
 }
 
@@ -314,6 +309,17 @@ model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, engine_con
 }
 
 }  // namespace
+
+task_fetcher_actor spawn_task_fetcher(caf::local_actor* parent, engine_context& ctx,
+                                      std::string queue, fetch_reply_actor reply_to,
+                                      runtime::pull_subscription* sub, uint64_t generation,
+                                      runs_on where) {
+  if (where == runs_on::own_thread)
+    return parent->spawn<caf::detached + caf::linked>(fetcher, &ctx, std::move(queue), sub,
+                                                      generation, reply_to, true);
+  return parent->spawn<caf::linked>(fetcher, &ctx, std::move(queue), sub, generation, reply_to,
+                                    false);
+}
 
 model_dispatcher_actor spawn_model_dispatcher(engine_context& ctx, std::string model,
                                               std::unique_ptr<runtime::pull_subscription> sub,

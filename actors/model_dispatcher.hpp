@@ -61,6 +61,18 @@ using model_dispatcher_actor = caf::typed_actor<
 /// `fetched_tasks` after one blocking fetch (up to 250 ms).
 using task_fetcher_actor = caf::typed_actor<caf::reacts_to<fetch_atom, int32_t>>;
 
+/// Whoever a task fetcher answers: a model dispatcher, or a runtime's queue
+/// (actors/runtime_queue.hpp).
+using fetch_reply_actor = caf::typed_actor<caf::reacts_to<fetched_tasks>>;
+
+/// Spawns the task fetcher of `queue` (a model, or a runtime's queue key), linked to `parent`,
+/// answering `reply_to`. It fetches over `sub` (an owning raw pointer; null: it binds the
+/// queue's pull consumer itself before its first fetch, see spawn_model_dispatcher).
+task_fetcher_actor spawn_task_fetcher(caf::local_actor* parent, engine_context& ctx,
+                                      std::string queue, fetch_reply_actor reply_to,
+                                      runtime::pull_subscription* sub, uint64_t generation,
+                                      runs_on where = runs_on::own_thread);
+
 /// Spawns the dispatcher for `model`. With `sub` it takes the model's queue at once; without, it
 /// does when it gets `wake`, and its fetcher binds the model's pull consumer itself before its
 /// first fetch (retried at each fetch while NATS is down). `sub` is bound while

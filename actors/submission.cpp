@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "actors/http_task.hpp"
+#include "actors/runtime_names.hpp"
 #include "config/endpoints.hpp"
 #include "config/limits.hpp"
 #include "config/sha256.hpp"
@@ -18,9 +19,13 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 11> known_fields = {
-    "endpoint", "body",         "tasks",         "metadata", "max_attempts", "webhook_url",
-    "timeout",  "max_inflight", "input_file_id", "open",     "task_events"};
+constexpr std::array<std::string_view, 13> known_fields = {
+    "endpoint",    "body",    "tasks",        "metadata",      "max_attempts",
+    "webhook_url", "timeout", "max_inflight", "input_file_id", "open",
+    "task_events", "runtime", "input"};
+/// What a job for a runtime's workers does not take (it has `runtime` and `input` instead).
+constexpr std::array<std::string_view, 7> not_with_runtime = {
+    "endpoint", "body", "tasks", "max_inflight", "input_file_id", "open", "task_events"};
 constexpr std::array<std::string_view, 3> known_task_fields = {"custom_id", "body", "request"};
 constexpr int max_inflight_cap = 10'000;
 constexpr double max_timeout_s = 7 * 24 * 3600;
@@ -37,7 +42,8 @@ status check_fields(const json& j) {
       return make_error(errc::unknown_parameter,
                         "Unrecognized request argument supplied: " + key +
                             ". Allowed: endpoint, body, tasks, input_file_id, open, metadata, "
-                            "max_attempts, webhook_url, timeout, max_inflight, task_events.",
+                            "max_attempts, webhook_url, timeout, max_inflight, task_events, "
+                            "runtime, input.",
                         key);
   }
   return ok;
@@ -315,6 +321,11 @@ status check_model(const json& body, const std::string& param) {
                       "'" + param + "' may not begin with '" + std::string(http_queue_prefix) +
                           "': such names are the queues of http tasks.",
                       param);
+  if (is_runtime_queue(model->get_ref<const std::string&>()))
+    return make_error(errc::invalid_body,
+                      "'" + param + "' may not begin with '" + std::string(runtime_queue_prefix) +
+                          "': such names are the queues of runtimes.",
+                      param);
   if (const size_t n = model->get_ref<const std::string&>().size(); n > limits::model_max_bytes)
     return make_error(errc::string_above_max_length,
                       "Invalid '" + param + "': string too long. Expected at most " +
@@ -324,11 +335,70 @@ status check_model(const json& body, const std::string& param) {
   return ok;
 }
 
+namespace {
+
+/// The options every job takes: metadata, max_attempts, webhook_url, timeout.
+status parse_job_options(json& j, int max_attempts_cap, submission& s) {
+  auto metadata = parse_metadata(j);
+  if (!metadata) return metadata.error();
+  auto attempts = parse_max_attempts(j, max_attempts_cap);
+  if (!attempts) return attempts.error();
+  auto webhook = parse_webhook_url(j);
+  if (!webhook) return webhook.error();
+  auto timeout = parse_timeout(j);
+  if (!timeout) return timeout.error();
+  s.metadata = *metadata ? std::move(**metadata) : json::object();
+  s.max_attempts = *attempts;
+  s.webhook_url = std::move(*webhook);
+  s.timeout_ms = *timeout;
+  return ok;
+}
+
+/// A job for a runtime's workers (docs/workers.md): `runtime` and `input` (any JSON), and the
+/// options every job takes. Whether the runtime is configured is the engine's check.
+result<submission> parse_runtime_job(json& j, submission s, int max_attempts_cap) {
+  const auto& name = j["runtime"];
+  if (!name.is_string() || name.get_ref<const std::string&>().empty() ||
+      name.get_ref<const std::string&>().size() > limits::runtime_name_max_bytes)
+    return make_error(errc::invalid_request,
+                      "'runtime' must be the name of a configured runtime: a string of 1 to " +
+                          std::to_string(limits::runtime_name_max_bytes) + " bytes.",
+                      "runtime");
+  for (auto field : not_with_runtime) {
+    if (j.contains(field))
+      return make_error(errc::invalid_request,
+                        "'" + std::string(field) +
+                            "' is not used by a job for a runtime: give 'runtime' and 'input'.",
+                        std::string(field));
+  }
+  auto input = j.find("input");
+  if (input == j.end())
+    return make_error(errc::missing_required_parameter,
+                      "'input' is required with 'runtime': the JSON the worker gets.", "input");
+  if (auto st = parse_job_options(j, max_attempts_cap, s); !st) return st.error();
+  s.endpoint = runtime_endpoint;
+  s.runtime = name.get<std::string>();
+  s.body = std::move(*input);
+  return s;
+}
+
+}  // namespace
+
 result<submission> parse_submission(json j, std::string tenant, std::string idempotency_key,
                                     int max_attempts_cap) {
   if (!j.is_object())
     return make_error(errc::invalid_request, "The request body must be a JSON object.");
   if (auto s = check_fields(j); !s) return s.error();
+  if (j.contains("runtime")) {
+    submission s;
+    s.tenant = std::move(tenant);
+    s.idempotency_key = std::move(idempotency_key);
+    return parse_runtime_job(j, std::move(s), max_attempts_cap);
+  }
+  if (j.contains("input"))
+    return make_error(errc::unknown_parameter,
+                      "'input' is the input of a job for a runtime; give it with 'runtime'.",
+                      "input");
   auto endpoint = parse_endpoint(j);
   if (!endpoint) return endpoint.error();
   auto kind = parse_list_kind(j);
@@ -353,15 +423,8 @@ result<submission> parse_submission(json j, std::string tenant, std::string idem
     if (!body) return body.error();
     body_doc = *body;
   }
-  auto metadata = parse_metadata(j);
-  if (!metadata) return metadata.error();
-  auto attempts = parse_max_attempts(j, max_attempts_cap);
-  if (!attempts) return attempts.error();
-  auto webhook = parse_webhook_url(j);
-  if (!webhook) return webhook.error();
-  auto timeout = parse_timeout(j);
-  if (!timeout) return timeout.error();
   submission s;
+  if (auto st = parse_job_options(j, max_attempts_cap, s); !st) return st.error();
   s.tenant = std::move(tenant);
   s.endpoint = std::move(*endpoint);
   if (body_doc) s.body = std::move(*body_doc);
@@ -376,11 +439,7 @@ result<submission> parse_submission(json j, std::string tenant, std::string idem
     s.task_events = ev->get<bool>();
   }
   s.input_file_id = std::move(kind->input_file_id);
-  s.metadata = *metadata ? std::move(**metadata) : json::object();
-  s.max_attempts = *attempts;
   s.idempotency_key = std::move(idempotency_key);
-  s.webhook_url = std::move(*webhook);
-  s.timeout_ms = *timeout;
   return s;
 }
 
@@ -422,6 +481,7 @@ std::string request_hash(const submission& s) {
   if (!s.webhook_url.empty()) canonical["webhook_url"] = s.webhook_url;
   if (s.timeout_ms > 0) canonical["timeout_ms"] = s.timeout_ms;
   if (s.open) canonical["open"] = true;
+  if (!s.runtime.empty()) canonical["runtime"] = s.runtime;
   if (!s.input_file_id.empty()) canonical["input_file_id"] = s.input_file_id;
   if (s.task_list()) {
     json tasks = json::array();

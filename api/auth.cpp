@@ -50,4 +50,17 @@ result<std::string> authenticator::tenant_for(std::string_view authorization_hea
   return std::move(*tenant);
 }
 
+status authenticator::worker(std::string_view authorization_header) const {
+  if (keys_.empty()) return ok;
+  if (trim(authorization_header).empty())
+    return make_error(errc::missing_api_key,
+                      "You didn't provide a worker key. Send it as 'Authorization: Bearer <key>'.");
+  std::string_view key = bearer_key(authorization_header);
+  if (key.empty() || !config::is_worker_key(keys_, key))
+    return make_error(errc::invalid_api_key,
+                      "Incorrect API key provided: the worker protocol takes a key with the "
+                      "worker role.");
+  return ok;
+}
+
 }  // namespace sy::api

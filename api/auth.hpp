@@ -24,6 +24,10 @@ class authenticator {
   /// The tenant for an `Authorization` header value (empty when the header is absent).
   /// No keys configured: always "default". Errors: missing_api_key, invalid_api_key.
   result<std::string> tenant_for(std::string_view authorization_header) const;
+  /// Whether an `Authorization` header value names a key with the `worker` role (the worker
+  /// protocol). No keys configured: always (loopback only). Errors: missing_api_key,
+  /// invalid_api_key (also a client key: it does not lease tasks).
+  status worker(std::string_view authorization_header) const;
 
  private:
   std::vector<config::api_key_entry> keys_;

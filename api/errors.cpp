@@ -12,7 +12,7 @@ constexpr std::string_view auth = "authentication_error";
 constexpr std::string_view server = "server_error";
 
 // Keep in step with docs/api.md ("Errors").
-constexpr std::array<error_info, 55> table = {{
+constexpr std::array<error_info, 58> table = {{
     {"invalid_json", 400, invalid_request, "The request body is not valid JSON."},
     {"json_too_deep", 400, invalid_request,
      "The JSON nests objects and arrays deeper than the server's limit."},
@@ -63,6 +63,7 @@ constexpr std::array<error_info, 55> table = {{
     {"not_found", 404, invalid_request, "Unknown route."},
     {"job_not_found", 404, invalid_request, "No such job."},
     {"model_not_found", 404, invalid_request, "No gateway serves this model."},
+    {"runtime_not_found", 404, invalid_request, "No runtime of this name is configured."},
     {"file_not_found", 404, invalid_request, "No such file."},
     {"batch_not_found", 404, invalid_request, "No such batch."},
     {"task_not_found", 404, invalid_request, "No such task in this job."},
@@ -79,6 +80,10 @@ constexpr std::array<error_info, 55> table = {{
     {"batch_not_cancellable", 409, invalid_request,
      "The batch has already finished (completed, failed or expired) and cannot be cancelled."},
     {"job_cancelled", 409, invalid_request, "The job was cancelled before it finished."},
+    {"stale_attempt", 409, invalid_request,
+     "This attempt is no longer the task's current one (finished, cancelled or superseded)."},
+    {"lease_expired", 409, invalid_request,
+     "The attempt's lease expired; the task is queued again for another attempt."},
     {"idempotency_conflict", 422, invalid_request,
      "This Idempotency-Key was already used with a different request."},
     {"header_too_large", 431, invalid_request, "The request headers are too large."},

@@ -155,7 +155,8 @@ asio::awaitable<void> reject(connection& c, const sy::error& e, unsigned version
 }  // namespace
 
 http_server::http_server(const config::settings& settings, actors::job_service& service,
-                         std::function<bool()> ready, actors::batch_service* batches)
+                         std::function<bool()> ready, actors::batch_service* batches,
+                         actors::worker_service* workers)
     : lanes_([n = settings.http_threads < 1 ? 1 : settings.http_threads] {
         std::vector<std::unique_ptr<io_lane>> v;
         v.reserve(static_cast<size_t>(n));
@@ -163,7 +164,7 @@ http_server::http_server(const config::settings& settings, actors::job_service& 
         return v;
       }()),
       acceptor_(lanes_.front()->ioc),
-      handler_(settings, service, std::move(ready), stopping_, batches),
+      handler_(settings, service, std::move(ready), stopping_, batches, workers),
       max_body_bytes_(static_cast<uint64_t>(settings.max_body_bytes)),
       read_timeout_ms_(settings.http_read_timeout_ms),
       shutdown_timeout_ms_(settings.shutdown_timeout_ms) {}
@@ -173,15 +174,30 @@ result<std::unique_ptr<http_server>> http_server::start(const config::settings& 
                                                         std::function<bool()> ready,
                                                         actors::batch_service* batches) {
   std::unique_ptr<http_server> server(
-      new http_server(settings, service, std::move(ready), batches));
-  if (auto s = server->listen(settings.listen); !s) return s.error();
-  asio::co_spawn(server->acceptor_.get_executor(), server->accept_loop(), asio::detached);
-  for (auto& lane : server->lanes_)
-    server->threads_.emplace_back([l = lane.get()] {
+      new http_server(settings, service, std::move(ready), batches, nullptr));
+  if (auto s = server->run(settings.listen); !s) return s.error();
+  return server;
+}
+
+result<std::unique_ptr<http_server>> http_server::start_internal(const config::settings& settings,
+                                                                 actors::job_service& service,
+                                                                 actors::worker_service& workers,
+                                                                 std::function<bool()> ready) {
+  std::unique_ptr<http_server> server(
+      new http_server(settings, service, std::move(ready), nullptr, &workers));
+  if (auto s = server->run(settings.internal_listen); !s) return s.error();
+  return server;
+}
+
+status http_server::run(const std::string& address) {
+  if (auto s = listen(address); !s) return s.error();
+  asio::co_spawn(acceptor_.get_executor(), accept_loop(), asio::detached);
+  for (auto& lane : lanes_)
+    threads_.emplace_back([l = lane.get()] {
       runtime::name_this_thread("sy-http");
       l->ioc.run();
     });
-  return server;
+  return ok;
 }
 
 status http_server::listen(const std::string& address) {

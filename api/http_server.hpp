@@ -51,6 +51,12 @@ class http_server {
                                                     actors::job_service& service,
                                                     std::function<bool()> ready,
                                                     actors::batch_service* batches = nullptr);
+  /// The internal listener: binds `settings.internal_listen` and serves the worker protocol
+  /// (docs/workers.md), /healthz and /readyz — nothing of the public API. Errors as start's.
+  static result<std::unique_ptr<http_server>> start_internal(const config::settings& settings,
+                                                             actors::job_service& service,
+                                                             actors::worker_service& workers,
+                                                             std::function<bool()> ready);
 
   /// Stops `stop()`s the server if still running.
   ~http_server();
@@ -75,8 +81,11 @@ class http_server {
 
  private:
   http_server(const config::settings& settings, actors::job_service& service,
-              std::function<bool()> ready, actors::batch_service* batches);
+              std::function<bool()> ready, actors::batch_service* batches,
+              actors::worker_service* workers);
   status listen(const std::string& address);
+  /// Listens on `address` and starts the accept loop and the io threads.
+  status run(const std::string& address);
   boost::asio::awaitable<void> accept_loop();
   boost::asio::awaitable<void> serve(std::shared_ptr<detail::connection> conn);
   /// Streams one upload's body through the handler and answers it; false when the connection

@@ -1,5 +1,6 @@
 #include "api/job_json.hpp"
 
+#include "actors/runtime_names.hpp"
 #include "storage/events.hpp"
 #include "storage/ops.hpp"
 
@@ -25,11 +26,13 @@ std::string job_json(const storage::job_record& job) {
       .field("status", storage::to_string(job.status))
       .field("endpoint", job.endpoint);
   out.key("model");
-  if (job.model.empty()) {
-    out.null();  // a task list whose tasks name several models
+  const bool worker_job = actors::is_runtime_queue(job.model);
+  if (job.model.empty() || worker_job) {
+    out.null();  // a task list whose tasks name several models, or a runtime's job
   } else {
     out.string(job.model);
   }
+  if (worker_job) out.field("runtime", job.model.substr(actors::runtime_queue_prefix.size()));
   const int64_t finished = storage::is_terminal(job.status) ? job.finished_at_ms : 0;
   unix_seconds(out, "created_at", job.created_at_ms);
   unix_seconds(out, "started_at", job.started_at_ms);

@@ -82,7 +82,7 @@ for m in model-a model-b model-c; do
 EOF
 done
 
-"${cpu0[@]}" "$switchyard" serve --config "$work/switchyard.yaml" --listen 127.0.0.1:0 --data-dir "$work/data" \
+"${cpu0[@]}" "$switchyard" serve --config "$work/switchyard.yaml" --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 --data-dir "$work/data" \
   --log-level info --per-model-concurrency "$PER_MODEL" --global-concurrency "$GLOBAL" \
   >"$out/engine.log" 2>&1 &
 engine_pid=$!

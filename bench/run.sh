@@ -81,7 +81,7 @@ start_fake() {  # start_fake NAME [ARGS...]: sets fake_pid and fake_port
 start_engine() {  # start_engine NAME GATEWAY_PORT: sets engine_pid and engine_port
   local name=$1 gw=$2 dir=$work/$1
   mkdir -p "$dir"
-  "$switchyard" serve --listen 127.0.0.1:0 --data-dir "$dir" --gateway "http://127.0.0.1:$gw" \
+  "$switchyard" serve --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 --data-dir "$dir" --gateway "http://127.0.0.1:$gw" \
     --log-level warn --per-model-concurrency "$PER_MODEL" --global-concurrency "$GLOBAL" \
     >"$out/$name.log" 2>&1 &
   engine_pid=$!

@@ -35,7 +35,7 @@ fake_args=(--port 0 --threads 1)
 pids+=($!)
 until fake_port=$(awk '/^listening/ {print $2}' "$work/fake.out") && [[ -n $fake_port ]]; do sleep 0.05; done
 
-"$switchyard" serve --listen 127.0.0.1:0 --data-dir "$work/data" \
+"$switchyard" serve --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 --data-dir "$work/data" \
   --gateway "http://127.0.0.1:$fake_port" --log-level warn \
   --per-model-concurrency "$SLOTS" --global-concurrency "$SLOTS" >"$work/engine.log" 2>&1 &
 engine=$!

@@ -85,7 +85,7 @@ for _ in $(seq 100); do
 done
 [[ -n ${fake_port:-} ]] || { echo "fake gateway did not start" >&2; exit 1; }
 
-"$switchyard" serve --listen 127.0.0.1:0 --data-dir "$work/data" --log-level info \
+"$switchyard" serve --listen 127.0.0.1:0 --internal-listen 127.0.0.1:0 --data-dir "$work/data" --log-level info \
   --gateway "http://127.0.0.1:$fake_port" --per-model-concurrency "$PER_MODEL" \
   --global-concurrency "$GLOBAL" --files-max-bytes $((1 << 30)) \
   --max-body-bytes $((64 << 20)) >"$out/engine.log" 2>&1 &

@@ -16,8 +16,18 @@ std::optional<std::string> tenant_for_key(const std::vector<api_key_entry>& keys
       match = &entry;
     }
   }
-  if (match == nullptr) return std::nullopt;
+  if (match == nullptr || match->role != "client") return std::nullopt;
   return match->tenant;
+}
+
+bool is_worker_key(const std::vector<api_key_entry>& keys, std::string_view presented_key) {
+  const std::string presented_hash = sha256_hex(presented_key);
+  bool worker = false;
+  for (const auto& entry : keys) {
+    if (constant_time_equal(entry.sha256_hex, presented_hash) && entry.role == "worker")
+      worker = true;
+  }
+  return worker;
 }
 
 bool is_sha256_hex(std::string_view text) {

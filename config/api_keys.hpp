@@ -12,11 +12,16 @@
 namespace sy::config {
 
 /// The tenant of `presented_key`, or nullopt when it matches none of `keys` (the validated
-/// settings::api_keys). THE key check: api::authenticator (HTTP and NATS) calls it. Every entry
-/// is compared in constant time and none is skipped, so the time taken reveals neither which entry
-/// matched nor how much of a key did.
+/// settings::api_keys) that has the client role. THE key check: api::authenticator (HTTP and NATS)
+/// calls it. Every entry is compared in constant time and none is skipped, so the time taken
+/// reveals neither which entry matched nor how much of a key did.
 std::optional<std::string> tenant_for_key(const std::vector<api_key_entry>& keys,
                                           std::string_view presented_key);
+
+/// True when `presented_key` is a configured key with the `worker` role (the worker protocol,
+/// docs/workers.md). Constant time like tenant_for_key; a worker key has no tenant, so
+/// tenant_for_key never accepts it.
+bool is_worker_key(const std::vector<api_key_entry>& keys, std::string_view presented_key);
 
 /// True when 'text' is 64 hex characters (either case).
 bool is_sha256_hex(std::string_view text);

@@ -44,6 +44,8 @@ inline constexpr error_code invalid_idempotency_key{"invalid_idempotency_key"};
 inline constexpr error_code missing_api_key{"missing_api_key"};
 inline constexpr error_code invalid_api_key{"invalid_api_key"};
 inline constexpr error_code invalid_capability_token{"invalid_capability_token"};
+inline constexpr error_code runtime_not_found{"runtime_not_found"};
+inline constexpr error_code stale_attempt{"stale_attempt"};
 inline constexpr error_code not_found{"not_found"};
 inline constexpr error_code job_not_found{"job_not_found"};
 inline constexpr error_code model_not_found{"model_not_found"};

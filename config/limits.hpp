@@ -34,6 +34,10 @@ inline constexpr size_t idempotency_key_max_chars = 255;
 /// keys).
 inline constexpr size_t tenant_max_bytes = 64;
 
+/// Runtime names in the configuration (`runtimes`), in bytes: letters, digits, '_' and '-'
+/// (a NATS subject token as they are). Not client-reachable: the engine refuses to start.
+inline constexpr size_t runtime_name_max_bytes = 64;
+
 /// A batch line's `custom_id`, in bytes.
 inline constexpr size_t custom_id_max_bytes = 512;
 

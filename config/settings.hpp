@@ -47,12 +47,25 @@ struct gateway_settings {
 /// A configured API key: stored only as the hex SHA-256 of the key, mapped to a tenant.
 struct api_key_entry {
   std::string sha256_hex;
-  std::string tenant;
+  std::string tenant;  ///< a client key's tenant; empty for a worker key
+  /// "client" (the public API, as `tenant`) or "worker" (the worker protocol on the internal
+  /// listener, any runtime; docs/workers.md).
+  std::string role = "client";
+};
+
+/// A runtime: a named queue of tasks done by external workers (docs/workers.md).
+struct runtime_settings {
+  int64_t lease_ttl_ms = 30'000;  ///< a leased task returns to the queue this long after the
+                                  ///< lease or the last heartbeat
+  int max_attempts = 3;           ///< attempts of a task when the job names none
+  bool operator==(const runtime_settings&) const = default;
 };
 
 struct settings {
   // --- server
   std::string listen = "127.0.0.1:8080";  ///< HOST:PORT; port 0 picks a free port
+  /// The worker protocol's listener (never the public one); empty: none
+  std::string internal_listen = "127.0.0.1:8081";
   std::string data_dir = "./data";
   int http_threads = 2;
   int64_t max_body_bytes = 1 << 20;
@@ -89,6 +102,7 @@ struct settings {
   int64_t requeue_max_backoff_ms = 60'000;
   int64_t reaper_interval_ms = 1'000;
   int64_t reconcile_after_ms = 60'000;  ///< re-publish queued tasks idle longer than this
+  std::map<std::string, runtime_settings> runtimes;  ///< worker queues by name (YAML only)
 
   // --- clients: waiting and live events
   int64_t max_wait_ms = 60'000;       ///< cap of `Prefer: wait=N` on POST /v1/jobs

@@ -25,6 +25,12 @@ std::vector<setting_def> build_settings_table() {
          .description = "Address of the HTTP API, HOST:PORT (port 0 picks a free port). A "
                         "non-loopback host requires api_keys.",
          .field = &settings::listen},
+      sd{.name = "internal_listen",
+         .flag = "--internal-listen",
+         .type = vt::text,
+         .description = "Address of the worker protocol (docs/workers.md), HOST:PORT; never the "
+                        "public listener. Empty: none. A non-loopback host requires api_keys.",
+         .field = &settings::internal_listen},
       sd{.name = "data_dir",
          .flag = "--data-dir",
          .type = vt::text,
@@ -239,6 +245,11 @@ std::vector<setting_def> build_settings_table() {
          .description = "Re-publish a task queued this long (in ms) when its model's JetStream "
                         "consumer holds no message (the message was lost).",
          .field = &settings::reconcile_after_ms},
+      sd{.name = "runtimes",
+         .flag = "",
+         .type = vt::runtime_map,
+         .description = "Map runtime name -> {lease_ttl_ms, max_attempts}: queues of tasks done "
+                        "by external workers (docs/workers.md), YAML only."},
       // --- clients
       sd{.name = "max_wait_ms",
          .flag = "--max-wait-ms",
@@ -448,7 +459,8 @@ std::vector<setting_def> build_settings_table() {
          .flag = "",
          .type = vt::api_keys,
          .description = "List of {sha256: <64 hex>, tenant: name} or {key_file: path, tenant: "
-                        "name}, YAML only. Empty: one `default` tenant, no auth, loopback only."},
+                        "name}, YAML only; `role: worker` (no tenant) makes a worker key. Empty: "
+                        "one `default` tenant, no auth, loopback only."},
   };
 }
 
@@ -578,6 +590,7 @@ std::string_view type_name(value_type type) {
     case vt::gateway:
       return "URL";
     case vt::gateway_map:
+    case vt::runtime_map:
       return "MAP";
     case vt::api_keys:
       return "LIST";

@@ -47,6 +47,14 @@ status check_server(const settings& s) {
     return invalid("listen", "refusing to listen on " + s.listen +
                                  " without api_keys (configure api_keys, or listen on loopback)");
   }
+  if (!s.internal_listen.empty()) {
+    auto internal = parse_host_port(s.internal_listen);
+    if (!internal) return invalid("internal_listen", internal.error().message);
+    if (s.api_keys.empty() && !is_loopback_host(internal->host))
+      return invalid("internal_listen", "refusing to listen on " + s.internal_listen +
+                                            " without api_keys (configure a worker key, or "
+                                            "listen on loopback)");
+  }
   if (s.data_dir.empty()) return invalid("data_dir", "must not be empty");
   static const std::set<std::string> levels = {"trace", "debug", "info", "warn", "error"};
   if (!levels.contains(s.log_level)) {
@@ -260,13 +268,32 @@ status check_api_keys(settings& s) {
     }
     std::transform(entry.sha256_hex.begin(), entry.sha256_hex.end(), entry.sha256_hex.begin(),
                    [](char c) { return static_cast<char>(std::tolower(c)); });
-    if (!is_tenant_name(entry.tenant)) {
+    if (entry.role != "client" && entry.role != "worker")
+      return invalid(path + ".role", "must be client or worker, got " + detail::quoted(entry.role));
+    if (entry.role == "worker" && !entry.tenant.empty())
+      return invalid(path + ".tenant",
+                     "a worker key has no tenant (it leases every runtime's tasks)");
+    if (entry.role == "client" && !is_tenant_name(entry.tenant)) {
       return invalid(path + ".tenant", "must be 1 to 64 letters, digits, '_', '-' or '.', got " +
                                            detail::quoted(entry.tenant));
     }
     if (!hashes.insert(entry.sha256_hex).second) {
       return invalid(path, "the same key is configured twice");
     }
+  }
+  return ok;
+}
+
+status check_runtimes(const settings& s) {
+  for (const auto& [name, r] : s.runtimes) {
+    const std::string path = "runtimes." + name;
+    if (!is_name_token(name) || name.size() > limits::runtime_name_max_bytes)
+      return invalid(path, "a runtime name is 1 to " +
+                               std::to_string(limits::runtime_name_max_bytes) +
+                               " letters, digits, '_' or '-'");
+    if (r.lease_ttl_ms < 100 || r.lease_ttl_ms > 3'600'000)
+      return invalid(path + ".lease_ttl_ms",
+                     "must be between 100ms and 1h, got " + std::to_string(r.lease_ttl_ms));
   }
   return ok;
 }
@@ -341,6 +368,7 @@ result<settings> validate(settings s) {
   if (auto st = check_execution(s); !st) return st.error();
   if (auto st = check_gateways(s); !st) return st.error();
   if (auto st = check_webhooks(s); !st) return st.error();
+  if (auto st = check_runtimes(s); !st) return st.error();
   if (auto w = parse_completion_windows(s.batch_completion_windows); !w) return w.error();
   return s;
 }

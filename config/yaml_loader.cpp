@@ -3,11 +3,13 @@
 
 #include "config/yaml_loader.hpp"
 
+#include <cstdlib>
 #include <set>
 
 #include <yaml-cpp/yaml.h>
 
 #include "config/detail/text.hpp"
+#include "config/duration.hpp"
 #include "config/settings_table.hpp"
 #include "config/sha256.hpp"
 
@@ -137,6 +139,46 @@ status apply_model_gateways(settings& s, const YAML::Node& node, std::string_vie
   return ok;
 }
 
+/// One `runtimes` entry: `{lease_ttl_ms | lease_ttl, max_attempts}` (bounds: validate()).
+status apply_runtime(runtime_settings& r, const YAML::Node& node, std::string_view origin,
+                     const std::string& path) {
+  if (node.IsNull()) return ok;
+  if (!node.IsMap()) return yaml_error(origin, path, "expected a map {lease_ttl_ms, max_attempts}");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string key = it->first.Scalar();
+    auto text = scalar_text(it->second, origin, child_path(path, key));
+    if (!text) return text.error();
+    if (key == "lease_ttl_ms" || key == "lease_ttl") {
+      auto ms = parse_duration_ms(*text);
+      if (!ms) return yaml_error(origin, child_path(path, key), ms.error().message);
+      r.lease_ttl_ms = *ms;
+    } else if (key == "max_attempts") {
+      char* end = nullptr;
+      const long n = std::strtol(text->c_str(), &end, 10);
+      if (text->empty() || *end != '\0' || n < 1 || n > 100)
+        return yaml_error(origin, child_path(path, key), "expected an integer from 1 to 100");
+      r.max_attempts = static_cast<int>(n);
+    } else {
+      return yaml_error(origin, child_path(path, key),
+                        "unknown key (expected lease_ttl_ms, max_attempts)");
+    }
+  }
+  return ok;
+}
+
+status apply_runtimes(settings& s, const YAML::Node& node, std::string_view origin) {
+  s.runtimes.clear();
+  if (node.IsNull()) return ok;
+  if (!node.IsMap()) return yaml_error(origin, "runtimes", "expected a map name -> runtime");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string name = it->first.Scalar();
+    runtime_settings r;
+    if (auto st = apply_runtime(r, it->second, origin, "runtimes." + name); !st) return st;
+    s.runtimes[name] = r;
+  }
+  return ok;
+}
+
 /// One `{sha256: ..., tenant: ...}` or `{key_file: ..., tenant: ...}` entry.
 result<api_key_entry> parse_api_key(const YAML::Node& node, std::string_view origin,
                                     const std::string& path) {
@@ -157,13 +199,15 @@ result<api_key_entry> parse_api_key(const YAML::Node& node, std::string_view ori
       key_file = *text;
     else if (key == "tenant")
       entry.tenant = *text;
+    else if (key == "role")
+      entry.role = *text;
     else if (key == "key") {
       return yaml_error(origin, path + ".key",
                         "plain keys are not accepted in the file; "
                         "store its hash (switchyard hash-key KEY) as sha256, or use key_file");
     } else {
       return yaml_error(origin, child_path(path, key),
-                        "unknown key (expected sha256, key_file, tenant)");
+                        "unknown key (expected sha256, key_file, tenant, role)");
     }
   }
   if (sha256.empty() == key_file.empty()) {
@@ -207,6 +251,8 @@ status apply_setting(settings& s, const setting_def& def, const YAML::Node& valu
       return apply_model_gateways(s, value, origin);
     case value_type::api_keys:
       return apply_api_keys(s, value, origin);
+    case value_type::runtime_map:
+      return apply_runtimes(s, value, origin);
     default: {
       auto text = scalar_text(value, origin, key);
       if (!text) return text.error();

@@ -54,6 +54,7 @@ nlohmann::json claims_json(const capability_claims& c) {
           {"task_id", c.task_id},
           {"attempt", c.attempt},
           {"runtime", c.runtime},
+          {"lease", c.lease},
           {"grants",
            {{"read", uris(c.grants.read)},
             {"write", uris(c.grants.write)},
@@ -85,7 +86,7 @@ result<capability_claims> check_token(std::string_view token, const key_ring& ri
       !field(j, "iat", c.iat_s) || !field(j, "nbf", c.nbf_s) || !field(j, "exp", c.exp_s) ||
       !field(j, "jti", c.jti) || !field(j, "tenant", c.tenant) || !field(j, "job_id", c.job_id) ||
       !field(j, "task_id", c.task_id) || !field(j, "attempt", c.attempt) ||
-      !field(j, "runtime", c.runtime))
+      !field(j, "runtime", c.runtime) || !field(j, "lease", c.lease))
     return refuse("lacks a claim or has one of the wrong type");
   if (c.iss != e.iss) return refuse("was issued by '" + c.iss + "', not '" + e.iss + "'");
   if (c.aud != e.aud) return refuse("is for audience '" + c.aud + "', not '" + e.aud + "'");

@@ -2,7 +2,8 @@
 /// Task capability tokens (issue 19 item 4): one ES256 JWT per (task, attempt), signed by the
 /// key ring's current key. Claims: `iss`, `aud`, `sub` = `task:<id>`, `iat`, `nbf`, `exp` (no
 /// later than the lease's expiry plus a small skew), `jti`, `tenant`, `job_id`, `task_id`,
-/// `attempt`, `runtime`, and `grants` (`read` / `write` / `scratch`: canonical s3:// prefixes).
+/// `attempt`, `runtime`, `lease` (the attempt's lease token, which the store fences by), and
+/// `grants` (`read` / `write` / `scratch`: canonical s3:// prefixes).
 /// The header is `{"alg":"ES256","kid":…,"typ":"JWT"}`.
 ///
 /// `check_token` does what the token alone can tell: a published key by `kid`, the signature,
@@ -30,6 +31,7 @@ struct capability_claims {
   std::string job_id;
   std::string task_id;
   std::string runtime;
+  std::string lease;  ///< the attempt's lease token: what fences its calls in the store
   int attempt = 0;
   int64_t iat_s = 0;
   int64_t nbf_s = 0;

@@ -19,6 +19,7 @@
 #include "actors/engine.hpp"
 #include "api/http_server.hpp"
 #include "api/nats_intake.hpp"
+#include "api/nats_service.hpp"
 #include "config/cli.hpp"
 #include "config/sha256.hpp"
 #include "runtime/clock.hpp"
@@ -53,9 +54,12 @@ sigset_t block_stop_signals() {
 
 /// Writes HOST:PORT to <data_dir>/listen.addr once the server listens (tests and scripts read it
 /// when they asked for port 0).
-void write_listen_file(const config::settings& s, uint16_t port) {
-  auto host = s.listen.substr(0, s.listen.rfind(':'));
-  auto path = std::filesystem::path(s.data_dir) / "listen.addr";
+/// Writes `<data_dir>/<name>`: the HOST:PORT a listener bound (`listen`: as configured, with
+/// the port it got), for scripts and tests that ask for port 0.
+void write_listen_file(const config::settings& s, const std::string& listen, uint16_t port,
+                       const char* name = "listen.addr") {
+  auto host = listen.substr(0, listen.rfind(':'));
+  auto path = std::filesystem::path(s.data_dir) / name;
   auto tmp = path;
   tmp += ".tmp";
   {
@@ -210,11 +214,24 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   auto http = api::http_server::start(
       s, *engine, [engine] { return engine->ready(); }, &engine->batches());
   if (!http) return fail("cannot start the HTTP server", http.error());
+  std::unique_ptr<api::http_server> internal;
+  if (!s.internal_listen.empty()) {
+    auto started =
+        api::http_server::start_internal(s, *engine, *engine, [engine] { return engine->ready(); });
+    if (!started) return fail("cannot start the internal listener", started.error());
+    internal = std::move(*started);
+    write_listen_file(s, s.internal_listen, internal->port(), "internal.addr");
+  }
   auto intake = api::nats_intake::start(s, *engine, **js);
   if (!intake) return fail("cannot start the NATS intake", intake.error());
-  write_listen_file(s, (*http)->port());
+  auto service = api::nats_service::start(s, nats_url, *engine, *engine, clock.now_ms());
+  if (!service) return fail("cannot start the NATS service", service.error());
+  write_listen_file(s, s.listen, (*http)->port());
   log::info("main", "listening",
-            {{"listen", s.listen}, {"port", (*http)->port()}, {"data_dir", s.data_dir}});
+            {{"listen", s.listen},
+             {"port", (*http)->port()},
+             {"internal_port", internal ? internal->port() : 0},
+             {"data_dir", s.data_dir}});
 
   // Wait for a stop signal; meanwhile supervise the private nats-server.
   int exit_code = 0;
@@ -240,8 +257,14 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   }
   (*http)->stop_accepting();
   (*intake)->stop();
+  (*service)->stop_accepting();
+  // Workers may still report while running attempts drain; the engine's stop ends their long
+  // polls, so the internal listener drains at once after it.
   engine->shutdown();
+  if (internal) internal->stop_accepting();
+  (*service)->stop();
   (*http)->stop();
+  if (internal) internal->stop();
   eng->reset();
   layout_keeper.reset();
   registration->release();  // the next engine need not wait for the lease

@@ -217,9 +217,19 @@ std::optional<lease_record> current_lease(const write_txn& txn, const std::strin
   return lease;
 }
 
+/// Refused: the lease ran out before an external worker's call (docs/workers.md).
+op_reply lease_ran_out() {
+  op_reply r = reply(op_reply::kind::refused);
+  r.refusal = make_error(errc::lease_expired,
+                         "The attempt's lease expired before this call; the task is queued again "
+                         "and this attempt's outcome is not recorded.");
+  return r;
+}
+
 result<op_reply> apply_extend(write_txn& txn, const extend_lease_op& op) {
   auto lease = current_lease(txn, op.task_id, op.attempt, op.token);
   if (!lease) return reply(op_reply::kind::stale);
+  if (op.live_lease_only && lease->expires_at_ms <= op.now_ms) return lease_ran_out();
   lease->expires_at_ms = op.expires_at_ms;
   SY_TRY(put_lease(txn, *lease));
   return reply(op_reply::kind::done);
@@ -227,7 +237,9 @@ result<op_reply> apply_extend(write_txn& txn, const extend_lease_op& op) {
 
 result<op_reply> apply_finish(op_ctx& c, const finish_attempt_op& op) {
   auto& txn = c.txn;
-  if (!current_lease(txn, op.task_id, op.attempt, op.token)) return reply(op_reply::kind::stale);
+  const auto lease = current_lease(txn, op.task_id, op.attempt, op.token);
+  if (!lease) return reply(op_reply::kind::stale);
+  if (op.live_lease_only && lease->expires_at_ms <= op.now_ms) return lease_ran_out();
   auto task = get_task(txn, op.task_id);
   if (!task || task->state != task_state::leased || task->attempt != op.attempt)
     return reply(op_reply::kind::stale);

@@ -121,6 +121,10 @@ struct extend_lease_op {
   int attempt = 0;
   std::string token;
   int64_t expires_at_ms = 0;
+  /// An external worker's heartbeat (docs/workers.md): refused with `lease_expired` once the
+  /// lease has run out at `now_ms`, even before the reaper took the task back.
+  bool live_lease_only = false;
+  int64_t now_ms = 0;
 
   bool operator==(const extend_lease_op&) const = default;
 };
@@ -145,6 +149,9 @@ struct finish_attempt_op {
   int64_t backoff_ms = 0;                  ///< for retry
   int64_t now_ms = 0;
   std::string subject;  ///< for retry: where the next attempt's message goes
+  /// An external worker's outcome: refused with `lease_expired` once the lease has run out at
+  /// `now_ms` (the reaper takes the task back; the late outcome is not recorded).
+  bool live_lease_only = false;
 
   bool operator==(const finish_attempt_op&) const = default;
 };
@@ -336,13 +343,13 @@ typename Inspector::result_type inspect(Inspector& f, start_attempt_op& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, extend_lease_op& x) {
-  return f(x.task_id, x.attempt, x.token, x.expires_at_ms);
+  return f(x.task_id, x.attempt, x.token, x.expires_at_ms, x.live_lease_only, x.now_ms);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, finish_attempt_op& x) {
   return f(x.task_id, x.attempt, x.token, x.end, optional_field{x.response}, x.error_code,
-           x.error_message, x.backoff_ms, x.now_ms, x.subject);
+           x.error_message, x.backoff_ms, x.now_ms, x.subject, x.live_lease_only);
 }
 
 template <class Inspector>

@@ -54,9 +54,10 @@ std::vector<std::string_view> header_values(const request& req, std::string_view
 
 request_handler::request_handler(const config::settings& settings, actors::job_service& service,
                                  std::function<bool()> ready, const std::atomic<bool>& stopping,
-                                 actors::batch_service* batches)
+                                 actors::batch_service* batches, actors::worker_service* workers)
     : auth_(settings.api_keys),
       batches_(batches),
+      workers_(workers),
       files_max_bytes_(settings.files_max_bytes),
       max_task_file_bytes_(settings.max_task_file_bytes),
       completion_windows_(settings.batch_completion_windows),
@@ -68,6 +69,7 @@ request_handler::request_handler(const config::settings& settings, actors::job_s
       inline_result_bytes_(settings.webhook_inline_result_bytes) {}
 
 bool request_handler::is_upload(http::verb method, std::string_view target) const {
+  if (workers_) return false;
   auto m = routes().match(method, target);
   return m.outcome == route_match::kind::found && m.route == route_upload_file;
 }
@@ -79,6 +81,7 @@ response request_handler::early_error(const sy::error& e, unsigned version, bool
 }
 
 boost::asio::awaitable<reply> request_handler::handle(request req) {
+  if (workers_) co_return co_await handle_internal(std::move(req));
   auto m = routes().match(req.method(), req.target());
   reply out;
   response& res = out.res;

@@ -21,6 +21,7 @@
 
 #include "actors/batch_service.hpp"
 #include "actors/job_service.hpp"
+#include "actors/worker_service.hpp"
 #include "api/auth.hpp"
 #include "api/detail/stream.hpp"
 #include "api/detail/upload.hpp"
@@ -38,9 +39,13 @@ class request_handler {
  public:
   /// `stopping` turns /readyz to 503 once the server drains and ends waits and event streams
   /// early; it must outlive the handler.
+  /// With `workers`, the handler of the internal listener: it serves the worker protocol and
+  /// health only (api/detail/worker_routes.cpp); the public routes are not found there, and the
+  /// worker routes are not found on the public listener.
   request_handler(const config::settings& settings, actors::job_service& service,
                   std::function<bool()> ready, const std::atomic<bool>& stopping,
-                  actors::batch_service* batches = nullptr);
+                  actors::batch_service* batches = nullptr,
+                  actors::worker_service* workers = nullptr);
 
   /// The reply to `req`, with Content-Type, x-request-id and keep-alive set.
   boost::asio::awaitable<reply> handle(request req);
@@ -81,6 +86,11 @@ class request_handler {
   boost::asio::awaitable<response> delete_job(const request& req, std::string id);
   boost::asio::awaitable<response> rerun_job(const request& req, std::string id);
   response readyz(const request& req) const;
+  // The worker protocol (api/detail/worker_routes.cpp).
+  boost::asio::awaitable<reply> handle_internal(request req);
+  /// Lease, heartbeat, complete or fail (api/detail/worker_calls.hpp).
+  boost::asio::awaitable<response> task_call(const request& req, int route);
+  boost::asio::awaitable<response> task_jwks(const request& req);
   boost::asio::awaitable<response> sync_call(const request& req, std::string endpoint);
   reply job_events(const request& req, const std::string& id);
   /// GET /v1/jobs/{id}/export: every task's outcome as JSONL, gzip'd on request (export_route.cpp).
@@ -107,6 +117,7 @@ class request_handler {
 
   authenticator auth_;
   actors::batch_service* batches_;
+  actors::worker_service* workers_;  ///< set: this handler serves the internal listener
   int64_t files_max_bytes_;
   int64_t max_task_file_bytes_;
   std::string completion_windows_;

@@ -39,7 +39,30 @@ constexpr route_def table[] = {
     {http::verb::post, "/v1/batches/{id}/cancel", route_cancel_batch},
 };
 
+constexpr struct {
+  http::verb method;
+  const char* pattern;
+  internal_route_id id;
+} internal_table[] = {
+    {http::verb::post, "/v1/task/lease", route_task_lease},
+    {http::verb::post, "/v1/task/heartbeat", route_task_heartbeat},
+    {http::verb::post, "/v1/task/complete", route_task_complete},
+    {http::verb::post, "/v1/task/fail", route_task_fail},
+    {http::verb::get, "/internal/jwks/task", route_task_jwks},
+    {http::verb::get, "/healthz", route_internal_healthz},
+    {http::verb::get, "/readyz", route_internal_readyz},
+};
+
 }  // namespace
+
+const router& internal_routes() {
+  static const router built = [] {
+    router r;
+    for (const auto& def : internal_table) r.add(def.method, def.pattern, def.id);
+    return r;
+  }();
+  return built;
+}
 
 const router& routes() {
   static const router built = [] {

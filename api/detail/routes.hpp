@@ -41,4 +41,18 @@ enum route_id : int {
 /// The router holding every route (built once; safe to use from any thread).
 const router& routes();
 
+/// The routes of the internal listener: the worker protocol (docs/workers.md) and health.
+enum internal_route_id : int {
+  route_task_lease,
+  route_task_heartbeat,
+  route_task_complete,
+  route_task_fail,
+  route_task_jwks,
+  route_internal_healthz,
+  route_internal_readyz,
+};
+
+/// The router of the internal listener (built once; safe to use from any thread).
+const router& internal_routes();
+
 }  // namespace sy::api::detail

@@ -10,6 +10,7 @@ function required(name) {
 export const NATS_URL = required('SY_NATS_URL');
 export const BASE_URL = required('SY_BASE_URL'); // http://127.0.0.1:<port>, no trailing slash
 export const API_KEY = process.env.SY_API_KEY ?? '';
+export const WORKER_KEY = process.env.SY_WORKER_KEY ?? '';
 export const MODEL = process.env.SY_MODEL ?? 'test-model';
 export const SUBJECT_PREFIX = process.env.SY_SUBJECT_PREFIX ?? 'sy';
 

@@ -27,6 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* api_key = "sk-js-clients-test";
+constexpr const char* worker_key = "wk-js-clients-test";
 
 /// The executable `name` on PATH, or empty.
 std::string find_on_path(const std::string& name) {
@@ -64,7 +65,10 @@ class js_clients_test : public ::testing::Test {
       std::ofstream out(config);
       out << "api_keys:\n"
           << "  - sha256: " << config::sha256_hex(api_key) << "\n"
-          << "    tenant: js\n";
+          << "    tenant: js\n"
+          << "  - sha256: " << config::sha256_hex(worker_key) << "\n"
+          << "    role: worker\n"
+          << "runtimes:\n  demo: {lease_ttl_ms: 5s, max_attempts: 3}\n";
     }
     env_.start_gateway(0);
     env_.start_engine({"--nats", nats_->url(), "--config", config});
@@ -90,6 +94,7 @@ class js_clients_test : public ::testing::Test {
                                      "SY_NATS_URL=" + nats_->url(),
                                      "SY_BASE_URL=http://127.0.0.1:" + std::to_string(env_.port()),
                                      "SY_API_KEY=" + std::string(api_key),
+                                     "SY_WORKER_KEY=" + std::string(worker_key),
                                      "SY_MODEL=test-model",
                                      node_,
                                      "--test",
@@ -128,6 +133,8 @@ TEST_F(js_clients_test, OpenaiPackageCallsTheSynchronousEndpoints) {
 }
 
 TEST_F(js_clients_test, OpenaiPackageRunsBatches) { run_node_test("batches.test.mjs"); }
+
+TEST_F(js_clients_test, NatsPackageUsesTheMicroService) { run_node_test("service.test.mjs"); }
 
 }  // namespace
 }  // namespace sy::test

@@ -56,6 +56,8 @@ std::vector<std::string> system_env::engine_argv(const std::vector<std::string>&
                                    "serve",
                                    "--listen",
                                    "127.0.0.1:0",
+                                   "--internal-listen",
+                                   "127.0.0.1:0",
                                    "--data-dir",
                                    dir_.sub("data"),
                                    "--gateway",
@@ -110,6 +112,12 @@ void system_env::start_engine(std::vector<std::string> extra) {
   std::string addr;
   in >> addr;
   port_ = static_cast<uint16_t>(std::stoi(addr.substr(addr.rfind(':') + 1)));
+  // Written before listen.addr (runtime/main.cpp).
+  std::ifstream internal(dir_.sub("data/internal.addr"));
+  std::string iaddr;
+  internal >> iaddr;
+  internal_port_ =
+      iaddr.empty() ? 0 : static_cast<uint16_t>(std::stoi(iaddr.substr(iaddr.rfind(':') + 1)));
 }
 
 bool system_env::wait_failpoint_hit() {

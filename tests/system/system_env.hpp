@@ -43,6 +43,8 @@ class system_env {
   /// still running after 60 s, or it died without logging `failpoint hit`).
   bool wait_failpoint_hit();
   uint16_t port() const { return port_; }
+  /// The internal listener's port (the worker protocol; docs/workers.md).
+  uint16_t internal_port() const { return internal_port_; }
   std::string engine_log() const { return engine_ ? engine_->log() : ""; }
   const temp_dir& dir() const { return dir_; }
 
@@ -58,6 +60,7 @@ class system_env {
   uint16_t gateway_port_ = 0;
   std::unique_ptr<child_process> engine_;
   uint16_t port_ = 0;
+  uint16_t internal_port_ = 0;
   int engine_runs_ = 0;
   std::string failpoints_;
   std::vector<std::string> engine_argv(const std::vector<std::string>& extra) const;

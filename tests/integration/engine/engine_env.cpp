@@ -19,6 +19,7 @@ engine_env::engine_env() {
   settings_.listen = "127.0.0.1:0";
   settings_.data_dir = dir_.path();
   settings_.log_level = "warn";
+  settings_.internal_listen = "127.0.0.1:0";
   config::gateway_settings gw;
   gw.url = gateway_->url();
   gw.request_timeout_ms = 5'000;
@@ -72,13 +73,20 @@ void engine_env::start() {
       settings_, *engine_, [e] { return e->ready(); }, &engine_->batches());
   if (!http) throw std::runtime_error("http: " + http.error().message);
   http_ = std::move(http.value());
+  auto internal =
+      api::http_server::start_internal(settings_, *engine_, *engine_, [e] { return e->ready(); });
+  if (!internal) throw std::runtime_error("internal http: " + internal.error().message);
+  internal_ = std::move(internal.value());
 }
 
 void engine_env::stop() {
   if (http_) http_->stop_accepting();
-  if (engine_) engine_->shutdown();
+  if (engine_) engine_->shutdown();  // ends the workers' long polls: the internal one drains fast
+  if (internal_) internal_->stop_accepting();
   if (http_) http_->stop();
+  if (internal_) internal_->stop();
   http_.reset();
+  internal_.reset();
   engine_.reset();
 }
 

@@ -32,6 +32,8 @@ class engine_env {
   runtime::js_client& js() { return *js_; }  ///< after start()
   actors::engine& engine() { return *engine_; }
   uint16_t port() const { return http_->port(); }
+  /// The internal listener's port (the worker protocol).
+  uint16_t internal_port() const { return internal_->port(); }
 
   /// Runs the engine on a manual clock starting at `start_ms` (call before start()): deadlines,
   /// lease expiry, heartbeats, webhook backoff and waits then move only when the test advances
@@ -65,6 +67,7 @@ class engine_env {
   std::unique_ptr<runtime::clock> clock_ = std::make_unique<runtime::system_clock_source>();
   std::unique_ptr<actors::engine> engine_;
   std::unique_ptr<api::http_server> http_;
+  std::unique_ptr<api::http_server> internal_;
 };
 
 }  // namespace sy::test

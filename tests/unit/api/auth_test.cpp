@@ -48,5 +48,15 @@ TEST(authenticator, hashes_not_keys_are_configured) {
   EXPECT_FALSE(t.ok());
 }
 
+TEST(authenticator, only_a_worker_key_passes_the_worker_check) {
+  authenticator auth({{config::sha256_hex("sk-alpha"), "alpha", "client"},
+                      {config::sha256_hex("wk-1"), "", "worker"}});
+  EXPECT_TRUE(auth.worker("Bearer wk-1").ok());
+  EXPECT_EQ(auth.worker("Bearer sk-alpha").error().code, "invalid_api_key");
+  EXPECT_EQ(auth.worker("").error().code, "missing_api_key");
+  EXPECT_EQ(auth.tenant_for("Bearer wk-1").error().code, "invalid_api_key");
+  EXPECT_TRUE(authenticator({}).worker("").ok());  // no keys: loopback only, no auth
+}
+
 }  // namespace
 }  // namespace sy::api

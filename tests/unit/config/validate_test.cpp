@@ -337,5 +337,38 @@ TEST(Validate, DefaultWebhookUrlIsParsedAsAJobsIs) {
   expect_invalid(s, "webhook_url", "must start with http:// or https://");
 }
 
+TEST(Validate, RuntimesAndWorkerKeys) {
+  auto s = with_gateway();
+  s.runtimes["thumbs"] = runtime_settings{};
+  EXPECT_TRUE(validate(s).ok());
+  s.runtimes["bad.name"] = runtime_settings{};
+  expect_invalid(s, "runtimes.bad.name", "letters, digits");
+  s.runtimes.erase("bad.name");
+  s.runtimes["thumbs"].lease_ttl_ms = 50;
+  expect_invalid(s, "runtimes.thumbs.lease_ttl_ms", "between 100ms and 1h");
+  s.runtimes["thumbs"].lease_ttl_ms = 1'000;
+  s.api_keys = {{std::string(64, 'b'), "acme", "client"}, {std::string(64, 'c'), "", "worker"}};
+  EXPECT_TRUE(validate(s).ok());
+  s.api_keys[1].tenant = "acme";
+  expect_invalid(s, "api_keys[1].tenant", "a worker key has no tenant");
+  s.api_keys[1] = {std::string(64, 'c'), "", "admin"};
+  expect_invalid(s, "api_keys[1].role", "client or worker");
+  s.api_keys.clear();
+  s.internal_listen = "0.0.0.0:8081";
+  expect_invalid(s, "internal_listen", "without api_keys");
+  s.internal_listen = "";
+  EXPECT_TRUE(validate(s).ok());  // no internal listener at all
+}
+
+TEST(ApiKeys, AWorkerKeyIsNeverAClientKey) {
+  std::vector<api_key_entry> keys = {{sha256_hex("c"), "acme", "client"},
+                                     {sha256_hex("w"), "", "worker"}};
+  EXPECT_EQ(tenant_for_key(keys, "c"), "acme");
+  EXPECT_FALSE(tenant_for_key(keys, "w"));
+  EXPECT_TRUE(is_worker_key(keys, "w"));
+  EXPECT_FALSE(is_worker_key(keys, "c"));
+  EXPECT_FALSE(is_worker_key(keys, "other"));
+}
+
 }  // namespace
 }  // namespace sy::config

@@ -107,8 +107,9 @@ TEST(YamlLoader, ApiKeyErrors) {
   auto missing = load_error("api_keys:\n  - {key_file: /nonexistent/k, tenant: a}\n");
   EXPECT_NE(missing.message.find("/nonexistent/k"), std::string::npos);
   EXPECT_NE(load_error("api_keys: {a: b}\n").message.find("expected a list"), std::string::npos);
-  EXPECT_NE(load_error("api_keys:\n  - {sha256: x, tenant: a, role: admin}\n").message.find("role"),
-            std::string::npos);
+  EXPECT_NE(
+      load_error("api_keys:\n  - {sha256: x, tenant: a, scope: admin}\n").message.find("role"),
+      std::string::npos);
 }
 
 TEST(YamlLoader, UnknownKeysAreErrorsWithAHint) {
@@ -139,6 +140,24 @@ TEST(YamlLoader, TypeErrorsNameTheSetting) {
 TEST(YamlLoader, MalformedDocuments) {
   EXPECT_NE(load_error("listen: [unclosed\n").message.find("not valid YAML"), std::string::npos);
   EXPECT_NE(load_error("- a\n- b\n").message.find("expected a map"), std::string::npos);
+}
+
+TEST(YamlLoader, RuntimesAndWorkerKeys) {
+  auto s = load(
+      "runtimes:\n  thumbs: {lease_ttl: 45s, max_attempts: 5}\n  plain:\n"
+      "api_keys:\n  - sha256: " +
+      std::string(64, 'a') + "\n    role: worker\n");
+  ASSERT_EQ(s.runtimes.size(), 2u);
+  EXPECT_EQ(s.runtimes.at("thumbs").lease_ttl_ms, 45'000);
+  EXPECT_EQ(s.runtimes.at("thumbs").max_attempts, 5);
+  EXPECT_EQ(s.runtimes.at("plain"), runtime_settings{});
+  ASSERT_EQ(s.api_keys.size(), 1u);
+  EXPECT_EQ(s.api_keys[0].role, "worker");
+  EXPECT_TRUE(s.api_keys[0].tenant.empty());
+  EXPECT_EQ(load_error("runtimes: [a]\n").param, "runtimes");
+  EXPECT_EQ(load_error("runtimes:\n  a: {lease: 1s}\n").param, "runtimes.a.lease");
+  EXPECT_EQ(load_error("runtimes:\n  a: {max_attempts: 0}\n").param, "runtimes.a.max_attempts");
+  EXPECT_EQ(load_error("runtimes:\n  a: {lease_ttl_ms: soon}\n").param, "runtimes.a.lease_ttl_ms");
 }
 
 }  // namespace

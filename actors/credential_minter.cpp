@@ -1,0 +1,88 @@
+#include "actors/credential_minter.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <random>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "runtime/log.hpp"
+
+namespace sy::actors {
+namespace {
+
+struct minter_state {
+  engine_context* ctx = nullptr;
+  std::unique_ptr<runtime::key_ring> ring;
+  std::mt19937_64 rng{std::random_device{}()};
+  static inline const char* name = "credential_minter";
+};
+
+using minter_ptr = credential_minter_actor::stateful_pointer<minter_state>;
+
+mint_reply mint(minter_ptr self, runtime::capability_claims& c) {
+  auto& st = self->state;
+  const int64_t now = st.ctx->clock.now_ms();
+  c.iss = token_issuer;
+  c.aud = token_audience;
+  c.iat_s = c.nbf_s = now / 1000;
+  char jti[33];
+  std::snprintf(jti, sizeof jti, "%016llx%016llx", static_cast<unsigned long long>(st.rng()),
+                static_cast<unsigned long long>(st.rng()));
+  c.jti = jti;
+  auto token = runtime::mint_token(*st.ring, c, now);
+  if (!token) return {{}, token.error()};
+  return {std::move(*token), {}};
+}
+
+verify_reply verify(minter_ptr self, const std::string& token) {
+  auto& st = self->state;
+  runtime::token_expectations e{std::string(token_issuer), std::string(token_audience),
+                                st.ctx->clock.now_ms(), token_skew_s};
+  auto claims = runtime::check_token(token, *st.ring, e);
+  if (!claims) return {{}, claims.error()};
+  return {std::move(*claims), {}};
+}
+
+credential_minter_actor::behavior_type minter(minter_ptr self, engine_context* ctx,
+                                              runtime::key_ring* ring) {
+  self->state.ctx = ctx;
+  self->state.ring.reset(ring);
+  return {
+      [=](mint_atom, runtime::capability_claims& c) { return mint(self, c); },
+      [=](verify_atom, const std::string& token) { return verify(self, token); },
+      [=](jwks_atom) {
+        auto& st = self->state;
+        return st.ring->jwks(st.ctx->clock.now_ms()).dump();
+      },
+      [=](rotate_atom) {
+        auto& st = self->state;
+        const int64_t now = st.ctx->clock.now_ms();
+        auto rotated = st.ring->rotate(now);
+        (void)st.ring->prune(now);
+        return rotated ? sy::error{} : rotated.error();
+      },
+  };
+}
+
+}  // namespace
+
+result<credential_minter_actor> spawn_credential_minter(engine_context& ctx) {
+  int64_t longest_lease = 0;
+  for (const auto& [name, r] : ctx.cfg.runtimes)
+    longest_lease = std::max(longest_lease, r.lease_ttl_ms);
+  runtime::key_ring::options o;
+  o.dir = ctx.cfg.data_dir + "/signing-keys";
+  // A rotated key is published a minute before it signs: verifiers that cache the JWKS for
+  // less than that never meet a kid they do not know.
+  o.publish_lead_ms = 60'000;
+  o.max_token_ttl_ms = longest_lease + token_skew_s * 1000;
+  auto ring = runtime::key_ring::open(o, ctx.clock.now_ms());
+  if (!ring) return ring.error();
+  auto owned = std::make_unique<runtime::key_ring>(std::move(*ring));
+  // CAF copies spawn arguments; the ring travels as a raw owning pointer.
+  return ctx.sys.spawn<caf::detached>(minter, &ctx, owned.release());
+}
+
+}  // namespace sy::actors

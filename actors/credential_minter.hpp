@@ -1,0 +1,79 @@
+#pragma once
+/// The credential minter (DESIGN.md, issue 19): the one owner of the signing keys of task
+/// capability tokens (runtime/key_ring.hpp). It mints a token for an attempt that was just leased
+/// or heartbeated, checks a token a worker presents, and serves the JWKS verifiers fetch. A
+/// detached actor: its work is a few ECDSA operations, and the key files it writes at a rotation
+/// are fsynced, so it keeps that off the scheduler's threads.
+///
+/// Receives: (`mint`, claims) → mint_reply — it sets `iss`, `aud`, `iat`, `nbf` and `jti`; the
+/// caller sets the rest, `exp` from the lease; (`verify`, token) → verify_reply — the token's
+/// claims when runtime::check_token accepts it; (`jwks`) → the JWKS document as JSON text;
+/// (`rotate`) → the error of a key rotation (empty code: rotated).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/atoms.hpp"
+#include "actors/engine_context.hpp"
+#include "runtime/capability_token.hpp"
+
+namespace sy::config {
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, s3_prefix& x) {
+  return f(x.bucket, x.prefix);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, s3_grants& x) {
+  return f(x.read, x.write, x.scratch);
+}
+}  // namespace sy::config
+
+namespace sy::runtime {
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, capability_claims& x) {
+  return f(x.iss, x.aud, x.jti, x.tenant, x.job_id, x.task_id, x.runtime, x.lease, x.attempt,
+           x.iat_s, x.nbf_s, x.exp_s, x.grants);
+}
+}  // namespace sy::runtime
+
+namespace sy::actors {
+
+struct mint_reply {
+  std::string token;
+  sy::error err;  ///< empty code: minted
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, mint_reply& x) {
+  return f(x.token, x.err);
+}
+
+struct verify_reply {
+  runtime::capability_claims claims;
+  sy::error err;  ///< empty code: the token passed every check of runtime::check_token
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, verify_reply& x) {
+  return f(x.claims, x.err);
+}
+
+using credential_minter_actor =
+    caf::typed_actor<caf::replies_to<mint_atom, runtime::capability_claims>::with<mint_reply>,
+                     caf::replies_to<verify_atom, std::string>::with<verify_reply>,
+                     caf::replies_to<jwks_atom>::with<std::string>,
+                     caf::replies_to<rotate_atom>::with<sy::error>>;
+
+/// The issuer and audience of the engine's tokens, and the clock skew tolerated on nbf and exp.
+inline constexpr std::string_view token_issuer = "switchyard";
+inline constexpr std::string_view token_audience = "switchyard-task";
+inline constexpr int64_t token_skew_s = 30;
+
+/// Opens the key ring under `<data_dir>/signing-keys` (its first key is made when there is
+/// none), then spawns the minter owning it. Errors: those of key_ring::open (the engine does not
+/// start without its keys).
+result<credential_minter_actor> spawn_credential_minter(engine_context& ctx);
+
+}  // namespace sy::actors

@@ -1,0 +1,219 @@
+#include "actors/runtime_queue.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <random>
+
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "actors/attempt.hpp"
+#include "runtime/log.hpp"
+#include "storage/ops.hpp"
+
+namespace sy::actors {
+namespace {
+
+constexpr int32_t max_lease_tasks = 100;
+constexpr std::chrono::milliseconds error_pause{500};
+
+/// One waiting lease request.
+struct waiter {
+  caf::typed_response_promise<lease_reply> rp;
+  int32_t max = 1;
+  int64_t until_ms = 0;
+  int32_t pending = 0;   ///< its tasks being started or signed
+  bool fetched = false;  ///< a fetch ended since it came: an empty answer is now true
+  bool answered = false;
+  lease_reply got;
+  int32_t room() const {
+    return answered ? 0 : max - static_cast<int32_t>(got.tasks.size()) - pending;
+  }
+};
+using waiter_ptr = std::shared_ptr<waiter>;
+
+struct queue_state {
+  engine_context* ctx = nullptr;
+  std::string runtime;
+  std::string queue;  ///< runtime_queue(runtime)
+  int64_t ttl_ms = 0;
+  credential_minter_actor minter;
+  task_fetcher_actor fetcher;
+  bool fetching = false;
+  std::deque<waiter_ptr> waiting;
+  std::mt19937_64 rng{std::random_device{}()};
+  static inline const char* name = "runtime_queue";
+};
+
+using queue_ptr = runtime_queue_actor::stateful_pointer<queue_state>;
+
+/// Fetches when a request waits with room and no fetch is out.
+void pump(queue_ptr self) {
+  auto& st = self->state;
+  if (st.fetching || st.ctx->stopping) return;
+  int32_t want = 0;
+  for (const auto& w : st.waiting) want += w->room();
+  if (want <= 0) return;
+  st.fetching = true;
+  self->send(st.fetcher, fetch_atom::value, std::min(want, max_lease_tasks));
+}
+
+/// Answers every request that holds tasks (and has none in progress) or whose wait is over.
+void sweep(queue_ptr self) {
+  auto& st = self->state;
+  const int64_t now = st.ctx->clock.now_ms();
+  for (auto& w : st.waiting) {
+    if (w->answered || w->pending > 0) continue;
+    if (w->got.tasks.empty() && !(w->fetched && now >= w->until_ms)) continue;
+    w->answered = true;
+    w->rp.deliver(std::move(w->got));
+  }
+  std::erase_if(st.waiting, [](const waiter_ptr& w) { return w->answered; });
+  pump(self);
+}
+
+void settle(queue_ptr self, const waiter_ptr& w) {
+  --w->pending;
+  sweep(self);
+}
+
+/// Signs the attempt's token; the task joins the request's answer once it has one.
+void sign(queue_ptr self, const waiter_ptr& w, leased_task t, std::string lease,
+          const storage::job_record& job) {
+  runtime::capability_claims c;
+  c.tenant = job.tenant;
+  c.job_id = job.id;
+  c.task_id = t.task_id;
+  c.runtime = self->state.runtime;
+  c.attempt = t.attempt;
+  c.lease = std::move(lease);
+  c.exp_s = (t.lease_expires_at_ms + 999) / 1000;
+  self->request(self->state.minter, caf::infinite, mint_atom::value, std::move(c))
+      .then(
+          [self, w, t = std::move(t)](mint_reply& m) mutable {
+            if (m.err.code.empty()) {
+              t.capability_token = std::move(m.token);
+              w->got.tasks.push_back(std::move(t));
+            } else {  // the lease runs out unused and the task runs again
+              log::error("workers", "could not sign a capability token",
+                         {{"task_id", t.task_id}, {"error", m.err.message}});
+            }
+            settle(self, w);
+          },
+          [self, w](caf::error&) { settle(self, w); });
+}
+
+void on_started(queue_ptr self, const waiter_ptr& w, const runtime::delivery& d, leased_task t,
+                std::string lease, write_reply& r) {
+  auto& js = self->state.ctx->js;
+  if (!r.reply) {
+    log::warn("workers", "could not start a leased task; redelivering later",
+              {{"task_id", t.task_id}, {"error", r.err.message}});
+    (void)js.nak(d, 1'000);
+    return settle(self, w);
+  }
+  switch (judge_start(*r.reply)) {
+    case start_verdict::nak_later:
+      (void)js.nak(d, r.reply->delay_ms);
+      return settle(self, w);
+    case start_verdict::drop:
+      (void)js.ack(d);
+      return settle(self, w);
+    case start_verdict::send:
+      break;
+  }
+  // The store's lease is now the claim on the task: the message has done its work.
+  (void)js.ack(d);
+  t.job_id = r.reply->job->id;
+  t.input = r.reply->job->body;
+  sign(self, w, std::move(t), std::move(lease), *r.reply->job);
+}
+
+void start(queue_ptr self, const waiter_ptr& w, runtime::delivery d) {
+  auto& st = self->state;
+  auto parsed = storage::parse_task_message(d.data);
+  if (!parsed) {
+    log::warn("workers", "dropped a message that is not a task", {{"subject", d.subject}});
+    (void)st.ctx->js.term(d);
+    return;
+  }
+  char token[33];
+  std::snprintf(token, sizeof token, "%016llx%016llx", static_cast<unsigned long long>(st.rng()),
+                static_cast<unsigned long long>(st.rng()));
+  const int64_t now = st.ctx->clock.now_ms();
+  leased_task t;
+  t.task_id = parsed->first;
+  t.attempt = parsed->second;
+  t.lease_expires_at_ms = now + st.ttl_ms;
+  t.lease_ttl_ms = st.ttl_ms;
+  storage::start_attempt_op op{t.task_id, t.attempt, token, "worker:" + st.runtime, now, st.ttl_ms};
+  ++w->pending;
+  self->request(st.ctx->writer, caf::infinite, write_request{std::move(op)})
+      .then(
+          [self, w, d, t, lease = std::string(token)](write_reply& r) mutable {
+            on_started(self, w, d, std::move(t), std::move(lease), r);
+          },
+          [self, w, d](caf::error&) {
+            (void)self->state.ctx->js.nak(d, 1'000);
+            settle(self, w);
+          });
+}
+
+void on_fetched(queue_ptr self, fetched_tasks& r) {
+  auto& st = self->state;
+  st.fetching = false;
+  for (auto& w : st.waiting) w->fetched = true;
+  if (!r.error.empty()) {
+    log::warn("workers", "could not fetch from the runtime's queue",
+              {{"runtime", st.runtime}, {"error", r.error}});
+    self->delayed_send(self, error_pause, tick_atom::value);
+  }
+  for (auto& d : r.got) {
+    auto it = std::find_if(st.waiting.begin(), st.waiting.end(),
+                           [](const waiter_ptr& w) { return w->room() > 0; });
+    if (it == st.waiting.end()) {
+      (void)st.ctx->js.nak(d, 0);  // every request left meanwhile: back to the queue
+      continue;
+    }
+    start(self, *it, std::move(d));
+  }
+  if (r.error.empty()) sweep(self);
+}
+
+runtime_queue_actor::behavior_type queue(queue_ptr self, engine_context* ctx, std::string runtime,
+                                         const credential_minter_actor& minter) {
+  auto& st = self->state;
+  st.ctx = ctx;
+  st.runtime = std::move(runtime);
+  st.queue = runtime_queue(st.runtime);
+  st.ttl_ms = ctx->cfg.runtimes.at(st.runtime).lease_ttl_ms;
+  st.minter = minter;
+  st.fetcher = spawn_task_fetcher(self, *ctx, st.queue, runtime_queue_actor{self}, nullptr, 0);
+  return {
+      [=](lease_atom, int32_t max, int64_t wait_ms) {
+        auto w = std::make_shared<waiter>();
+        w->rp = self->make_response_promise<lease_reply>();
+        w->max = std::clamp(max, 1, max_lease_tasks);
+        w->until_ms = self->state.ctx->clock.now_ms() + std::max<int64_t>(wait_ms, 0);
+        self->state.waiting.push_back(w);
+        if (wait_ms > 0)
+          self->delayed_send(self, std::chrono::milliseconds(wait_ms), tick_atom::value);
+        pump(self);
+        return w->rp;
+      },
+      [=](fetched_tasks& r) { on_fetched(self, r); },
+      [=](tick_atom) { sweep(self); },
+  };
+}
+
+}  // namespace
+
+runtime_queue_actor spawn_runtime_queue(engine_context& ctx, std::string runtime,
+                                        credential_minter_actor minter) {
+  return ctx.sys.spawn(queue, &ctx, std::move(runtime), std::move(minter));
+}
+
+}  // namespace sy::actors

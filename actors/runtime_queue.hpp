@@ -1,0 +1,62 @@
+#pragma once
+/// The queue of one runtime (docs/workers.md): tasks that external workers lease over the worker
+/// protocol. One actor per configured runtime. It owns the runtime's waiting lease requests (the
+/// long polls) and its task fetcher (actors/model_dispatcher.hpp), and it fetches from the
+/// runtime's JetStream queue only while a lease request waits, only as many tasks as the waiting
+/// requests ask for.
+///
+/// Each fetched task is started as every attempt is: a lease committed in the store through the
+/// storage writer (fenced: a stale or duplicate delivery is dropped), with the runtime's
+/// `lease_ttl_ms` and the holder `worker:<runtime>`. Then the JetStream message is acked — from
+/// here the store's lease is the only claim on the task, the worker heartbeats it, and when it
+/// runs out the lease reaper queues the task again — and the credential minter signs the
+/// attempt's capability token. A request is answered as soon as it holds tasks, or empty when its
+/// wait ends; tasks fetched after every request left go back to the queue (nak, no delay).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/credential_minter.hpp"
+#include "actors/model_dispatcher.hpp"
+#include "actors/runtime_names.hpp"
+
+namespace sy::actors {
+
+/// One task handed to a worker.
+struct leased_task {
+  std::string task_id;
+  std::string job_id;
+  int32_t attempt = 0;
+  std::string input;  ///< the job's `input` as JSON text
+  int64_t lease_expires_at_ms = 0;
+  int64_t lease_ttl_ms = 0;
+  std::string capability_token;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, leased_task& x) {
+  return f(x.task_id, x.job_id, x.attempt, x.input, x.lease_expires_at_ms, x.lease_ttl_ms,
+           x.capability_token);
+}
+
+struct lease_reply {
+  std::vector<leased_task> tasks;
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, lease_reply& x) {
+  return f(x.tasks);
+}
+
+/// Receives (`lease`, max_tasks, wait_ms) → lease_reply; `fetched_tasks` from its fetcher;
+/// `tick` (a wait may have ended).
+using runtime_queue_actor =
+    caf::typed_actor<caf::replies_to<lease_atom, int32_t, int64_t>::with<lease_reply>,
+                     caf::reacts_to<fetched_tasks>, caf::reacts_to<tick_atom>>;
+
+runtime_queue_actor spawn_runtime_queue(engine_context& ctx, std::string runtime,
+                                        credential_minter_actor minter);
+
+}  // namespace sy::actors

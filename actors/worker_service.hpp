@@ -1,0 +1,51 @@
+#pragma once
+/// What the worker protocol (docs/workers.md) asks of the engine: the internal listener's routes
+/// (api/detail/worker_routes.cpp) call it, and later the NATS micro service. Every call but
+/// `lease` is authenticated by the attempt's capability token alone; the token is checked by the
+/// credential minter and the attempt by the store (fencing), never by the caller.
+
+#include <utility>  // before any Asio header
+
+#include <cstdint>
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "actors/runtime_queue.hpp"
+#include "config/result.hpp"
+
+namespace sy::actors {
+
+/// How a worker says its attempt failed.
+struct worker_failure {
+  std::string code;     ///< the worker's own code, recorded as the job's error code
+  std::string message;  ///< what failed and why
+  bool retryable = false;
+};
+
+/// A heartbeat's answer: the lease's new expiry and a fresh token that carries it.
+struct heartbeat_answer {
+  int64_t lease_expires_at_ms = 0;
+  std::string capability_token;
+  bool cancel_requested = false;  ///< the job is being cancelled: stop and report `fail`
+};
+
+class worker_service {
+ public:
+  virtual ~worker_service() = default;
+  /// Up to `max_tasks` tasks of `runtime`, waiting up to `wait_ms` for the first.
+  /// Errors: runtime_not_found, shutting_down.
+  virtual boost::asio::awaitable<result<lease_reply>> lease(std::string runtime, int max_tasks,
+                                                            int64_t wait_ms) = 0;
+  /// Errors (all calls below): invalid_capability_token (401), stale_attempt and lease_expired
+  /// (409), storage_unavailable.
+  virtual boost::asio::awaitable<result<heartbeat_answer>> heartbeat(std::string token) = 0;
+  /// Records the attempt's success with `output` (JSON text) as the job's result.
+  virtual boost::asio::awaitable<status> complete(std::string token, std::string output) = 0;
+  /// Records the attempt's failure: retried with backoff when retryable and attempts are left.
+  virtual boost::asio::awaitable<status> fail(std::string token, worker_failure f) = 0;
+  /// The JWKS of the keys that verify capability tokens, as JSON text.
+  virtual boost::asio::awaitable<result<std::string>> jwks() = 0;
+};
+
+}  // namespace sy::actors

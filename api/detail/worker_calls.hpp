@@ -1,0 +1,37 @@
+#pragma once
+/// The calls of the worker protocol (docs/workers.md) as HTTP and NATS carry them alike: the
+/// internal listener's routes (worker_routes.cpp) and the NATS service (api/nats_service.hpp)
+/// turn their request into a `worker_call` and send back what `run` answers.
+
+#include <utility>  // before any Asio header
+
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/worker_service.hpp"
+#include "api/auth.hpp"
+#include "config/result.hpp"
+
+namespace sy::api::detail {
+
+struct worker_call {
+  enum class kind { lease, heartbeat, complete, fail };
+  kind what = kind::lease;
+  std::string body;           ///< the JSON text of the request; empty reads as `{}`
+  std::string authorization;  ///< lease: the `Authorization` value (a worker key)
+  std::string token;          ///< the others: the `X-Switchyard-Task-Capability` value
+};
+
+/// The header that carries the capability token, over HTTP and NATS.
+inline constexpr std::string_view capability_header = "X-Switchyard-Task-Capability";
+
+/// The answer's JSON, or the error to answer with (the catalogue's: invalid_request,
+/// unknown_parameter, missing_required_parameter, invalid_json, invalid_api_key,
+/// missing_api_key, invalid_capability_token, stale_attempt, lease_expired, runtime_not_found,
+/// storage_unavailable, shutting_down).
+boost::asio::awaitable<result<nlohmann::json>> run(actors::worker_service& workers,
+                                                   const authenticator& auth, worker_call call);
+
+}  // namespace sy::api::detail

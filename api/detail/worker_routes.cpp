@@ -1,0 +1,76 @@
+// The internal listener's routes: the worker protocol (docs/workers.md; the calls themselves in
+// worker_calls.cpp, shared with the NATS service) and health.
+
+#include "api/detail/request_handler.hpp"
+#include "api/detail/responses.hpp"
+#include "api/detail/routes.hpp"
+#include "api/detail/worker_calls.hpp"
+
+namespace sy::api::detail {
+namespace {
+
+namespace http = boost::beast::http;
+
+worker_call::kind kind_of(int route) {
+  switch (route) {
+    case route_task_heartbeat:
+      return worker_call::kind::heartbeat;
+    case route_task_complete:
+      return worker_call::kind::complete;
+    case route_task_fail:
+      return worker_call::kind::fail;
+    default:
+      return worker_call::kind::lease;
+  }
+}
+
+}  // namespace
+
+boost::asio::awaitable<reply> request_handler::handle_internal(request req) {
+  auto m = internal_routes().match(req.method(), req.target());
+  reply out;
+  response& res = out.res;
+  if (m.outcome == route_match::kind::not_found) {
+    res = error_for(make_error(errc::not_found, "Unknown route on the internal listener: " +
+                                                    std::string(req.method_string()) + " " +
+                                                    std::string(req.target()) + "."),
+                    req);
+  } else if (m.outcome == route_match::kind::method_not_allowed) {
+    res = error_for(
+        make_error(errc::method_not_allowed, "Method " + std::string(req.method_string()) +
+                                                 " is not allowed here; allowed: " + m.allow + "."),
+        req);
+    res.set(http::field::allow, m.allow);
+  } else if (m.route == route_task_jwks) {
+    res = co_await task_jwks(req);
+  } else if (m.route == route_internal_healthz) {
+    res = json_response(http::status::ok, {{"status", "ok"}}, req);
+  } else if (m.route == route_internal_readyz) {
+    res = readyz(req);
+  } else {
+    res = co_await task_call(req, m.route);
+  }
+  out.res.set("x-request-id", new_request_id());
+  co_return out;
+}
+
+boost::asio::awaitable<response> request_handler::task_call(const request& req, int route) {
+  if (!req.body().empty() && !is_json_media_type(req[http::field::content_type]))
+    co_return error_for(make_error(errc::unsupported_media_type,
+                                   "The request body must be sent with 'Content-Type: "
+                                   "application/json'."),
+                        req);
+  worker_call call{kind_of(route), req.body(), std::string(req[http::field::authorization]),
+                   std::string(req[capability_header])};
+  auto answer = co_await run(*workers_, auth_, std::move(call));
+  if (!answer) co_return error_for(answer.error(), req);
+  co_return json_response(http::status::ok, *answer, req);
+}
+
+boost::asio::awaitable<response> request_handler::task_jwks(const request& req) {
+  auto doc = co_await workers_->jwks();
+  if (!doc) co_return error_for(doc.error(), req);
+  co_return json_response(http::status::ok, std::move(*doc), req);
+}
+
+}  // namespace sy::api::detail

@@ -1,0 +1,122 @@
+// External workers as a user runs them (docs/workers.md): the built engine, and the example
+// Python worker (examples/workers/python/worker.py) as real processes. A worker killed with
+// SIGKILL mid-task loses nothing (its lease runs out and the task runs again, once more); an
+// engine killed with SIGKILL while a worker holds a lease keeps the lease and the signing keys,
+// so the worker's result is recorded after the restart; many jobs over several workers each
+// complete exactly once.
+
+#include <csignal>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "tests/support/wait.hpp"
+#include "tests/system/system_env.hpp"
+
+namespace sy::test {
+namespace {
+
+using nlohmann::json;
+
+class workers_system : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = env_.dir().sub("switchyard.yaml");
+    std::ofstream(config_) << "runtimes:\n  demo: {lease_ttl_ms: 1500, max_attempts: 10}\n";
+    env_.start_gateway(0);
+    env_.start_engine({"--config", config_});
+  }
+
+  /// The example worker against the engine's internal listener.
+  std::unique_ptr<child_process> worker(int max_tasks, int concurrency = 1) {
+    std::vector<std::string> argv = {
+        "/usr/bin/python3",
+        std::string(SY_SOURCE_DIR) + "/examples/workers/python/worker.py",
+        "--url",
+        "http://127.0.0.1:" + std::to_string(env_.internal_port()),
+        "--runtime",
+        "demo",
+        "--concurrency",
+        std::to_string(concurrency),
+        "--max-tasks",
+        std::to_string(max_tasks),
+        "--wait-ms",
+        "1000"};
+    return std::make_unique<child_process>(
+        argv, env_.dir().sub("worker-" + std::to_string(workers_++) + ".log"));
+  }
+
+  std::string submit(http_client& c, json input) {
+    auto r = c.post_json("/v1/jobs", {{"runtime", "demo"}, {"input", std::move(input)}});
+    EXPECT_TRUE(r.status == 201 || r.status == 202) << r.body;
+    return r.json().value("id", "");
+  }
+
+  json job(http_client& c, const std::string& id) { return c.get("/v1/jobs/" + id).json(); }
+
+  system_env env_;
+  std::string config_;
+  int workers_ = 0;
+};
+
+TEST_F(workers_system, a_worker_killed_mid_task_loses_nothing_and_the_task_runs_once_more) {
+  http_client c(env_.port());
+  const std::string id = submit(c, {{"text", "slow"}, {"sleep_ms", 2'000}});
+  auto first = worker(1);
+  ASSERT_TRUE(wait_for([&] { return job(c, id)["status"] == "in_progress"; }));
+  first->signal(SIGKILL);
+  first->wait(std::chrono::seconds(10));
+  auto second = worker(1);
+  ASSERT_EQ(env_.wait_terminal(c, id), "completed") << second->log();
+  auto done = job(c, id);
+  EXPECT_EQ(done["attempts"], 2);  // the killed attempt, then one more
+  EXPECT_EQ(done["result"]["body"]["text"], "SLOW");
+  EXPECT_EQ(second->wait(std::chrono::seconds(20)), 0) << second->log();
+}
+
+TEST_F(workers_system,
+       an_engine_killed_while_a_worker_holds_a_lease_records_its_result_after_restart) {
+  http_client c(env_.port());
+  const std::string id = submit(c, {{"text", "held"}});
+  json tasks;
+  {
+    http_client w(env_.internal_port());
+    ASSERT_TRUE(wait_for([&] {
+      auto r = w.post_json("/v1/task/lease", {{"runtime", "demo"}, {"wait_ms", 1'000}});
+      tasks = r.json()["tasks"];
+      return r.status == 200 && tasks.size() == 1;
+    }));
+  }
+  env_.kill_engine();
+  env_.start_engine({"--config", config_});
+  http_client w(env_.internal_port());
+  // The lease and the key that signed the token survived the kill: the result is recorded.
+  auto r = w.post_json("/v1/task/complete", {{"output", "after restart"}},
+                       {{"X-Switchyard-Task-Capability", tasks[0]["capability_token"]}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  http_client c2(env_.port());
+  ASSERT_EQ(env_.wait_terminal(c2, id), "completed");
+  auto done = job(c2, id);
+  EXPECT_EQ(done["attempts"], 1);
+  EXPECT_EQ(done["result"]["body"], "after restart");
+}
+
+TEST_F(workers_system, many_jobs_over_several_workers_each_complete_exactly_once) {
+  http_client c(env_.port());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 40; ++i) ids.push_back(submit(c, {{"text", "job " + std::to_string(i)}}));
+  auto a = worker(20, 4);
+  auto b = worker(20, 4);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_EQ(env_.wait_terminal(c, ids[i]), "completed") << a->log() << b->log();
+    auto done = job(c, ids[i]);
+    EXPECT_EQ(done["attempts"], 1);
+    EXPECT_EQ(done["result"]["body"]["text"], "JOB " + std::to_string(i));
+  }
+  // Each worker stops after its 20 tasks: 40 leases in all, none twice.
+  EXPECT_EQ(a->wait(std::chrono::seconds(20)), 0) << a->log();
+  EXPECT_EQ(b->wait(std::chrono::seconds(20)), 0) << b->log();
+}
+
+}  // namespace
+}  // namespace sy::test
