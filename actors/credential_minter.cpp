@@ -1,12 +1,16 @@
 #include "actors/credential_minter.hpp"
 
+#include <utility>  // before any Asio header
+
 #include <algorithm>
 #include <cstdio>
 #include <random>
 
+#include <boost/asio/strand.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/detail/actor_timer.hpp"
 #include "runtime/log.hpp"
 
 namespace sy::actors {
@@ -16,6 +20,10 @@ struct minter_state {
   engine_context* ctx = nullptr;
   std::unique_ptr<runtime::key_ring> ring;
   std::mt19937_64 rng{std::random_device{}()};
+  std::shared_ptr<runtime::timer> rotation;  ///< the next timed rotation
+  /// CAF destroys the state before it counts the actor stopped (and runs attached functors only
+  /// after), so the engine's wait for its actors covers this cancel (actors/job_registry.cpp).
+  ~minter_state() { detail::disarm(rotation); }
   static inline const char* name = "credential_minter";
 };
 
@@ -45,10 +53,31 @@ verify_reply verify(minter_ptr self, const std::string& token) {
   return {std::move(*claims), {}};
 }
 
+/// Rotates now, prunes what is no longer published, and arms the next rotation.
+sy::error rotate(minter_ptr self) {
+  auto& st = self->state;
+  const int64_t now = st.ctx->clock.now_ms();
+  auto rotated = st.ring->rotate(now);
+  const size_t pruned = st.ring->prune(now);
+  if (rotated)
+    log::info("keys", "rotated the signing key", {{"keys", st.ring->size()}, {"pruned", pruned}});
+  else
+    log::error("keys", "could not rotate the signing key", {{"error", rotated.error().message}});
+  return rotated ? sy::error{} : rotated.error();
+}
+
+void arm_rotation(minter_ptr self) {
+  auto& st = self->state;
+  if (!st.rotation) st.rotation = st.ctx->clock.make_timer(boost::asio::make_strand(st.ctx->exec));
+  detail::arm<tick_atom>(st.rotation, st.ctx->cfg.signing_key_rotation_ms,
+                         credential_minter_actor{self});
+}
+
 credential_minter_actor::behavior_type minter(minter_ptr self, engine_context* ctx,
                                               runtime::key_ring* ring) {
   self->state.ctx = ctx;
   self->state.ring.reset(ring);
+  arm_rotation(self);
   return {
       [=](mint_atom, runtime::capability_claims& c) { return mint(self, c); },
       [=](verify_atom, const std::string& token) { return verify(self, token); },
@@ -56,12 +85,10 @@ credential_minter_actor::behavior_type minter(minter_ptr self, engine_context* c
         auto& st = self->state;
         return st.ring->jwks(st.ctx->clock.now_ms()).dump();
       },
-      [=](rotate_atom) {
-        auto& st = self->state;
-        const int64_t now = st.ctx->clock.now_ms();
-        auto rotated = st.ring->rotate(now);
-        (void)st.ring->prune(now);
-        return rotated ? sy::error{} : rotated.error();
+      [=](rotate_atom) { return rotate(self); },
+      [=](tick_atom) {
+        (void)rotate(self);
+        arm_rotation(self);
       },
   };
 }

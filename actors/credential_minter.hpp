@@ -8,7 +8,9 @@
 /// Receives: (`mint`, claims) → mint_reply — it sets `iss`, `aud`, `iat`, `nbf` and `jti`; the
 /// caller sets the rest, `exp` from the lease; (`verify`, token) → verify_reply — the token's
 /// claims when runtime::check_token accepts it; (`jwks`) → the JWKS document as JSON text;
-/// (`rotate`) → the error of a key rotation (empty code: rotated).
+/// (`rotate`) → the error of a key rotation (empty code: rotated); `tick` from its own clock
+/// timer every `signing_key_rotation_ms`: a rotation, and the files of keys no longer published
+/// are deleted.
 
 #include <cstdint>
 #include <memory>
@@ -64,7 +66,7 @@ using credential_minter_actor =
     caf::typed_actor<caf::replies_to<mint_atom, runtime::capability_claims>::with<mint_reply>,
                      caf::replies_to<verify_atom, std::string>::with<verify_reply>,
                      caf::replies_to<jwks_atom>::with<std::string>,
-                     caf::replies_to<rotate_atom>::with<sy::error>>;
+                     caf::replies_to<rotate_atom>::with<sy::error>, caf::reacts_to<tick_atom>>;
 
 /// The issuer and audience of the engine's tokens, and the clock skew tolerated on nbf and exp.
 inline constexpr std::string_view token_issuer = "switchyard";

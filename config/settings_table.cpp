@@ -245,6 +245,14 @@ std::vector<setting_def> build_settings_table() {
          .description = "Re-publish a task queued this long (in ms) when its model's JetStream "
                         "consumer holds no message (the message was lost).",
          .field = &settings::reconcile_after_ms},
+      sd{.name = "signing_key_rotation_ms",
+         .flag = "--signing-key-rotation-ms",
+         .type = vt::duration_ms,
+         .min = k_minute,
+         .max = 365 * k_day,
+         .description = "How often the credential minter makes a new signing key for capability "
+                        "tokens, in ms (published a minute before it signs; docs/workers.md).",
+         .field = &settings::signing_key_rotation_ms},
       sd{.name = "runtimes",
          .flag = "",
          .type = vt::runtime_map,

@@ -314,5 +314,51 @@ TEST(workers, only_a_worker_key_leases_and_a_worker_key_is_not_a_client_key) {
   ASSERT_EQ(lease(w, 1, 5'000, as_worker).size(), 1u);
 }
 
+std::string kid_of(const std::string& token) {
+  return json::parse(*runtime::base64url_decode(token.substr(0, token.find('.'))))["kid"];
+}
+
+size_t published_keys(http_client& w) { return w.get("/internal/jwks/task").json()["keys"].size(); }
+
+TEST(workers, keys_rotate_on_time_and_tokens_of_the_old_key_verify_across_a_restart) {
+  engine_env env;
+  auto& clock = env.use_manual_clock();
+  use_runtime(env, 600'000);  // the lease outlives the rotations below
+  env.settings().signing_key_rotation_ms = 60'000;
+  env.start();
+  http_client c(env.port());
+  auto job = submit(c, "x");
+  std::string old_token;
+  {
+    http_client w(env.internal_port());
+    old_token = lease(w)[0]["capability_token"];
+    const std::string first_kid = kid_of(old_token);
+    EXPECT_EQ(published_keys(w), 1u);
+    // The minter's timer: a new key, published at once, signing a minute later.
+    clock.advance(60'000);
+    ASSERT_TRUE(wait_for([&] {
+      if (published_keys(w) >= 2) return true;
+      clock.advance(100);
+      return false;
+    }));
+    auto hb = call(w, "heartbeat", old_token, json::object());
+    ASSERT_EQ(hb.status, 200) << hb.body;
+    EXPECT_EQ(kid_of(hb.json()["capability_token"]), first_kid);  // not signing yet
+    old_token = hb.json()["capability_token"];
+    clock.advance(61'000);
+    hb = call(w, "heartbeat", old_token, json::object());
+    ASSERT_EQ(hb.status, 200) << hb.body;
+    EXPECT_NE(kid_of(hb.json()["capability_token"]), first_kid);  // the new key signs now
+  }
+  // The keys live in files: after a restart the old key's token still verifies.
+  env.stop();
+  env.start();
+  http_client w(env.internal_port());
+  auto done = call(w, "complete", old_token, {{"output", "rotated"}});
+  ASSERT_EQ(done.status, 200) << done.body;
+  http_client after(env.port());
+  EXPECT_EQ(env.wait_terminal(after, job["id"])["result"]["body"], "rotated");
+}
+
 }  // namespace
 }  // namespace sy::test
