@@ -123,8 +123,10 @@ boost::asio::awaitable<result<heartbeat_answer>> engine::heartbeat(std::string t
   {
     auto txn = deps_.env.begin_read();
     auto job = storage::get_job(txn, c->job_id);
-    a.cancel_requested =
-        !job || job->status == storage::job_status::cancelling || storage::is_terminal(job->status);
+    // Cancelled, or past its timeout: either way its outcome can only end the job now.
+    a.cancel_requested = !job || job->status == storage::job_status::cancelling ||
+                         storage::is_terminal(job->status) ||
+                         (job->deadline_ms > 0 && now >= job->deadline_ms);
   }
   runtime::capability_claims fresh = *c;
   fresh.exp_s = (a.lease_expires_at_ms + 999) / 1000;

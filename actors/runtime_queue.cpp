@@ -24,7 +24,9 @@ constexpr std::chrono::milliseconds error_pause{500};
 struct waiter {
   caf::typed_response_promise<lease_reply> rp;
   int32_t max = 1;
-  int64_t until_ms = 0;
+  /// When its wait ends: wall time of the waiting HTTP or NATS request, not the engine's clock
+  /// (which tests may hold still).
+  std::chrono::steady_clock::time_point until;
   int32_t pending = 0;   ///< its tasks being started or signed
   bool fetched = false;  ///< a fetch ended since it came: an empty answer is now true
   bool answered = false;
@@ -64,10 +66,10 @@ void pump(queue_ptr self) {
 /// Answers every request that holds tasks (and has none in progress) or whose wait is over.
 void sweep(queue_ptr self) {
   auto& st = self->state;
-  const int64_t now = st.ctx->clock.now_ms();
+  const auto now = std::chrono::steady_clock::now();
   for (auto& w : st.waiting) {
     if (w->answered || w->pending > 0) continue;
-    if (w->got.tasks.empty() && !(w->fetched && now >= w->until_ms)) continue;
+    if (w->got.tasks.empty() && !(w->fetched && now >= w->until)) continue;
     w->answered = true;
     w->rp.deliver(std::move(w->got));
   }
@@ -197,7 +199,8 @@ runtime_queue_actor::behavior_type queue(queue_ptr self, engine_context* ctx, st
         auto w = std::make_shared<waiter>();
         w->rp = self->make_response_promise<lease_reply>();
         w->max = std::clamp(max, 1, max_lease_tasks);
-        w->until_ms = self->state.ctx->clock.now_ms() + std::max<int64_t>(wait_ms, 0);
+        w->until = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(std::max<int64_t>(wait_ms, 0));
         self->state.waiting.push_back(w);
         if (wait_ms > 0)
           self->delayed_send(self, std::chrono::milliseconds(wait_ms), tick_atom::value);

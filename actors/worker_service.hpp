@@ -27,7 +27,7 @@ struct worker_failure {
 struct heartbeat_answer {
   int64_t lease_expires_at_ms = 0;
   std::string capability_token;
-  bool cancel_requested = false;  ///< the job is being cancelled: stop and report `fail`
+  bool cancel_requested = false;  ///< the job is being cancelled or past its timeout: stop
 };
 
 class worker_service {
