@@ -1,5 +1,5 @@
 // External workers as a user runs them (docs/workers.md): the built engine, and the example
-// Python worker (examples/workers/python/worker.py) as real processes. A worker killed with
+// workers (examples/workers/: Python, and Node in the last test) as real processes. A worker killed with
 // SIGKILL mid-task loses nothing (its lease runs out and the task runs again, once more); an
 // engine killed with SIGKILL while a worker holds a lease keeps the lease and the signing keys,
 // so the worker's result is recorded after the restart; many jobs over several workers each
@@ -27,11 +27,12 @@ class workers_system : public ::testing::Test {
     env_.start_engine({"--config", config_});
   }
 
-  /// The example worker against the engine's internal listener.
-  std::unique_ptr<child_process> worker(int max_tasks, int concurrency = 1) {
+  /// An example worker (Python, or Node with `node`) against the engine's internal listener.
+  std::unique_ptr<child_process> worker(int max_tasks, int concurrency = 1, bool node = false) {
     std::vector<std::string> argv = {
-        "/usr/bin/python3",
-        std::string(SY_SOURCE_DIR) + "/examples/workers/python/worker.py",
+        node ? "/usr/bin/env" : "/usr/bin/python3",
+        std::string(SY_SOURCE_DIR) +
+            (node ? "/examples/workers/node/worker.mjs" : "/examples/workers/python/worker.py"),
         "--url",
         "http://127.0.0.1:" + std::to_string(env_.internal_port()),
         "--runtime",
@@ -42,6 +43,7 @@ class workers_system : public ::testing::Test {
         std::to_string(max_tasks),
         "--wait-ms",
         "1000"};
+    if (node) argv.insert(argv.begin() + 1, "node");
     return std::make_unique<child_process>(
         argv, env_.dir().sub("worker-" + std::to_string(workers_++) + ".log"));
   }
@@ -116,6 +118,18 @@ TEST_F(workers_system, many_jobs_over_several_workers_each_complete_exactly_once
   // Each worker stops after its 20 tasks: 40 leases in all, none twice.
   EXPECT_EQ(a->wait(std::chrono::seconds(20)), 0) << a->log();
   EXPECT_EQ(b->wait(std::chrono::seconds(20)), 0) << b->log();
+}
+
+TEST_F(workers_system, the_node_example_worker_runs_jobs_too) {
+  http_client c(env_.port());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(submit(c, {{"text", "node " + std::to_string(i)}}));
+  auto w = worker(6, 2, true);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_EQ(env_.wait_terminal(c, ids[i]), "completed") << w->log();
+    EXPECT_EQ(job(c, ids[i])["result"]["body"]["text"], "NODE " + std::to_string(i));
+  }
+  EXPECT_EQ(w->wait(std::chrono::seconds(20)), 0) << w->log();
 }
 
 }  // namespace
