@@ -137,6 +137,16 @@ TEST(workers, bad_jobs_and_bad_calls_get_clear_errors_and_change_nothing) {
   ASSERT_TRUE(forged);
   r = call(w, "complete", *forged, {{"output", "forged"}});
   EXPECT_EQ(r.status, 401) << r.body;
+  // The real signature over claims rewritten to name another task (a replay elsewhere).
+  auto other = submit(c, 2);
+  auto claims = payload;
+  claims["task_id"] = other["id"].get<std::string>().substr(4) + "-0";
+  claims["sub"] = "task:" + claims["task_id"].get<std::string>();
+  const std::string replayed = real.substr(0, real.find('.') + 1) +
+                               runtime::base64url_encode(claims.dump()) +
+                               real.substr(real.rfind('.'));
+  r = call(w, "complete", replayed, {{"output", "replayed"}});
+  EXPECT_EQ(r.status, 401) << r.body;
   r = call(w, "fail", real, {{"error", {{"code", "bad code!"}}}});
   EXPECT_EQ(r.status, 400);
   EXPECT_EQ(c.get("/v1/jobs/" + job["id"].get<std::string>()).json()["status"], "in_progress");
