@@ -53,16 +53,21 @@ template <class R, class Handle, class... Ts>
 boost::asio::awaitable<result<R>> ask(caf::actor_system& sys, Handle target,
                                       std::chrono::milliseconds timeout, Ts... xs) {
   auto initiate = [&](auto handler) {
+    using once_ptr = std::shared_ptr<detail::ask_once<R, decltype(handler)>>;
     auto once = std::make_shared<detail::ask_once<R, decltype(handler)>>(std::move(handler));
-    sys.spawn([once, target, timeout, xs...](caf::event_based_actor* self) {
-      self->request(target, timeout, xs...)
-          .then(
-              [once](R& r) { once->complete(std::move(r)); },
-              [once, self](caf::error& e) {
-                once->complete(make_error(errc::internal_error, "an engine actor did not answer: " +
-                                                                    self->system().render(e)));
-              });
-    });
+    // `once` travels as a spawn argument, not only a capture: CAF 0.17 dereferences the null
+    // tuple of a function spawned without arguments (UBSan reports it).
+    sys.spawn(
+        [target, timeout, xs...](caf::event_based_actor* self, once_ptr o) {
+          self->request(target, timeout, xs...)
+              .then([o](R& r) { o->complete(std::move(r)); },
+                    [o, self](caf::error& e) {
+                      o->complete(make_error(
+                          errc::internal_error,
+                          "an engine actor did not answer: " + self->system().render(e)));
+                    });
+        },
+        std::move(once));
   };
   co_return co_await boost::asio::async_initiate<decltype(boost::asio::use_awaitable),
                                                  void(result<R>)>(initiate,
