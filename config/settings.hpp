@@ -102,7 +102,7 @@ struct settings {
   int64_t requeue_max_backoff_ms = 60'000;
   int64_t reaper_interval_ms = 1'000;
   int64_t reconcile_after_ms = 60'000;  ///< re-publish queued tasks idle longer than this
-  std::map<std::string, runtime_settings> runtimes;  ///< worker queues by name (YAML only)
+  std::map<std::string, runtime_settings> runtimes;           ///< worker queues by name (YAML only)
   int64_t signing_key_rotation_ms = int64_t{24} * 3'600'000;  ///< capability tokens' keys
 
   // --- clients: waiting and live events

@@ -1,6 +1,6 @@
 // External workers as a user runs them (docs/workers.md): the built engine, and the example
-// workers (examples/workers/: Python, and Node in the last test) as real processes. A worker killed with
-// SIGKILL mid-task loses nothing (its lease runs out and the task runs again, once more); an
+// workers (examples/workers/: Python, and Node in the last test) as real processes. A worker killed
+// with SIGKILL mid-task loses nothing (its lease runs out and the task runs again, once more); an
 // engine killed with SIGKILL while a worker holds a lease keeps the lease and the signing keys,
 // so the worker's result is recorded after the restart; many jobs over several workers each
 // complete exactly once.
