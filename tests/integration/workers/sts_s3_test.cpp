@@ -41,7 +41,7 @@ class s3_sts : public ::testing::Test {
       child_process up(
           {"/bin/sh", "-c", tools_ + "/s3-sts-up " + dir_->sub("srv") + " > " + dir_->sub("env")},
           dir_->sub("up.log"));
-      const int st = up.wait(std::chrono::seconds(120));
+      const int st = up.wait(std::chrono::seconds(240));
       ASSERT_EQ(st, 0) << "s3-sts-up failed (see " << dir_->sub("up.log") << "): " << up.log();
     }
     std::ifstream in(dir_->sub("env"));
