@@ -1,13 +1,37 @@
 #include "actors/attempt.hpp"
 
+#include <cstdio>
+#include <random>
+
+#include "runtime/backoff.hpp"
+
 namespace sy::actors {
 namespace {
+
+std::mt19937_64& thread_rng() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return rng;
+}
 
 std::string excerpt(const std::string& body) {
   return body.size() <= 300 ? body : body.substr(0, 300) + "...";
 }
 
 }  // namespace
+
+std::string new_lease_token() {
+  auto& rng = thread_rng();
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+int64_t retry_backoff_ms(const config::settings& cfg, int attempt) {
+  const double jitter = std::uniform_real_distribution<double>(0.0, 1.0)(thread_rng());
+  return runtime::backoff_delay_ms(attempt - 1, cfg.requeue_initial_backoff_ms,
+                                   cfg.requeue_max_backoff_ms, jitter);
+}
 
 attempt_verdict judge(const runtime::gateway_outcome& o, bool released, bool http) {
   if (!o.got_response && released)

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "config/settings.hpp"
 #include "runtime/gateway_client.hpp"
 #include "storage/ops.hpp"
 
@@ -25,6 +26,13 @@ struct attempt_verdict {
 /// `http`: the outcome of an http task (its codes are http_*, and a permanent failure without an
 /// answer — every address denied, an answer too large — ends it at once).
 attempt_verdict judge(const runtime::gateway_outcome& o, bool released, bool http = false);
+
+/// A new lease token: 32 random hex digits (also a token id, `jti`). Any thread.
+std::string new_lease_token();
+
+/// How long a retried attempt waits before attempt `attempt + 1` may start: the configured
+/// exponential backoff (`requeue_*_backoff_ms`) with full jitter. Any thread.
+int64_t retry_backoff_ms(const config::settings& cfg, int attempt);
 
 /// What to do with a delivery once its start was committed (or refused).
 enum class start_verdict {

@@ -3,13 +3,12 @@
 #include <utility>  // before any Asio header
 
 #include <algorithm>
-#include <cstdio>
-#include <random>
 
 #include <boost/asio/strand.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/attempt.hpp"
 #include "actors/detail/actor_timer.hpp"
 #include "runtime/log.hpp"
 
@@ -19,7 +18,6 @@ namespace {
 struct minter_state {
   engine_context* ctx = nullptr;
   std::unique_ptr<runtime::key_ring> ring;
-  std::mt19937_64 rng{std::random_device{}()};
   std::shared_ptr<runtime::timer> rotation;  ///< the next timed rotation
   /// CAF destroys the state before it counts the actor stopped (and runs attached functors only
   /// after), so the engine's wait for its actors covers this cancel (actors/job_registry.cpp).
@@ -35,10 +33,7 @@ mint_reply mint(minter_ptr self, runtime::capability_claims& c) {
   c.iss = token_issuer;
   c.aud = token_audience;
   c.iat_s = c.nbf_s = now / 1000;
-  char jti[33];
-  std::snprintf(jti, sizeof jti, "%016llx%016llx", static_cast<unsigned long long>(st.rng()),
-                static_cast<unsigned long long>(st.rng()));
-  c.jti = jti;
+  c.jti = new_lease_token();  // a random 128-bit id
   auto token = runtime::mint_token(*st.ring, c, now);
   if (!token) return {{}, token.error()};
   return {std::move(*token), {}};

@@ -130,6 +130,9 @@ class engine final : public job_service, public worker_service {
   /// lease_expired once the token's lease end has passed), `refused` its refusal.
   boost::asio::awaitable<status> commit_attempt_op(storage::write_op op,
                                                    const runtime::capability_claims& c);
+  /// The outcome op of a worker's attempt, fenced by its token's lease and refused once the lease
+  /// ran out; the caller sets how it ended.
+  storage::finish_attempt_op worker_outcome(const runtime::capability_claims& c) const;
   /// The credential minter and one queue per configured runtime; stopped with the actors.
   status start_workers();
   void stop_workers();

@@ -4,14 +4,13 @@
 #include <utility>
 
 #include <chrono>
-#include <random>
 
 #include <caf/send.hpp>
 
 #include "actors/ask.hpp"
+#include "actors/attempt.hpp"
 #include "actors/engine.hpp"
 #include "actors/write.hpp"
-#include "runtime/backoff.hpp"
 #include "runtime/log.hpp"
 
 namespace sy::actors {
@@ -22,11 +21,6 @@ namespace {
 constexpr std::chrono::milliseconds answer_within{10'000};
 /// A lease's own wait plus this.
 constexpr std::chrono::milliseconds lease_slack{5'000};
-
-double random_unit() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-}
 
 }  // namespace
 
@@ -138,36 +132,34 @@ boost::asio::awaitable<result<heartbeat_answer>> engine::heartbeat(std::string t
   co_return a;
 }
 
+storage::finish_attempt_op engine::worker_outcome(const runtime::capability_claims& c) const {
+  storage::finish_attempt_op op;
+  op.task_id = c.task_id;
+  op.attempt = c.attempt;
+  op.token = c.lease;
+  op.now_ms = deps_.clock.now_ms();
+  op.subject = deps_.js.task_subject(runtime_queue(c.runtime));
+  op.live_lease_only = true;
+  return op;
+}
+
 boost::asio::awaitable<status> engine::complete(std::string token, std::string output) {
   auto c = co_await verified(std::move(token));
   if (!c) co_return c.error();
-  storage::finish_attempt_op op;
-  op.task_id = c->task_id;
-  op.attempt = c->attempt;
-  op.token = c->lease;
+  auto op = worker_outcome(*c);
   op.end = storage::attempt_end::succeeded;
   op.response = storage::gateway_result{200, std::move(output)};
-  op.now_ms = deps_.clock.now_ms();
-  op.subject = deps_.js.task_subject(runtime_queue(c->runtime));
-  op.live_lease_only = true;
   co_return co_await commit_attempt_op(std::move(op), *c);
 }
 
 boost::asio::awaitable<status> engine::fail(std::string token, worker_failure f) {
   auto c = co_await verified(std::move(token));
   if (!c) co_return c.error();
-  storage::finish_attempt_op op;
-  op.task_id = c->task_id;
-  op.attempt = c->attempt;
-  op.token = c->lease;
+  auto op = worker_outcome(*c);
   op.end = f.retryable ? storage::attempt_end::retry : storage::attempt_end::rejected;
   op.error_code = std::move(f.code);
   op.error_message = std::move(f.message);
-  op.backoff_ms = runtime::backoff_delay_ms(c->attempt - 1, deps_.cfg.requeue_initial_backoff_ms,
-                                            deps_.cfg.requeue_max_backoff_ms, random_unit());
-  op.now_ms = deps_.clock.now_ms();
-  op.subject = deps_.js.task_subject(runtime_queue(c->runtime));
-  op.live_lease_only = true;
+  op.backoff_ms = retry_backoff_ms(deps_.cfg, c->attempt);
   co_return co_await commit_attempt_op(std::move(op), *c);
 }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <memory>
-#include <random>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
@@ -18,7 +17,6 @@
 #include "actors/detail/actor_timer.hpp"
 #include "actors/engine_context.hpp"
 #include "actors/http_task.hpp"
-#include "runtime/backoff.hpp"
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
 
@@ -28,19 +26,6 @@ namespace {
 
 using detail::arm;
 using detail::disarm;
-
-std::string random_token() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
-                static_cast<unsigned long long>(rng()));
-  return buf;
-}
-
-double random_unit() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  return std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-}
 
 struct job_state {
   engine_context* ctx = nullptr;
@@ -170,8 +155,7 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
     finish.response = storage::gateway_result{outcome.status_code, outcome.body};
   finish.error_code = verdict.error_code;
   finish.error_message = verdict.error_message;
-  finish.backoff_ms = runtime::backoff_delay_ms(st.attempt - 1, ctx.cfg.requeue_initial_backoff_ms,
-                                                ctx.cfg.requeue_max_backoff_ms, random_unit());
+  finish.backoff_ms = retry_backoff_ms(ctx.cfg, st.attempt);
   finish.now_ms = ctx.clock.now_ms();
   finish.subject = ctx.js.task_subject(st.model);
   const bool released = verdict.end == storage::attempt_end::released;
@@ -233,7 +217,7 @@ void begin(job_ptr self) {
   auto& st = self->state;
   auto& ctx = *st.ctx;
   self->send(ctx.jobs, register_atom::value, st.task_id, job_control_actor{self});
-  st.token = random_token();
+  st.token = new_lease_token();
   st.lease_from_ms = ctx.clock.now_ms();
   storage::start_attempt_op start{st.task_id, st.attempt,       st.token,
                                   ctx.holder, st.lease_from_ms, ctx.cfg.lease_ttl_ms};

@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <deque>
 #include <memory>
-#include <random>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -46,7 +44,6 @@ struct queue_state {
   task_fetcher_actor fetcher;
   bool fetching = false;
   std::deque<waiter_ptr> waiting;
-  std::mt19937_64 rng{std::random_device{}()};
   static inline const char* name = "runtime_queue";
 };
 
@@ -142,9 +139,7 @@ void start(queue_ptr self, const waiter_ptr& w, runtime::delivery d) {
     (void)st.ctx->js.term(d);
     return;
   }
-  char token[33];
-  std::snprintf(token, sizeof token, "%016llx%016llx", static_cast<unsigned long long>(st.rng()),
-                static_cast<unsigned long long>(st.rng()));
+  std::string token = new_lease_token();
   const int64_t now = st.ctx->clock.now_ms();
   leased_task t;
   t.task_id = parsed->first;
@@ -155,7 +150,7 @@ void start(queue_ptr self, const waiter_ptr& w, runtime::delivery d) {
   ++w->pending;
   self->request(st.ctx->writer, caf::infinite, write_request{std::move(op)})
       .then(
-          [self, w, d, t, lease = std::string(token)](write_reply& r) mutable {
+          [self, w, d, t, lease = token](write_reply& r) mutable {
             on_started(self, w, d, std::move(t), std::move(lease), r);
           },
           [self, w, d](caf::error&) {

@@ -85,17 +85,8 @@ boost::asio::awaitable<reply> request_handler::handle(request req) {
   auto m = routes().match(req.method(), req.target());
   reply out;
   response& res = out.res;
-  if (m.outcome == route_match::kind::not_found) {
-    res =
-        error_for(make_error(errc::not_found, "Unknown route: " + std::string(req.method_string()) +
-                                                  " " + std::string(req.target()) + "."),
-                  req);
-  } else if (m.outcome == route_match::kind::method_not_allowed) {
-    res = error_for(
-        make_error(errc::method_not_allowed, "Method " + std::string(req.method_string()) +
-                                                 " is not allowed here; allowed: " + m.allow + "."),
-        req);
-    res.set(http::field::allow, m.allow);
+  if (m.outcome != route_match::kind::found) {
+    res = unmatched(m, req, "Unknown route:");
   } else if (m.route == route_submit_job) {
     res = co_await submit_job(req);
   } else if (m.route == route_list_jobs) {

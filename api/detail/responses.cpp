@@ -43,6 +43,20 @@ response error_for(const sy::error& e, const request& req) {
   return error_response(e, req.version(), req.keep_alive());
 }
 
+response unmatched(const route_match& m, const request& req, std::string_view unknown) {
+  if (m.outcome == route_match::kind::not_found)
+    return error_for(
+        make_error(errc::not_found, std::string(unknown) + " " + std::string(req.method_string()) +
+                                        " " + std::string(req.target()) + "."),
+        req);
+  auto res = error_for(
+      make_error(errc::method_not_allowed, "Method " + std::string(req.method_string()) +
+                                               " is not allowed here; allowed: " + m.allow + "."),
+      req);
+  res.set(http::field::allow, m.allow);
+  return res;
+}
+
 bool is_json_media_type(std::string_view content_type) {
   std::string_view media = content_type.substr(0, content_type.find(';'));
   while (!media.empty() && (media.back() == ' ' || media.back() == '\t')) media.remove_suffix(1);

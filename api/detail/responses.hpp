@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/detail/stream.hpp"
+#include "api/router.hpp"
 #include "config/result.hpp"
 
 namespace sy::api::detail {
@@ -25,6 +26,9 @@ response json_response(boost::beast::http::status status, std::string body, cons
 
 /// The error table's response for `e`, keep-alive as `req`.
 response error_for(const sy::error& e, const request& req);
+/// The answer to a request no route takes: `404 not_found` ("<unknown> METHOD TARGET.") or
+/// `405 method_not_allowed` with `Allow`.
+response unmatched(const route_match& m, const request& req, std::string_view unknown);
 
 /// `application/json`, optionally with parameters such as `; charset=utf-8`.
 bool is_json_media_type(std::string_view content_type);
