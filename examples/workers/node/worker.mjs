@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// An example Switchyard worker: Node 18 or later, no npm dependencies (global fetch).
+// An example Switchyard worker: Node 18 or later, no npm dependencies (global fetch, node:crypto,
+// node:http/https).
 //
 // It leases tasks of one runtime from the engine's internal listener, runs a demo piece of work,
 // heartbeats while it works and reports the result. Read it as documentation of the worker
@@ -9,6 +10,20 @@
 //   {"text": "hi"}       -> output {"text": "HI", "length": 2}   (length in Unicode code points)
 //   {"fail": "why"}      -> fail with code "demo_failure", not retryable
 //   {"sleep_ms": 5000}   -> sleep that long first, heartbeating meanwhile
+//   {"text": "hi", "write_to": "s3://bucket/some/key.txt"}
+//                        -> also store "HI" (UTF-8) in that S3 object, then output
+//                           {"text": "HI", "length": 2, "written": "s3://bucket/some/key.txt",
+//                            "credentials_expire": "<ISO 8601>"}
+//
+// The write_to demo shows storage credentials: the job must have been submitted with a grant
+// covering the object (e.g. "grants": {"write": ["s3://bucket/some/"]}). The worker asks the
+// engine for short-lived S3 credentials limited to the job's grants (POST /v1/task/credentials
+// with the attempt's current token), then PUTs the object itself, signed with AWS Signature
+// Version 4 (`sigv4Authorization`, no SDK). The secret key and session token never appear in the
+// output or the logs. Failures: a write_to that is not s3://bucket/key -> "bad_input"; the engine
+// cannot mint credentials -> "credentials_unavailable" (retryable); the task has no grants ->
+// "invalid_grants"; S3 refuses the PUT -> "storage_write_failed" (retryable on 5xx or no answer,
+// not on 403).
 //
 // Usage:
 //   SWITCHYARD_WORKER_KEY=... node worker.mjs --runtime demo --concurrency 4
@@ -19,6 +34,9 @@
 //
 // Concurrency here is N async loops on one event loop, not threads: the work must not block.
 
+import { createHash, createHmac } from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
 import { parseArgs } from 'node:util';
 
 const CAPABILITY_HEADER = 'X-Switchyard-Task-Capability';
@@ -26,6 +44,8 @@ const CAPABILITY_HEADER = 'X-Switchyard-Task-Capability';
 const HTTP_TIMEOUT_MS = 10_000;
 // With --wait-ms 0 an empty lease answer comes back at once; pause before asking again.
 const EMPTY_POLL_PAUSE_MS = 1_000;
+// How long an S3 request (the write_to demo) may take.
+const S3_TIMEOUT_MS = 30_000;
 
 // --- logging: one JSON object per line on stderr -----------------------------------------------
 
@@ -76,7 +96,7 @@ class Engine {
     return this.#post('/v1/task/lease', body, headers, waitMs + HTTP_TIMEOUT_MS);
   }
 
-  // heartbeat, complete or fail: authorised by the attempt's capability token alone.
+  // heartbeat, credentials, complete or fail: authorised by the attempt's capability token alone.
   taskCall(path, token, body) {
     return this.#post(path, body, { [CAPABILITY_HEADER]: token }, HTTP_TIMEOUT_MS);
   }
@@ -104,6 +124,133 @@ class Engine {
   }
 }
 
+// --- S3: AWS Signature Version 4 and PUT Object -------------------------------------------------
+
+const sha256Hex = (data) => createHash('sha256').update(data).digest('hex');
+const hmacSha256 = (key, data) => createHmac('sha256', key).update(data).digest();
+
+// The `Authorization` header value of an AWS Signature Version 4 request.
+//
+// `headers` are the headers to sign, name -> value; they must include Host and x-amz-date (and
+// x-amz-content-sha256 for S3), and the request must send exactly these values. `canonicalUri` is
+// the path as sent, already URI-encoded (`s3ObjectPath`); `canonicalQuery` the sorted, encoded
+// query string ('' for none); `payloadSha256` the hex SHA-256 of the body; `amzDate` the
+// x-amz-date value, YYYYMMDD'T'HHMMSS'Z' in UTC.
+function sigv4Authorization({
+  method, canonicalUri, canonicalQuery, headers, payloadSha256,
+  accessKeyId, secretAccessKey, region, service, amzDate,
+}) {
+  // 1. The canonical request: method, path, query, the signed headers (lower-case names, sorted,
+  //    values trimmed with inner runs of spaces collapsed, one "name:value\n" each), a blank line
+  //    ending them, the list of signed header names, and the payload's hash.
+  const signed = Object.entries(headers)
+    .map(([name, value]) => [name.toLowerCase(), String(value).trim().replace(/\s+/g, ' ')])
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const signedNames = signed.map(([name]) => name).join(';');
+  const canonicalRequest = [
+    method,
+    canonicalUri,
+    canonicalQuery,
+    signed.map(([name, value]) => `${name}:${value}\n`).join(''),
+    signedNames,
+    payloadSha256,
+  ].join('\n');
+  // 2. The string to sign: the algorithm, the time, the credential scope (the day, region and
+  //    service the signature is valid for) and the hash of the canonical request.
+  const day = amzDate.slice(0, 8);
+  const scope = `${day}/${region}/${service}/aws4_request`;
+  const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256Hex(canonicalRequest)].join('\n');
+  // 3. The signing key: an HMAC-SHA256 chain from the secret over the scope's parts.
+  let key = hmacSha256(`AWS4${secretAccessKey}`, day);
+  key = hmacSha256(key, region);
+  key = hmacSha256(key, service);
+  key = hmacSha256(key, 'aws4_request');
+  // 4. The signature: HMAC of the string to sign with that key, in hex.
+  const signature = createHmac('sha256', key).update(stringToSign).digest('hex');
+  return `AWS4-HMAC-SHA256 Credential=${accessKeyId}/${scope}, `
+    + `SignedHeaders=${signedNames}, Signature=${signature}`;
+}
+
+// {bucket, key} of "s3://bucket/key", both non-empty; null for anything else.
+function parseS3Url(url) {
+  if (typeof url !== 'string' || !url.startsWith('s3://')) return null;
+  const rest = url.slice('s3://'.length);
+  const slash = rest.indexOf('/');
+  if (slash <= 0 || slash === rest.length - 1) return null;
+  return { bucket: rest.slice(0, slash), key: rest.slice(slash + 1) };
+}
+
+// One path segment URI-encoded as SigV4 wants it: every byte but the unreserved
+// A-Z a-z 0-9 - . _ ~ as %XX (UTF-8, upper-case hex). encodeURIComponent also keeps ! ' ( ) *.
+const uriEncode = (segment) => encodeURIComponent(segment)
+  .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+// The path-style path of an object, '/' kept between segments. Encoded once: S3 signs the path as
+// sent, not double-encoded.
+const s3ObjectPath = (basePath, bucket, key) => `${basePath.replace(/\/+$/, '')}/`
+  + [bucket, ...key.split('/')].map(uriEncode).join('/');
+
+// PUTs `body` (a Buffer) as s3://bucket/key with the minted `credentials`. Resolves to
+// {status, code}: `code` is S3's error Code (or undefined); status 0 means no answer, and then
+// `code` says why.
+async function s3PutObject(credentials, bucket, key, body) {
+  let endpoint;
+  try {
+    endpoint = new URL(credentials.endpoint);
+  } catch {
+    endpoint = null;
+  }
+  if (!endpoint || !['http:', 'https:'].includes(endpoint.protocol)) {
+    return { status: 0, code: `unusable S3 endpoint ${JSON.stringify(credentials.endpoint)}` };
+  }
+  const path = s3ObjectPath(endpoint.pathname, bucket, key);
+  const payloadSha256 = sha256Hex(body);
+  const amzDate = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const signed = {
+    host: endpoint.host, // host[:port], as the request sends it
+    'x-amz-content-sha256': payloadSha256,
+    'x-amz-date': amzDate,
+  };
+  if (credentials.session_token) { // temporary credentials: always, from the engine
+    signed['x-amz-security-token'] = credentials.session_token;
+  }
+  const authorization = sigv4Authorization({
+    method: 'PUT', canonicalUri: path, canonicalQuery: '', headers: signed, payloadSha256,
+    accessKeyId: credentials.access_key_id, secretAccessKey: credentials.secret_access_key,
+    region: credentials.region, service: 's3', amzDate,
+  });
+  // node:http rather than fetch: the Host header must be exactly the one signed.
+  const client = endpoint.protocol === 'https:' ? https : http;
+  return new Promise((resolve) => {
+    const req = client.request(endpoint, {
+      method: 'PUT',
+      path,
+      headers: {
+        ...signed,
+        authorization,
+        'content-type': 'text/plain; charset=utf-8', // not signed: S3 allows that
+        'content-length': body.length,
+      },
+      signal: AbortSignal.timeout(S3_TIMEOUT_MS),
+    }, (res) => {
+      const chunks = [];
+      res.on('data', (chunk) => chunks.push(chunk));
+      res.on('error', (e) => resolve({ status: 0, code: String(e) }));
+      res.on('end', () => {
+        if (res.statusCode >= 200 && res.statusCode < 300) {
+          resolve({ status: res.statusCode });
+          return;
+        }
+        // An S3 error body is XML: <Error><Code>AccessDenied</Code>...</Error>.
+        const match = /<Code>([^<]*)<\/Code>/.exec(Buffer.concat(chunks).toString('utf8'));
+        resolve({ status: res.statusCode, code: match?.[1] });
+      });
+    });
+    req.on('error', (e) => resolve({ status: 0, code: String(e) }));
+    req.end(body);
+  });
+}
+
 // --- the demo work -----------------------------------------------------------------------------
 
 // The work failed; reported with `/v1/task/fail`.
@@ -117,7 +264,9 @@ class WorkError extends Error {
 
 // Runs the demo work and resolves to its output (any JSON value), throws WorkError, or resolves
 // to undefined when `interrupted` (an AbortSignal) aborted meanwhile: cancelled, or lost.
-async function doWork(input, interrupted) {
+// `mintCredentials()` asks the engine for the attempt's storage credentials: it resolves to them,
+// throws WorkError, or resolves to undefined when the attempt was lost.
+async function doWork(input, interrupted, mintCredentials) {
   if (input === null || typeof input !== 'object' || Array.isArray(input)) {
     throw new WorkError('bad_input', 'input must be a JSON object', false);
   }
@@ -132,7 +281,30 @@ async function doWork(input, interrupted) {
 
   const text = input.text ?? '';
   if (typeof text !== 'string') throw new WorkError('bad_input', 'text must be a string', false);
-  return { text: text.toUpperCase(), length: [...text].length };
+  const output = { text: text.toUpperCase(), length: [...text].length };
+  if (!('write_to' in input)) return output;
+
+  // The write_to demo: store the output text in S3 with credentials minted for this attempt.
+  const writeTo = input.write_to;
+  const target = parseS3Url(writeTo);
+  if (!target) throw new WorkError('bad_input', 'write_to must be s3://bucket/key', false);
+  const loneSurrogate = /\p{Cs}/u; // "\ud800" in the JSON: not valid Unicode, no UTF-8 for it
+  if (loneSurrogate.test(text) || loneSurrogate.test(target.key)) {
+    throw new WorkError('bad_input', 'text and write_to must be valid Unicode', false);
+  }
+  const credentials = await mintCredentials();
+  if (credentials === undefined || interrupted.aborted) return undefined;
+  const { status, code } = await s3PutObject(credentials, target.bucket, target.key,
+    Buffer.from(output.text, 'utf8'));
+  if (status === 0) {
+    throw new WorkError('storage_write_failed', `S3 PUT ${writeTo}: no answer: ${code}`, true);
+  }
+  if (status < 200 || status >= 300) {
+    throw new WorkError('storage_write_failed',
+      `S3 PUT ${writeTo}: HTTP ${status}${code ? ` ${code}` : ''}`,
+      isTransient(status)); // 403 and other 4xx would fail again
+  }
+  return { ...output, written: writeTo, credentials_expire: credentials.expiration ?? null };
 }
 
 // --- one attempt: heartbeat while working, then report -----------------------------------------
@@ -150,6 +322,16 @@ class Attempt {
     this.cancelled = false; // the engine asked us to stop (cancel_requested)
     this.lost = false; // 409/401: the attempt is no longer ours
     this.interrupt = new AbortController(); // either of the two: the work should stop
+    this.calls = Promise.resolve(); // the tail of oneAtATime's queue
+  }
+
+  // Runs `call` after the calls queued before it. A heartbeat holds the queue until it has stored
+  // its fresh token, and so does a credentials call, so that the work never sends a token a
+  // heartbeat is replacing at that moment.
+  oneAtATime(call) {
+    const run = this.calls.then(call);
+    this.calls = run.catch(() => {});
+    return run;
   }
 
   renew(token) {
@@ -173,9 +355,12 @@ class Attempt {
 async function heartbeatLoop(engine, att, done) {
   const intervalMs = att.leaseTtlMs / 3;
   while (!(await sleep(intervalMs, done))) {
-    const { status, body } = await engine.taskCall('/v1/task/heartbeat', att.token, {});
+    const { status, body } = await att.oneAtATime(async () => {
+      const answer = await engine.taskCall('/v1/task/heartbeat', att.token, {});
+      if (answer.status === 200) att.renew(answer.body.capability_token);
+      return answer;
+    });
     if (status === 200) {
-      att.renew(body.capability_token);
       if (body.cancel_requested && !att.cancelled) {
         log('info', 'cancel requested', att.fields());
         att.cancelled = true;
@@ -194,6 +379,37 @@ async function heartbeatLoop(engine, att, done) {
       });
     }
   }
+}
+
+// POST /v1/task/credentials with the attempt's current token: short-lived S3 credentials
+// (access_key_id, secret_access_key, session_token, expiration, endpoint, region) that reach only
+// the job's grants. Resolves to them, or to undefined when the attempt was lost (409/401: stop, as
+// after a heartbeat), or throws WorkError. Never log the secret or the session token.
+async function mintCredentials(engine, att) {
+  const { status, body } = await att.oneAtATime(
+    () => engine.taskCall('/v1/task/credentials', att.token, {}));
+  if (status === 200) {
+    log('info', 'storage credentials minted', {
+      expiration: body.expiration, endpoint: body.endpoint, ...att.fields(),
+    });
+    return body;
+  }
+  const code = errorCode(body);
+  if (isLost(status)) {
+    log('warn', 'attempt lost, dropping its work', {
+      call: '/v1/task/credentials', status, code, ...att.fields(),
+    });
+    att.lost = true;
+    att.interrupt.abort();
+    return undefined;
+  }
+  const message = body?.error?.message;
+  const why = `no storage credentials: HTTP ${status}${code ? ` ${code}` : ''}`
+    + `${message ? `: ${message}` : ''}`;
+  // 502 credentials_unavailable (no STS, or STS failed), other 5xx, no answer: another attempt.
+  if (isTransient(status)) throw new WorkError('credentials_unavailable', why, true);
+  // 400 invalid_grants: the job was submitted without grants; another attempt would not help.
+  throw new WorkError(code ?? 'credentials_refused', why, false);
 }
 
 // Sends complete or fail. Retries transient errors with backoff until the lease would have
@@ -256,7 +472,7 @@ async function runAttempt(engine, att, maxBodyBytes) {
   let output;
   let failure;
   try {
-    output = await doWork(att.input, att.interrupt.signal);
+    output = await doWork(att.input, att.interrupt.signal, () => mintCredentials(engine, att));
   } catch (e) {
     if (e instanceof WorkError) {
       failure = e;

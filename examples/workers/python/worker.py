@@ -9,6 +9,19 @@ Demo work, on the task's `input` object:
   {"text": "hi"}       -> output {"text": "HI", "length": 2}   (length in Unicode code points)
   {"fail": "why"}      -> fail with code "demo_failure", not retryable
   {"sleep_ms": 5000}   -> sleep that long first, heartbeating meanwhile
+  {"text": "hi", "write_to": "s3://bucket/some/key.txt"}
+                       -> also store "HI" (UTF-8) in that S3 object, then output
+                          {"text": "HI", "length": 2, "written": "s3://bucket/some/key.txt",
+                           "credentials_expire": "<ISO 8601>"}
+
+The write_to demo shows storage credentials: the job must have been submitted with a grant
+covering the object (e.g. "grants": {"write": ["s3://bucket/some/"]}). The worker asks the engine
+for short-lived S3 credentials limited to the job's grants (POST /v1/task/credentials with the
+attempt's current token), then PUTs the object itself, signed with AWS Signature Version 4
+(`sigv4_authorization`, no SDK). The secret key and session token never appear in the output or
+the logs. Failures: a write_to that is not s3://bucket/key -> "bad_input"; the engine cannot mint
+credentials -> "credentials_unavailable" (retryable); the task has no grants -> "invalid_grants";
+S3 refuses the PUT -> "storage_write_failed" (retryable on 5xx or no answer, not on 403).
 
 Usage:
   SWITCHYARD_WORKER_KEY=... python3 worker.py --runtime demo --concurrency 4
@@ -19,14 +32,18 @@ expires).
 """
 
 import argparse
+import hashlib
+import hmac
 import http.client
 import json
 import os
+import re
 import signal
 import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from datetime import datetime, timezone
 
@@ -35,6 +52,8 @@ CAPABILITY_HEADER = "X-Switchyard-Task-Capability"
 HTTP_TIMEOUT_S = 10.0
 # With --wait-ms 0 an empty lease answer comes back at once; pause before asking again.
 EMPTY_POLL_PAUSE_S = 1.0
+# How long an S3 request (the write_to demo) may take.
+S3_TIMEOUT_S = 30.0
 
 
 # --- logging: one JSON object per line on stderr ------------------------------------------------
@@ -88,7 +107,8 @@ class Engine:
         return self._post("/v1/task/lease", body, headers, wait_ms / 1000 + HTTP_TIMEOUT_S)
 
     def task_call(self, path, token, body):
-        """heartbeat, complete or fail: authorised by the attempt's capability token alone."""
+        """heartbeat, credentials, complete or fail: authorised by the attempt's capability token
+        alone."""
         return self._post(path, body, {CAPABILITY_HEADER: token}, HTTP_TIMEOUT_S)
 
     def _post(self, path, body, headers, timeout_s):
@@ -112,6 +132,115 @@ def _parse(raw):
         return None
 
 
+# --- S3: AWS Signature Version 4 and PUT Object --------------------------------------------------
+
+
+def sigv4_authorization(method, canonical_uri, canonical_query, headers, payload_sha256,
+                        access_key_id, secret_access_key, region, service, amz_date):
+    """The `Authorization` header value of an AWS Signature Version 4 request.
+
+    `headers` are the headers to sign, name -> value; they must include Host and x-amz-date (and
+    x-amz-content-sha256 for S3), and the request must send exactly these values. `canonical_uri`
+    is the path as sent, already URI-encoded (`s3_object_path`); `canonical_query` the sorted,
+    encoded query string ("" for none); `payload_sha256` the hex SHA-256 of the body; `amz_date`
+    the x-amz-date value, YYYYMMDD'T'HHMMSS'Z' in UTC."""
+    # 1. The canonical request: method, path, query, the signed headers (lower-case names, sorted,
+    #    values trimmed with inner runs of spaces collapsed, one "name:value\n" each), a blank line
+    #    ending them, the list of signed header names, and the payload's hash.
+    signed = sorted((name.lower(), " ".join(str(value).split()))
+                    for name, value in headers.items())
+    signed_names = ";".join(name for name, _ in signed)
+    canonical_request = "\n".join([
+        method,
+        canonical_uri,
+        canonical_query,
+        "".join(f"{name}:{value}\n" for name, value in signed),
+        signed_names,
+        payload_sha256,
+    ])
+    # 2. The string to sign: the algorithm, the time, the credential scope (the day, region and
+    #    service the signature is valid for) and the hash of the canonical request.
+    day = amz_date[:8]
+    scope = f"{day}/{region}/{service}/aws4_request"
+    string_to_sign = "\n".join([
+        "AWS4-HMAC-SHA256",
+        amz_date,
+        scope,
+        hashlib.sha256(canonical_request.encode("utf-8")).hexdigest(),
+    ])
+
+    # 3. The signing key: an HMAC-SHA256 chain from the secret over the scope's parts.
+    def hmac_sha256(key, text):
+        return hmac.new(key, text.encode("utf-8"), hashlib.sha256).digest()
+
+    key = hmac_sha256(("AWS4" + secret_access_key).encode("utf-8"), day)
+    key = hmac_sha256(key, region)
+    key = hmac_sha256(key, service)
+    key = hmac_sha256(key, "aws4_request")
+    # 4. The signature: HMAC of the string to sign with that key, in hex.
+    signature = hmac.new(key, string_to_sign.encode("utf-8"), hashlib.sha256).hexdigest()
+    return (f"AWS4-HMAC-SHA256 Credential={access_key_id}/{scope}, "
+            f"SignedHeaders={signed_names}, Signature={signature}")
+
+
+def parse_s3_url(url):
+    """(bucket, key) of "s3://bucket/key", both non-empty; None for anything else."""
+    if not isinstance(url, str) or not url.startswith("s3://"):
+        return None
+    bucket, _, key = url[len("s3://"):].partition("/")
+    if not bucket or not key:
+        return None
+    return bucket, key
+
+
+def s3_object_path(base_path, bucket, key):
+    """The path-style path of an object, URI-encoded as SigV4 wants it for S3: every byte but the
+    unreserved A-Z a-z 0-9 - . _ ~ as %XX (UTF-8, upper-case hex), '/' kept between segments.
+    Encoded once: S3 signs the path as sent, not double-encoded."""
+    segments = [bucket] + key.split("/")
+    return base_path.rstrip("/") + "/" + "/".join(
+        urllib.parse.quote(segment, safe="") for segment in segments)
+
+
+def s3_put_object(credentials, bucket, key, body):
+    """PUTs `body` (bytes) as s3://bucket/key with the minted `credentials`. Returns (HTTP status,
+    S3 error Code or None); status 0 means no answer, and then the second item says why."""
+    endpoint = urllib.parse.urlsplit(credentials["endpoint"])
+    if endpoint.scheme not in ("http", "https") or not endpoint.hostname:
+        return 0, f"unusable S3 endpoint {credentials['endpoint']!r}"
+    path = s3_object_path(endpoint.path, bucket, key)
+    payload_sha256 = hashlib.sha256(body).hexdigest()
+    amz_date = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    signed = {
+        "Host": endpoint.netloc.rpartition("@")[2],  # host[:port], as the request sends it
+        "x-amz-content-sha256": payload_sha256,
+        "x-amz-date": amz_date,
+    }
+    if credentials.get("session_token"):  # temporary credentials: always, from the engine
+        signed["x-amz-security-token"] = credentials["session_token"]
+    authorization = sigv4_authorization(
+        "PUT", path, "", signed, payload_sha256, credentials["access_key_id"],
+        credentials["secret_access_key"], credentials["region"], "s3", amz_date)
+    headers = {**signed, "Authorization": authorization,
+               "Content-Type": "text/plain; charset=utf-8"}  # not signed: S3 allows that
+    connection_class = (http.client.HTTPSConnection if endpoint.scheme == "https"
+                        else http.client.HTTPConnection)
+    connection = connection_class(endpoint.hostname, endpoint.port, timeout=S3_TIMEOUT_S)
+    try:
+        connection.request("PUT", path, body=body, headers=headers)
+        response = connection.getresponse()
+        answer = response.read()
+    except (OSError, http.client.HTTPException) as e:
+        return 0, str(e)
+    finally:
+        connection.close()
+    if 200 <= response.status < 300:
+        return response.status, None
+    # An S3 error body is XML: <Error><Code>AccessDenied</Code>...</Error>.
+    match = re.search(rb"<Code>([^<]*)</Code>", answer)
+    return response.status, match.group(1).decode("utf-8", "replace") if match else None
+
+
 # --- the demo work ------------------------------------------------------------------------------
 
 
@@ -123,9 +252,11 @@ class WorkError(Exception):
         self.code, self.message, self.retryable = code, message, retryable
 
 
-def do_work(task_input, interrupted):
+def do_work(task_input, interrupted, mint_credentials):
     """Runs the demo work and returns its output (any JSON value), raises WorkError, or returns
-    None when `interrupted` (an Event) was set meanwhile: cancelled, or the attempt was lost."""
+    None when `interrupted` (an Event) was set meanwhile: cancelled, or the attempt was lost.
+    `mint_credentials()` asks the engine for the attempt's storage credentials: it returns them,
+    raises WorkError, or returns None when the attempt was lost."""
     if not isinstance(task_input, dict):
         raise WorkError("bad_input", "input must be a JSON object", retryable=False)
 
@@ -142,7 +273,33 @@ def do_work(task_input, interrupted):
     text = task_input.get("text", "")
     if not isinstance(text, str):
         raise WorkError("bad_input", "text must be a string", retryable=False)
-    return {"text": text.upper(), "length": len(text)}
+    output = {"text": text.upper(), "length": len(text)}
+    if "write_to" not in task_input:
+        return output
+
+    # The write_to demo: store the output text in S3 with credentials minted for this attempt.
+    write_to = task_input["write_to"]
+    target = parse_s3_url(write_to)
+    if target is None:
+        raise WorkError("bad_input", "write_to must be s3://bucket/key", retryable=False)
+    bucket, key = target
+    try:
+        body = output["text"].encode("utf-8")
+        key.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate ("\ud800" in the JSON)
+        raise WorkError("bad_input", "text and write_to must be valid Unicode", retryable=False)
+    credentials = mint_credentials()
+    if credentials is None or interrupted.is_set():
+        return None
+    status, why = s3_put_object(credentials, bucket, key, body)
+    if status == 0:
+        raise WorkError("storage_write_failed", f"S3 PUT {write_to}: no answer: {why}",
+                        retryable=True)
+    if not 200 <= status < 300:
+        raise WorkError("storage_write_failed",
+                        f"S3 PUT {write_to}: HTTP {status}" + (f" {why}" if why else ""),
+                        retryable=is_transient(status))  # 403 and other 4xx would fail again
+    return {**output, "written": write_to, "credentials_expire": credentials.get("expiration")}
 
 
 # --- one attempt: heartbeat while working, then report -----------------------------------------
@@ -165,6 +322,9 @@ class Attempt:
         self.cancelled = threading.Event()  # the engine asked us to stop (cancel_requested)
         self.lost = threading.Event()       # 409/401: the attempt is no longer ours
         self.interrupted = threading.Event()  # either of the two: the work should stop
+        # Held by a heartbeat until it has stored its fresh token, and by a credentials call, so
+        # that the work never sends a token a heartbeat is replacing at that moment.
+        self.call_lock = threading.Lock()
 
     def _renewed(self):
         # The local monotonic clock, not lease_expires_at: the engine's clock and ours may differ.
@@ -195,9 +355,11 @@ def heartbeat_loop(engine, att, done):
     heartbeat is retried at the next tick: two more tries remain before the lease expires."""
     interval_s = att.lease_ttl_ms / 3 / 1000
     while not done.wait(interval_s):
-        status, body = engine.task_call("/v1/task/heartbeat", att.token, {})
+        with att.call_lock:
+            status, body = engine.task_call("/v1/task/heartbeat", att.token, {})
+            if status == 200:
+                att.renew(body["capability_token"])
         if status == 200:
-            att.renew(body["capability_token"])
             if body.get("cancel_requested") and not att.cancelled.is_set():
                 log("info", "cancel requested", **att.fields())
                 att.cancelled.set()
@@ -211,6 +373,33 @@ def heartbeat_loop(engine, att, done):
         else:
             log("warn", "heartbeat failed, will retry", status=status,
                 code=error_code(body), **att.fields())
+
+
+def mint_credentials(engine, att):
+    """POST /v1/task/credentials with the attempt's current token: short-lived S3 credentials
+    (access_key_id, secret_access_key, session_token, expiration, endpoint, region) that reach only
+    the job's grants. Returns them, or None when the attempt was lost (409/401: stop, as after a
+    heartbeat), or raises WorkError. Never log the secret or the session token."""
+    with att.call_lock:
+        status, body = engine.task_call("/v1/task/credentials", att.token, {})
+    if status == 200:
+        log("info", "storage credentials minted", expiration=body.get("expiration"),
+            endpoint=body.get("endpoint"), **att.fields())
+        return body
+    code = error_code(body)
+    if is_lost(status):
+        log("warn", "attempt lost, dropping its work", call="/v1/task/credentials",
+            status=status, code=code, **att.fields())
+        att.lost.set()
+        att.interrupted.set()
+        return None
+    message = (body or {}).get("error", {}).get("message")
+    why = f"no storage credentials: HTTP {status}" + (f" {code}" if code else "") + (
+        f": {message}" if message else "")
+    if is_transient(status):  # 502 credentials_unavailable (no STS, or STS failed), 5xx, none
+        raise WorkError("credentials_unavailable", why, retryable=True)
+    # 400 invalid_grants: the job was submitted without grants; another attempt would not help.
+    raise WorkError(code or "credentials_refused", why, retryable=False)
 
 
 def report(engine, att, path, body):
@@ -269,7 +458,7 @@ def run_attempt(engine, att, max_body_bytes):
     heartbeat.start()
     output, failure = None, None
     try:
-        output = do_work(att.input, att.interrupted)
+        output = do_work(att.input, att.interrupted, lambda: mint_credentials(engine, att))
     except WorkError as e:
         failure = e
     except Exception as e:  # a bug in the work: let another attempt try
