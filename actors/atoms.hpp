@@ -26,5 +26,6 @@ using mint_atom = caf::atom_constant<caf::atom("mint")>;
 using verify_atom = caf::atom_constant<caf::atom("verify")>;
 using jwks_atom = caf::atom_constant<caf::atom("jwks")>;
 using rotate_atom = caf::atom_constant<caf::atom("rotate")>;
+using sts_atom = caf::atom_constant<caf::atom("sts")>;
 
 }  // namespace sy::actors

@@ -11,6 +11,7 @@
 #include "actors/attempt.hpp"
 #include "actors/detail/actor_timer.hpp"
 #include "runtime/log.hpp"
+#include "runtime/webhook_policy.hpp"
 
 namespace sy::actors {
 namespace {
@@ -48,6 +49,25 @@ verify_reply verify(minter_ptr self, const std::string& token) {
   return {std::move(*claims), {}};
 }
 
+/// The AssumeRole call for `grants`, signed now with the minter's STS keys.
+sts_reply sign_sts(minter_ptr self, const config::s3_grants& grants, const std::string& session) {
+  const auto& cfg = self->state.ctx->cfg;
+  if (cfg.sts_endpoint.empty())
+    return {{},
+            make_error(errc::credentials_unavailable,
+                       "This engine mints no storage credentials: sts_endpoint is not configured "
+                       "(docs/workers.md, \"Storage credentials\").")};
+  auto url = runtime::parse_webhook_url(cfg.sts_endpoint);  // checked by config::validate
+  if (!url) return {{}, make_error(errc::credentials_unavailable, url.error().message)};
+  runtime::sts_target t{url->host_header,
+                        cfg.sts_region,
+                        cfg.sts_role_arn,
+                        {cfg.sts_access_key_id, cfg.sts_secret_access_key, ""}};
+  runtime::assume_role_params p{session, config::s3_session_policy(grants).dump(),
+                                cfg.credentials_ttl_ms / 1000};
+  return {runtime::assume_role_request(t, p, self->state.ctx->clock.now_ms() / 1000), {}};
+}
+
 /// Rotates now, prunes what is no longer published, and arms the next rotation.
 sy::error rotate(minter_ptr self) {
   auto& st = self->state;
@@ -72,7 +92,7 @@ credential_minter_actor::behavior_type minter(minter_ptr self, engine_context* c
                                               runtime::key_ring* ring) {
   self->state.ctx = ctx;
   self->state.ring.reset(ring);
-  arm_rotation(self);
+  if (ctx->cfg.signing_key_file.empty()) arm_rotation(self);  // an operator's key never rotates
   return {
       [=](mint_atom, runtime::capability_claims& c) { return mint(self, c); },
       [=](verify_atom, const std::string& token) { return verify(self, token); },
@@ -80,7 +100,15 @@ credential_minter_actor::behavior_type minter(minter_ptr self, engine_context* c
         auto& st = self->state;
         return st.ring->jwks(st.ctx->clock.now_ms()).dump();
       },
-      [=](rotate_atom) { return rotate(self); },
+      [=](rotate_atom) {
+        auto err = rotate(self);
+        if (!err.code.empty()) return mint_reply{{}, std::move(err)};
+        auto& st = self->state;
+        return mint_reply{st.ring->jwks(st.ctx->clock.now_ms()).dump(), {}};
+      },
+      [=](sts_atom, const config::s3_grants& g, const std::string& session) {
+        return sign_sts(self, g, session);
+      },
       [=](tick_atom) {
         (void)rotate(self);
         arm_rotation(self);
@@ -96,6 +124,7 @@ result<credential_minter_actor> spawn_credential_minter(engine_context& ctx) {
     longest_lease = std::max(longest_lease, r.lease_ttl_ms);
   runtime::key_ring::options o;
   o.dir = ctx.cfg.data_dir + "/signing-keys";
+  o.pem_file = ctx.cfg.signing_key_file;
   // A rotated key is published a minute before it signs: verifiers that cache the JWKS for
   // less than that never meet a kid they do not know.
   o.publish_lead_ms = 60'000;

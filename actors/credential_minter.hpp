@@ -8,9 +8,11 @@
 /// Receives: (`mint`, claims) → mint_reply — it sets `iss`, `aud`, `iat`, `nbf` and `jti`; the
 /// caller sets the rest, `exp` from the lease; (`verify`, token) → verify_reply — the token's
 /// claims when runtime::check_token accepts it; (`jwks`) → the JWKS document as JSON text;
-/// (`rotate`) → the error of a key rotation (empty code: rotated); `tick` from its own clock
-/// timer every `signing_key_rotation_ms`: a rotation, and the files of keys no longer published
-/// are deleted.
+/// (`rotate`) → mint_reply: the JWKS after a key rotation as its `token`, or why it failed; (`sts`,
+/// grants, session name) → sts_reply: the STS AssumeRole call for the grants' session policy,
+/// signed with the minter's own STS keys (the caller sends it: the minter does no network I/O);
+/// `tick` from its own clock timer every `signing_key_rotation_ms`: a rotation, and the files of
+/// keys no longer published are deleted.
 
 #include <cstdint>
 #include <memory>
@@ -22,6 +24,7 @@
 #include "actors/atoms.hpp"
 #include "actors/engine_context.hpp"
 #include "runtime/capability_token.hpp"
+#include "runtime/sts.hpp"
 
 namespace sy::config {
 template <class Inspector>
@@ -42,11 +45,27 @@ typename Inspector::result_type inspect(Inspector& f, capability_claims& x) {
 }
 }  // namespace sy::runtime
 
+namespace sy::runtime {
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, signed_http_request& x) {
+  return f(x.method, x.target, x.headers, x.body);
+}
+}  // namespace sy::runtime
+
 namespace sy::actors {
 
+struct sts_reply {
+  runtime::signed_http_request call;
+  sy::error err;  ///< empty code: signed; credentials_unavailable when no STS is configured
+};
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, sts_reply& x) {
+  return f(x.call, x.err);
+}
+
 struct mint_reply {
-  std::string token;
-  sy::error err;  ///< empty code: minted
+  std::string token;  ///< the token; for a rotation, the JWKS after it
+  sy::error err;      ///< empty code: minted
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, mint_reply& x) {
@@ -66,7 +85,9 @@ using credential_minter_actor =
     caf::typed_actor<caf::replies_to<mint_atom, runtime::capability_claims>::with<mint_reply>,
                      caf::replies_to<verify_atom, std::string>::with<verify_reply>,
                      caf::replies_to<jwks_atom>::with<std::string>,
-                     caf::replies_to<rotate_atom>::with<sy::error>, caf::reacts_to<tick_atom>>;
+                     caf::replies_to<rotate_atom>::with<mint_reply>,
+                     caf::replies_to<sts_atom, config::s3_grants, std::string>::with<sts_reply>,
+                     caf::reacts_to<tick_atom>>;
 
 /// The issuer and audience of the engine's tokens, and the clock skew tolerated on nbf and exp.
 inline constexpr std::string_view token_issuer = "switchyard";

@@ -229,23 +229,10 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   if (s.runtime.empty()) {
     if (auto st = queue_models({*model}, {"body.model"}); !st) co_return st.error();
   }
-  const int64_t now = deps_.clock.now_ms();
-  storage::job_record job;
-  job.id = "job_" + ids_.next(now);
-  job.tenant = s.tenant;
-  job.endpoint = s.endpoint;
+  storage::job_record job = new_job(s, std::move(*webhook_url));
   job.model = *model;
   job.body = s.body.dump();
-  job.metadata = s.metadata;
-  job.idempotency_key = s.idempotency_key;
-  // Only an idempotency key is ever compared against it (storage/ops.cpp); without one the
-  // SHA-256 of the re-serialised request would be spent for nothing.
-  if (!s.idempotency_key.empty()) job.request_hash = request_hash(s);
   job.task_id = task_id_for(job.id, 0);
-  job.max_attempts = s.max_attempts > 0 ? s.max_attempts : deps_.cfg.default_max_attempts;
-  job.created_at_ms = job.updated_at_ms = now;
-  job.webhook_url = std::move(*webhook_url);
-  job.deadline_ms = s.timeout_ms > 0 ? now + s.timeout_ms : 0;
   storage::task_record task;
   task.id = job.task_id;
   task.job_id = job.id;
@@ -259,6 +246,25 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   // aggregate temporaries passed to a coroutine inside co_await.
   write_request req{storage::create_job_op{std::move(job), std::move(task), std::move(publish)}};
   co_return co_await commit_create(std::move(req), s.idempotency_key);
+}
+
+storage::job_record engine::new_job(const submission& s, std::string webhook_url) {
+  const int64_t now = deps_.clock.now_ms();
+  storage::job_record job;
+  job.id = "job_" + ids_.next(now);
+  job.tenant = s.tenant;
+  job.endpoint = s.endpoint;
+  job.metadata = s.metadata;
+  job.idempotency_key = s.idempotency_key;
+  // Only an idempotency key is ever compared against it (storage/ops.cpp); without one the
+  // SHA-256 of the re-serialised request would be spent for nothing.
+  if (!s.idempotency_key.empty()) job.request_hash = request_hash(s);
+  job.max_attempts = s.max_attempts > 0 ? s.max_attempts : deps_.cfg.default_max_attempts;
+  job.created_at_ms = job.updated_at_ms = now;
+  job.webhook_url = std::move(webhook_url);
+  job.deadline_ms = s.timeout_ms > 0 ? now + s.timeout_ms : 0;
+  if (!s.grants.empty()) job.grants = config::s3_grants_json(s.grants).dump();
+  return job;
 }
 
 boost::asio::awaitable<result<submit_outcome>> engine::commit_create(write_request req,

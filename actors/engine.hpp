@@ -80,7 +80,9 @@ class engine final : public job_service, public worker_service {
   boost::asio::awaitable<result<heartbeat_answer>> heartbeat(std::string token) override;
   boost::asio::awaitable<status> complete(std::string token, std::string output) override;
   boost::asio::awaitable<status> fail(std::string token, worker_failure f) override;
+  boost::asio::awaitable<result<storage_credentials>> credentials(std::string token) override;
   boost::asio::awaitable<result<std::string>> jwks() override;
+  boost::asio::awaitable<result<std::string>> rotate_keys() override;
   /// The Files and Batch API of this engine.
   batch_service& batches() { return *batches_; }
 
@@ -117,6 +119,8 @@ class engine final : public job_service, public worker_service {
   boost::asio::awaitable<result<storage::op_reply>> commit_job_op(storage::write_op op,
                                                                   const std::string& id,
                                                                   std::string_view what);
+  /// A new job's record with what every submission sets (id, tenant, options, grants, times).
+  storage::job_record new_job(const submission& s, std::string webhook_url);
   /// Commits `req` (a create) and turns its reply into the submit's outcome.
   boost::asio::awaitable<result<submit_outcome>> commit_create(write_request req,
                                                                const std::string& key);
@@ -133,6 +137,9 @@ class engine final : public job_service, public worker_service {
   /// The outcome op of a worker's attempt, fenced by its token's lease and refused once the lease
   /// ran out; the caller sets how it ended.
   storage::finish_attempt_op worker_outcome(const runtime::capability_claims& c) const;
+  /// OK while the token's attempt holds its task's lease (read from the store): stale_attempt or
+  /// lease_expired otherwise.
+  status holds_lease(const runtime::capability_claims& c) const;
   /// The credential minter and one queue per configured runtime; stopped with the actors.
   status start_workers();
   void stop_workers();
@@ -184,6 +191,7 @@ class engine final : public job_service, public worker_service {
   std::atomic<bool> shut_down_{false};
   credential_minter_actor minter_;                       ///< set once at start
   std::map<std::string, runtime_queue_actor> runtimes_;  ///< by runtime name, set once at start
+  std::unique_ptr<runtime::outbound_client> sts_;        ///< sends the minter's STS calls
 };
 
 }  // namespace sy::actors

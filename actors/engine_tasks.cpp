@@ -8,6 +8,7 @@
 #include "actors/engine.hpp"
 #include "actors/http_task.hpp"
 #include "actors/list_ingest.hpp"
+#include "actors/runtime_names.hpp"
 #include "actors/submission.hpp"
 #include "actors/task_file.hpp"
 #include "actors/write.hpp"
@@ -26,17 +27,20 @@ std::pair<std::vector<std::string>, std::vector<std::string>> task_models(
     if (!seen.insert(model).second) continue;
     out.first.push_back(model);
     out.second.push_back("tasks[" + std::to_string(i) +
-                         (tasks[i].http ? "].request.url" : "].body.model"));
+                         (tasks[i].http      ? "].request.url"
+                          : tasks[i].runtime ? "].input"
+                                             : "].body.model"));
   }
   return out;
 }
 
 /// Every task is of the job's kind (an append does not know it when it parses), and the URLs of
-/// http tasks pass the policy as far as it can be judged before they run.
-status check_task_kinds(const std::vector<task_input>& tasks, bool http,
+/// http tasks pass the policy as far as it can be judged before they run; runtime tasks get the
+/// job's queue.
+status check_task_kinds(std::vector<task_input>& tasks, const job_task_kind& k,
                         const runtime::webhook_policy& policy) {
   for (size_t i = 0; i < tasks.size(); ++i) {
-    if (auto st = check_task_kind(tasks[i], http, policy, "tasks[" + std::to_string(i) + "]"); !st)
+    if (auto st = check_task_kind(tasks[i], k, policy, "tasks[" + std::to_string(i) + "]"); !st)
       return st.error();
   }
   return ok;
@@ -77,24 +81,23 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit_list(submission s)
   if (!staged_source) co_return staged_source.error();
   auto webhook_url = job_webhook(s);
   if (!webhook_url) co_return webhook_url.error();
-  if (auto st = check_task_kinds(s.tasks, s.endpoint == http_endpoint, http_task_policy_); !st)
-    co_return st.error();
+  std::string runtime_queue;
+  if (!s.runtime.empty()) {
+    auto queue = runtime_model(s);
+    if (!queue) co_return queue.error();
+    runtime_queue = std::move(*queue);
+  }
+  const job_task_kind kind{s.endpoint == http_endpoint, runtime_queue};
+  if (auto st = check_task_kinds(s.tasks, kind, http_task_policy_); !st) co_return st.error();
   auto models = task_models(s.tasks);
-  if (auto st = queue_models(models.first, models.second); !st) co_return st.error();
-  const int64_t now = deps_.clock.now_ms();
-  storage::job_record job;
-  job.id = "job_" + ids_.next(now);
-  job.tenant = s.tenant;
-  job.endpoint = s.endpoint;
-  // An open list's later tasks may name other models: it names none.
+  if (runtime_queue.empty()) {
+    if (auto st = queue_models(models.first, models.second); !st) co_return st.error();
+  }
+  storage::job_record job = new_job(s, std::move(*webhook_url));
+  // An open list's later tasks may name other models: it names none. A runtime job's tasks all
+  // go to its runtime's queue.
   if (models.first.size() == 1 && !s.open) job.model = models.first.front();
-  job.metadata = s.metadata;
-  job.idempotency_key = s.idempotency_key;
-  if (!s.idempotency_key.empty()) job.request_hash = request_hash(s);
-  job.max_attempts = s.max_attempts > 0 ? s.max_attempts : deps_.cfg.default_max_attempts;
-  job.created_at_ms = job.updated_at_ms = now;
-  job.webhook_url = std::move(*webhook_url);
-  job.deadline_ms = s.timeout_ms > 0 ? now + s.timeout_ms : 0;
+  if (!runtime_queue.empty()) job.model = runtime_queue;
   job.task_list = true;
   job.window = s.max_inflight > 0 ? s.max_inflight : deps_.cfg.task_window;
   job.task_events = s.task_events;
@@ -131,15 +134,17 @@ boost::asio::awaitable<result<storage::job_record>> engine::append(std::string t
                          "An append holds at most " + std::to_string(deps_.cfg.sync_tasks_max) +
                              " tasks (sync_tasks_max); send larger lists in several appends.",
                          "tasks");
-  bool http = false;  // a job's endpoint never changes: read before the append commits
+  job_task_kind kind;  // a job's kind never changes: read before the append commits
   {
     auto txn = deps_.env.begin_read();
     auto job = storage::get_job(txn, id);
-    http = job && job->owned_by(tenant) && job->endpoint == http_endpoint;
+    if (job && job->owned_by(tenant)) kind = task_kind_of(*job);
   }
-  if (auto st = check_task_kinds(a.tasks, http, http_task_policy_); !st) co_return st.error();
+  if (auto st = check_task_kinds(a.tasks, kind, http_task_policy_); !st) co_return st.error();
   auto models = task_models(a.tasks);
-  if (auto st = queue_models(models.first, models.second); !st) co_return st.error();
+  if (kind.runtime_queue.empty()) {
+    if (auto st = queue_models(models.first, models.second); !st) co_return st.error();
+  }
   storage::append_tasks_op op;
   op.tenant = std::move(tenant);
   op.job_id = id;

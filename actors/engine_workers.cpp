@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include <algorithm>
 #include <chrono>
 
 #include <caf/send.hpp>
@@ -22,12 +23,33 @@ constexpr std::chrono::milliseconds answer_within{10'000};
 /// A lease's own wait plus this.
 constexpr std::chrono::milliseconds lease_slack{5'000};
 
+/// Why an attempt whose calls the store refuses no longer holds its task. Past the lease end the
+/// token carries, the lease ran out (the reaper took the task back); before it, the attempt
+/// ended otherwise.
+sy::error lost_attempt(const runtime::capability_claims& c, int64_t now_ms) {
+  if (now_ms >= c.exp_s * 1000)
+    return make_error(errc::lease_expired, "The lease of attempt " + std::to_string(c.attempt) +
+                                               " of task " + c.task_id +
+                                               " expired; the task was queued again.");
+  return make_error(errc::stale_attempt,
+                    "Attempt " + std::to_string(c.attempt) + " of task " + c.task_id +
+                        " is no longer current: its outcome is recorded, its job was "
+                        "cancelled, or a later attempt exists.");
+}
+
 }  // namespace
 
 status engine::start_workers() {
   auto minter = spawn_credential_minter(*ctx_);
   if (!minter) return minter.error();
   minter_ = std::move(*minter);
+  // STS is the operator's own endpoint (often on loopback or a private network): no network
+  // policy beyond the exchange's time bound.
+  runtime::webhook_policy sts_policy;
+  sts_policy.allow_loopback = true;
+  sts_policy.timeout_ms = answer_within.count();
+  sts_policy.setting = "sts";
+  sts_ = std::make_unique<runtime::outbound_client>(exec_.get_executor(), std::move(sts_policy));
   for (const auto& [name, r] : deps_.cfg.runtimes)
     runtimes_.emplace(name, spawn_runtime_queue(*ctx_, name, minter_));
   if (!runtimes_.empty()) log::info("engine", "runtimes started", {{"runtimes", runtimes_.size()}});
@@ -49,6 +71,18 @@ result<std::string> engine::runtime_model(submission& s) const {
                           "' is configured (runtimes in the configuration, docs/workers.md)",
                       "runtime");
   if (s.max_attempts == 0) s.max_attempts = rt->second.max_attempts;
+  if (!s.grants.empty()) {
+    std::vector<config::s3_prefix> allowed;
+    if (auto t = deps_.cfg.tenant_storage_prefixes.find(s.tenant);
+        t != deps_.cfg.tenant_storage_prefixes.end())
+      for (const auto& uri : t->second)
+        if (auto p = config::parse_s3_prefix(uri)) allowed.push_back(std::move(*p));
+    if (auto outside = config::s3_grant_outside(s.grants, allowed); !outside.empty())
+      return make_error(errc::invalid_grants,
+                        "The grant '" + outside + "' lies outside the storage prefixes tenant '" +
+                            s.tenant + "' may grant (tenant_storage_prefixes).",
+                        "grants");
+  }
   return runtime_queue(s.runtime);
 }
 
@@ -91,16 +125,7 @@ boost::asio::awaitable<status> engine::commit_attempt_op(storage::write_op op,
     default:
       break;
   }
-  // The attempt no longer holds the task. Past the lease end the token carries, the lease ran
-  // out (the reaper took the task back); before it, the attempt ended otherwise.
-  if (deps_.clock.now_ms() >= c.exp_s * 1000)
-    co_return make_error(errc::lease_expired, "The lease of attempt " + std::to_string(c.attempt) +
-                                                  " of task " + c.task_id +
-                                                  " expired; the task was queued again.");
-  co_return make_error(errc::stale_attempt,
-                       "Attempt " + std::to_string(c.attempt) + " of task " + c.task_id +
-                           " is no longer current: its outcome is recorded, its job was "
-                           "cancelled, or a later attempt exists.");
+  co_return lost_attempt(c, deps_.clock.now_ms());
 }
 
 boost::asio::awaitable<result<heartbeat_answer>> engine::heartbeat(std::string token) {
@@ -163,8 +188,80 @@ boost::asio::awaitable<status> engine::fail(std::string token, worker_failure f)
   co_return co_await commit_attempt_op(std::move(op), *c);
 }
 
+status engine::holds_lease(const runtime::capability_claims& c) const {
+  const int64_t now = deps_.clock.now_ms();
+  auto txn = deps_.env.begin_read();
+  auto lease = storage::get_lease(txn, c.task_id);
+  if (lease && lease->attempt == c.attempt && lease->token == c.lease && now < lease->expires_at_ms)
+    return ok;
+  // Still its lease, run out before the reaper took the task back: expired whatever the token
+  // says (a heartbeat's fresh token may outlive a lease the reaper has not seen yet).
+  if (lease && lease->attempt == c.attempt && lease->token == c.lease)
+    return lost_attempt(c, std::max(now, c.exp_s * 1000));
+  return lost_attempt(c, now);
+}
+
+boost::asio::awaitable<result<storage_credentials>> engine::credentials(std::string token) {
+  auto c = co_await verified(std::move(token));
+  if (!c) co_return c.error();
+  if (c->grants.empty())
+    co_return make_error(errc::invalid_grants,
+                         "Task " + c->task_id +
+                             " was submitted without storage grants: there is nothing to mint "
+                             "credentials for.",
+                         "grants");
+  if (auto st = holds_lease(*c); !st) co_return st.error();
+  // A session name STS accepts ([\w+=,.@-], at most 64): the task and the attempt.
+  std::string session = "sy-" + std::to_string(c->attempt) + "-" + c->task_id;
+  session.resize(std::min<size_t>(session.size(), 64));
+  auto signed_call = co_await ask<sts_reply>(*sys_, minter_, answer_within, sts_atom::value,
+                                             c->grants, std::move(session));
+  if (!signed_call) co_return signed_call.error();
+  if (!signed_call->err.code.empty()) co_return signed_call->err;
+  const auto& cfg = deps_.cfg;
+  runtime::outbound_request req{"POST", cfg.sts_endpoint + "/", {}, signed_call->call.body};
+  for (auto& [name, value] : signed_call->call.headers)
+    if (name != "Host") req.headers.emplace_back(name, value);
+  runtime::outbound_options o;
+  o.read_success_body = true;
+  o.peer_noun = "STS";
+  o.reached_as = "may be reached";
+  auto answer = co_await sts_->send(std::move(req), o);
+  if (!answer.answered) {
+    log::warn("workers", "STS did not answer", {{"task_id", c->task_id}, {"error", answer.error}});
+    co_return make_error(errc::credentials_unavailable, "STS did not answer: " + answer.error);
+  }
+  auto minted = runtime::parse_assume_role_response(answer.status_code, answer.body);
+  if (!minted) {
+    log::warn("workers", "STS refused to mint credentials",
+              {{"task_id", c->task_id}, {"error", minted.error().message}});
+    co_return minted.error();
+  }
+  log::info("workers", "minted storage credentials",
+            {{"task_id", c->task_id}, {"attempt", c->attempt}, {"expiration", minted->expiration}});
+  auto& k = minted->credentials;
+  co_return storage_credentials{
+      std::move(k.access_key_id),
+      std::move(k.secret_access_key),
+      std::move(k.session_token),
+      std::move(minted->expiration),
+      cfg.storage_endpoint.empty() ? cfg.sts_endpoint : cfg.storage_endpoint,
+      cfg.sts_region};
+}
+
 boost::asio::awaitable<result<std::string>> engine::jwks() {
   co_return co_await ask<std::string>(*sys_, minter_, answer_within, jwks_atom::value);
+}
+
+boost::asio::awaitable<result<std::string>> engine::rotate_keys() {
+  if (!deps_.cfg.signing_key_file.empty())
+    co_return make_error(errc::invalid_request,
+                         "The signing key is the operator's (signing_key_file): rotate it by "
+                         "replacing the file and restarting the engine.");
+  auto rotated = co_await ask<mint_reply>(*sys_, minter_, answer_within, rotate_atom::value);
+  if (!rotated) co_return rotated.error();
+  if (!rotated->err.code.empty()) co_return rotated->err;
+  co_return std::move(rotated->token);
 }
 
 }  // namespace sy::actors

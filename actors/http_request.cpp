@@ -7,6 +7,7 @@
 #include <array>
 #include <set>
 
+#include "actors/runtime_names.hpp"
 #include "config/http_token.hpp"
 #include "config/webhook_url.hpp"
 
@@ -99,10 +100,29 @@ status check_http_target(const json& request, const std::string& param,
   return runtime::check_target(*parsed, text, policy, label);
 }
 
-status check_task_kind(const task_input& task, bool http, const runtime::webhook_policy& policy,
-                       const std::string& at) {
+job_task_kind task_kind_of(const storage::job_record& job) {
+  return {job.endpoint == http_endpoint,
+          job.endpoint == runtime_endpoint ? job.model : std::string()};
+}
+
+status check_task_kind(task_input& task, const job_task_kind& k,
+                       const runtime::webhook_policy& policy, const std::string& at) {
   auto param = [&](const char* field) { return at.empty() ? field : at + "." + field; };
   const std::string what = at.empty() ? "The line" : "'" + at + "'";
+  const bool http = k.http;
+  if (task.runtime != !k.runtime_queue.empty())
+    return make_error(errc::invalid_tasks,
+                      task.runtime ? what +
+                                         " has an 'input': only the tasks of a job for a "
+                                         "runtime do; this job's tasks have a 'body'."
+                                   : what +
+                                         " must have an 'input': the job's tasks are done by "
+                                         "its runtime's workers.",
+                      param("input"));
+  if (task.runtime) {
+    task.model = k.runtime_queue;
+    return ok;
+  }
   if (task.http != http)
     return make_error(errc::invalid_tasks,
                       http ? what + " must have a 'request': the job's endpoint is http."

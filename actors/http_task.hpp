@@ -43,11 +43,21 @@ result<std::string> parse_http_request(nlohmann::json& request, const std::strin
 status check_http_target(const nlohmann::json& request, const std::string& param,
                          const runtime::webhook_policy& policy);
 
-/// A task of a job whose endpoint is (`http`) or is not http: of the job's kind, and an http
-/// task's URL passes check_http_target. `at` names the task ("tasks[3]"; empty: a line of a
-/// staged list). Errors invalid_tasks, http_task_denied.
-status check_task_kind(const task_input& task, bool http, const runtime::webhook_policy& policy,
-                       const std::string& at);
+/// What kind of tasks a job takes: an http job's, a runtime job's (then `runtime_queue` is its
+/// queue), or else OpenAI requests.
+struct job_task_kind {
+  bool http = false;
+  std::string runtime_queue;
+};
+
+/// The kind of tasks `job` takes (its endpoint, and its runtime queue for a runtime job).
+job_task_kind task_kind_of(const storage::job_record& job);
+
+/// A task of a job of kind `k`: of the job's kind, an http task's URL passes
+/// check_http_target, and a runtime task gets the job's queue as its model. `at` names the task
+/// ("tasks[3]"; empty: a line of a staged list). Errors invalid_tasks, http_task_denied.
+status check_task_kind(task_input& task, const job_task_kind& k,
+                       const runtime::webhook_policy& policy, const std::string& at);
 
 /// Sends one attempt of an http task (`request`: its stored JSON text) and says what came of it
 /// as a gateway outcome: an answer of any status is `got_response`; 408, 429, 5xx and transport

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/result.hpp"
+#include "config/s3_scope.hpp"
 #include "runtime/clock.hpp"
 #include "storage/records.hpp"
 
@@ -28,6 +29,8 @@ struct task_input {
   nlohmann::json body;    ///< the OpenAI request, or an http task's request (`http`)
   std::string model;      ///< its queue: body["model"], or http-task:<host> (actors/http_task.hpp)
   bool http = false;      ///< an http task: `body` is {method, url, headers?, body?}
+  bool runtime = false;   ///< a task for a runtime's workers: `body` is its `input`; `model` is
+                          ///< the job's runtime queue, set once the job is known
 };
 
 /// A validated submission (see actors/submission.hpp for how JSON becomes one).
@@ -42,6 +45,7 @@ struct submission {
   bool task_events = false;       ///< a task list that publishes an event per task transition
   std::string input_file_id;      ///< a staged task list (a file of purpose "tasks")
   std::string runtime;            ///< a job for this runtime's workers: `body` is its `input`
+  config::s3_grants grants;       ///< a runtime job's storage grants (docs/workers.md)
 
   bool task_list() const { return !tasks.empty() || open || !input_file_id.empty(); }
   nlohmann::json metadata = nlohmann::json::object();

@@ -86,10 +86,10 @@ void failed_io(ingest_ptr self, const sy::error& e) {
 bool check(ingest_ptr self) {
   auto& st = self->state;
   auto& ctx = *st.ctx;
-  const bool http = st.job.endpoint == http_endpoint;
-  auto task_ok = [&ctx, http](const task_input& t) -> status {
-    if (auto st = check_task_kind(t, http, ctx.http_tasks->policy(), ""); !st) return st;
-    if (!http && ctx.gateway_for(t.model) == nullptr)
+  const job_task_kind kind = task_kind_of(st.job);
+  auto task_ok = [&ctx, &kind](task_input& t) -> status {
+    if (auto st = check_task_kind(t, kind, ctx.http_tasks->policy(), ""); !st) return st;
+    if (!kind.http && kind.runtime_queue.empty() && ctx.gateway_for(t.model) == nullptr)
       return make_error(errc::model_not_found, "No gateway serves model '" + t.model + "'.",
                         "body.model");
     return ok;
@@ -139,9 +139,15 @@ void next_chunk(ingest_ptr self) {
   st.io_failures = 0;
   if (chunk->tasks.empty()) return latch(self);
   std::set<std::string> distinct;
-  for (const auto& t : chunk->tasks) distinct.insert(t.model);
-  if (auto st_models = st.queue_models({distinct.begin(), distinct.end()}); !st_models)
-    return fail(self, {st_models.error().code, st_models.error().message}, {});
+  const job_task_kind kind = task_kind_of(st.job);
+  for (auto& t : chunk->tasks) {
+    if (t.runtime) t.model = kind.runtime_queue;  // checked by check() before the first chunk
+    distinct.insert(t.model);
+  }
+  auto st_models = kind.runtime_queue.empty()
+                       ? st.queue_models({distinct.begin(), distinct.end()})
+                       : status(ok);  // a runtime's queue is its workers', not a dispatcher's
+  if (!st_models) return fail(self, {st_models.error().code, st_models.error().message}, {});
   storage::ingest_chunk_op op;
   op.job_id = st.job.id;
   op.first_index = st.job.ingested;

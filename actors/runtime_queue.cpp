@@ -90,6 +90,10 @@ void sign(queue_ptr self, const waiter_ptr& w, leased_task t, std::string lease,
   c.attempt = t.attempt;
   c.lease = std::move(lease);
   c.exp_s = (t.lease_expires_at_ms + 999) / 1000;
+  if (!job.grants.empty()) {  // written canonical at submission; read back the same
+    if (auto g = config::parse_s3_grants(nlohmann::json::parse(job.grants, nullptr, false)))
+      c.grants = std::move(*g);
+  }
   self->request(self->state.minter, caf::infinite, mint_atom::value, std::move(c))
       .then(
           [self, w, t = std::move(t)](mint_reply& m) mutable {
@@ -127,7 +131,8 @@ void on_started(queue_ptr self, const waiter_ptr& w, const runtime::delivery& d,
   // The store's lease is now the claim on the task: the message has done its work.
   (void)js.ack(d);
   t.job_id = r.reply->job->id;
-  t.input = r.reply->job->body;
+  // A task of a list has its own input; a single job's is the job's body.
+  t.input = r.reply->job->task_list && r.reply->task ? r.reply->task->body : r.reply->job->body;
   sign(self, w, std::move(t), std::move(lease), *r.reply->job);
 }
 

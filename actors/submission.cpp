@@ -10,23 +10,23 @@
 #include "actors/runtime_names.hpp"
 #include "config/endpoints.hpp"
 #include "config/limits.hpp"
-#include "config/sha256.hpp"
+#include "config/s3_scope.hpp"
 #include "runtime/webhook_policy.hpp"
-#include "storage/json_text.hpp"
 
 namespace sy::actors {
 namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 13> known_fields = {
+constexpr std::array<std::string_view, 14> known_fields = {
     "endpoint",    "body",    "tasks",        "metadata",      "max_attempts",
     "webhook_url", "timeout", "max_inflight", "input_file_id", "open",
-    "task_events", "runtime", "input"};
-/// What a job for a runtime's workers does not take (it has `runtime` and `input` instead).
-constexpr std::array<std::string_view, 7> not_with_runtime = {
-    "endpoint", "body", "tasks", "max_inflight", "input_file_id", "open", "task_events"};
-constexpr std::array<std::string_view, 3> known_task_fields = {"custom_id", "body", "request"};
+    "task_events", "runtime", "input",        "grants"};
+/// What a job for a runtime's workers does not take (it has `runtime` and `input`, or a task
+/// list of inputs, instead).
+constexpr std::array<std::string_view, 2> not_with_runtime = {"endpoint", "body"};
+constexpr std::array<std::string_view, 4> known_task_fields = {"custom_id", "body", "request",
+                                                               "input"};
 constexpr int max_inflight_cap = 10'000;
 constexpr double max_timeout_s = 7 * 24 * 3600;
 
@@ -43,7 +43,7 @@ status check_fields(const json& j) {
                         "Unrecognized request argument supplied: " + key +
                             ". Allowed: endpoint, body, tasks, input_file_id, open, metadata, "
                             "max_attempts, webhook_url, timeout, max_inflight, task_events, "
-                            "runtime, input.",
+                            "runtime, input, grants.",
                         key);
   }
   return ok;
@@ -222,17 +222,6 @@ result<int64_t> parse_timeout(const json& j) {
   return static_cast<int64_t>(std::llround(it->get<double>() * 1000.0));
 }
 
-/// The first `chars` code points of valid UTF-8 `s` (for quoting a too-long key whole
-/// characters at a time: a cut inside one would make the error message invalid UTF-8).
-std::string utf8_prefix(std::string_view s, size_t chars) {
-  size_t i = 0;
-  for (; i < s.size() && chars > 0; --chars) {
-    ++i;
-    while (i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) ++i;
-  }
-  return std::string(s.substr(0, i));
-}
-
 }  // namespace
 
 result<task_input> parse_task(json& t, const std::string& at, std::optional<bool> http) {
@@ -247,7 +236,8 @@ result<task_input> parse_task(json& t, const std::string& at, std::optional<bool
     if (!contains(known_task_fields, key))
       return make_error(errc::unknown_parameter,
                         "Unrecognized task argument supplied: " + param(key.c_str()) +
-                            ". Allowed: custom_id, body (request in an http job).",
+                            ". Allowed: custom_id, body (request in an http job, input in a "
+                            "job for a runtime).",
                         param(key.c_str()));
   }
   task_input out;
@@ -259,6 +249,18 @@ result<task_input> parse_task(json& t, const std::string& at, std::optional<bool
           "'" + param("custom_id") + "' must be a non-empty string of at most 512 bytes.",
           param("custom_id"));
     out.custom_id = id->get<std::string>();
+  }
+  if (auto input = t.find("input"); input != t.end()) {
+    // A task for a runtime's workers: any JSON. Whether the job is one is the caller's check.
+    if (t.contains("body") || t.contains("request"))
+      return make_error(errc::invalid_tasks,
+                        what +
+                            " has an 'input' (a task for a runtime's workers): it takes "
+                            "neither 'body' nor 'request'.",
+                        param("input"));
+    out.runtime = true;
+    out.body = std::move(*input);
+    return out;
   }
   auto request = t.find("request");
   const bool has_request = request != t.end() && !request->is_null();
@@ -288,53 +290,6 @@ result<task_input> parse_task(json& t, const std::string& at, std::optional<bool
   return out;
 }
 
-status check_metadata(const json& m) {
-  if (m.is_null()) return ok;
-  auto bad = [](const std::string& why) {
-    return make_error(errc::invalid_metadata, "'metadata' " + why + ".", "metadata");
-  };
-  if (!m.is_object()) return bad("must be an object of string values");
-  if (m.size() > limits::metadata_max_keys) return bad("has more than 16 keys");
-  for (const auto& [k, v] : m.items()) {
-    // The body parser rejects invalid UTF-8 already; this keeps the limits honest regardless.
-    auto key_chars = storage::utf8_length(k);
-    if (!key_chars) return bad("has a key that is not valid UTF-8");
-    if (*key_chars > limits::metadata_key_max_chars)
-      return bad("key '" + utf8_prefix(k, limits::metadata_key_max_chars) +
-                 "...' is longer than 64 characters");
-    if (!v.is_string()) return bad("value of '" + k + "' must be a string");
-    auto value_chars = storage::utf8_length(v.get_ref<const std::string&>());
-    if (!value_chars) return bad("value of '" + k + "' is not valid UTF-8");
-    if (*value_chars > limits::metadata_value_max_chars)
-      return bad("value of '" + k + "' is longer than 512 characters");
-  }
-  return ok;
-}
-
-status check_model(const json& body, const std::string& param) {
-  auto model = body.find("model");
-  if (model == body.end() || !model->is_string() || model->get_ref<const std::string&>().empty())
-    return make_error(errc::missing_model,
-                      "'" + param + "' is required and must be a non-empty string.", param);
-  if (is_http_queue(model->get_ref<const std::string&>()))
-    return make_error(errc::invalid_body,
-                      "'" + param + "' may not begin with '" + std::string(http_queue_prefix) +
-                          "': such names are the queues of http tasks.",
-                      param);
-  if (is_runtime_queue(model->get_ref<const std::string&>()))
-    return make_error(errc::invalid_body,
-                      "'" + param + "' may not begin with '" + std::string(runtime_queue_prefix) +
-                          "': such names are the queues of runtimes.",
-                      param);
-  if (const size_t n = model->get_ref<const std::string&>().size(); n > limits::model_max_bytes)
-    return make_error(errc::string_above_max_length,
-                      "Invalid '" + param + "': string too long. Expected at most " +
-                          std::to_string(limits::model_max_bytes) + " bytes, got " +
-                          std::to_string(n) + " (model_max_bytes, see docs/limits.md).",
-                      param);
-  return ok;
-}
-
 namespace {
 
 /// The options every job takes: metadata, max_attempts, webhook_url, timeout.
@@ -356,6 +311,52 @@ status parse_job_options(json& j, int max_attempts_cap, submission& s) {
 
 /// A job for a runtime's workers (docs/workers.md): `runtime` and `input` (any JSON), and the
 /// options every job takes. Whether the runtime is configured is the engine's check.
+/// A task list's parts (`tasks`, `open`, `input_file_id`, `max_inflight`, `task_events`) into
+/// `s`; `http` as parse_tasks takes it.
+status parse_list_parts(json& j, list_kind kind, std::optional<bool> http, submission& s) {
+  const bool list = kind.tasks || kind.open || !kind.input_file_id.empty();
+  auto max_inflight = parse_max_inflight(j, list);
+  if (!max_inflight) return max_inflight.error();
+  if (list) {
+    auto parsed = parse_tasks(j, !kind.tasks, http);
+    if (!parsed) return parsed.error();
+    s.tasks = std::move(*parsed);
+  }
+  s.max_inflight = *max_inflight;
+  s.open = kind.open;
+  if (auto ev = j.find("task_events"); ev != j.end() && !ev->is_null()) {
+    if (!ev->is_boolean() || (!list && ev->get<bool>()))
+      return make_error(errc::invalid_tasks,
+                        "'task_events' must be true or false, given with a task list.",
+                        "task_events");
+    s.task_events = ev->get<bool>();
+  }
+  s.input_file_id = std::move(kind.input_file_id);
+  return ok;
+}
+
+/// Every task of a runtime job's inline list is an `input`: refused before parse_task would
+/// read a `body` as an OpenAI request.
+status check_runtime_tasks(const json& j) {
+  auto tasks = j.find("tasks");
+  if (tasks == j.end() || !tasks->is_array()) return ok;
+  for (size_t i = 0; i < tasks->size(); ++i) {
+    const auto& t = (*tasks)[i];
+    if (t.is_object() && !t.contains("input")) {
+      const std::string at = "tasks[" + std::to_string(i) + "]";
+      return make_error(errc::invalid_tasks,
+                        "'" + at +
+                            "' must have an 'input': the tasks of a job for a runtime "
+                            "are done by its workers.",
+                        at + ".input");
+    }
+  }
+  return ok;
+}
+
+/// A job for a runtime's workers (docs/workers.md): `runtime` and `input` (any JSON) or a task
+/// list of inputs, optional `grants`, and the options every job takes. Whether the runtime is
+/// configured is the engine's check.
 result<submission> parse_runtime_job(json& j, submission s, int max_attempts_cap) {
   const auto& name = j["runtime"];
   if (!name.is_string() || name.get_ref<const std::string&>().empty() ||
@@ -368,17 +369,33 @@ result<submission> parse_runtime_job(json& j, submission s, int max_attempts_cap
     if (j.contains(field))
       return make_error(errc::invalid_request,
                         "'" + std::string(field) +
-                            "' is not used by a job for a runtime: give 'runtime' and 'input'.",
+                            "' is not used by a job for a runtime: give 'runtime' and 'input' "
+                            "(or 'tasks' of inputs).",
                         std::string(field));
   }
+  auto kind = parse_list_kind(j);
+  if (!kind) return kind.error();
+  const bool list = kind->tasks || kind->open || !kind->input_file_id.empty();
   auto input = j.find("input");
-  if (input == j.end())
+  if (list && input != j.end())
+    return make_error(errc::invalid_tasks,
+                      "Give either 'input' (one task) or a task list ('tasks', 'input_file_id' "
+                      "or 'open'), not both.",
+                      "input");
+  if (!list && input == j.end())
     return make_error(errc::missing_required_parameter,
                       "'input' is required with 'runtime': the JSON the worker gets.", "input");
+  if (auto st = check_runtime_tasks(j); !st) return st.error();
+  if (auto st = parse_list_parts(j, std::move(*kind), false, s); !st) return st.error();
+  if (auto g = j.find("grants"); g != j.end() && !g->is_null()) {
+    auto grants = config::parse_s3_grants(*g);
+    if (!grants) return grants.error();
+    s.grants = std::move(*grants);
+  }
   if (auto st = parse_job_options(j, max_attempts_cap, s); !st) return st.error();
   s.endpoint = runtime_endpoint;
   s.runtime = name.get<std::string>();
-  s.body = std::move(*input);
+  if (!list) s.body = std::move(*input);
   return s;
 }
 
@@ -395,10 +412,13 @@ result<submission> parse_submission(json j, std::string tenant, std::string idem
     s.idempotency_key = std::move(idempotency_key);
     return parse_runtime_job(j, std::move(s), max_attempts_cap);
   }
-  if (j.contains("input"))
-    return make_error(errc::unknown_parameter,
-                      "'input' is the input of a job for a runtime; give it with 'runtime'.",
-                      "input");
+  for (const char* field : {"input", "grants"}) {
+    if (j.contains(field))
+      return make_error(errc::unknown_parameter,
+                        "'" + std::string(field) +
+                            "' is for a job done by external workers; give it with 'runtime'.",
+                        field);
+  }
   auto endpoint = parse_endpoint(j);
   if (!endpoint) return endpoint.error();
   auto kind = parse_list_kind(j);
@@ -410,35 +430,16 @@ result<submission> parse_submission(json j, std::string tenant, std::string idem
                       "The http endpoint runs task lists: give 'tasks' (each with a 'request'), "
                       "'input_file_id' or 'open', not 'body'.",
                       "endpoint");
-  auto max_inflight = parse_max_inflight(j, list);
-  if (!max_inflight) return max_inflight.error();
-  std::vector<task_input> tasks;
-  json* body_doc = nullptr;
-  if (list) {
-    auto parsed = parse_tasks(j, !kind->tasks, http);
-    if (!parsed) return parsed.error();
-    tasks = std::move(*parsed);
-  } else {
+  submission s;
+  if (!list) {
     auto body = parse_body(j);
     if (!body) return body.error();
-    body_doc = *body;
+    s.body = std::move(**body);
   }
-  submission s;
+  if (auto st = parse_list_parts(j, std::move(*kind), http, s); !st) return st.error();
   if (auto st = parse_job_options(j, max_attempts_cap, s); !st) return st.error();
   s.tenant = std::move(tenant);
   s.endpoint = std::move(*endpoint);
-  if (body_doc) s.body = std::move(*body_doc);
-  s.tasks = std::move(tasks);
-  s.max_inflight = *max_inflight;
-  s.open = kind->open;
-  if (auto ev = j.find("task_events"); ev != j.end() && !ev->is_null()) {
-    if (!ev->is_boolean() || (!list && ev->get<bool>()))
-      return make_error(errc::invalid_tasks,
-                        "'task_events' must be true or false, given with a task list.",
-                        "task_events");
-    s.task_events = ev->get<bool>();
-  }
-  s.input_file_id = std::move(kind->input_file_id);
   s.idempotency_key = std::move(idempotency_key);
   return s;
 }
@@ -462,34 +463,6 @@ result<task_append> parse_append(json j) {
   if (!tasks) return tasks.error();
   out.tasks = std::move(*tasks);
   return out;
-}
-
-std::string request_hash(const task_append& a) {
-  json tasks = json::array();
-  for (const auto& t : a.tasks) tasks.push_back({{"custom_id", t.custom_id}, {"body", t.body}});
-  json canonical = {{"tasks", std::move(tasks)}, {"last_batch", a.last_batch}};
-  return config::sha256_hex(canonical.dump(-1, ' ', false, json::error_handler_t::replace));
-}
-
-std::string request_hash(const submission& s) {
-  // nlohmann's object is a std::map, so dump() emits keys sorted at every level: canonical.
-  json canonical = {{"endpoint", s.endpoint},
-                    {"body", s.body},
-                    {"metadata", s.metadata},
-                    {"max_attempts", s.max_attempts}};
-  // Only when given, so that requests without them hash as they always did.
-  if (!s.webhook_url.empty()) canonical["webhook_url"] = s.webhook_url;
-  if (s.timeout_ms > 0) canonical["timeout_ms"] = s.timeout_ms;
-  if (s.open) canonical["open"] = true;
-  if (!s.runtime.empty()) canonical["runtime"] = s.runtime;
-  if (!s.input_file_id.empty()) canonical["input_file_id"] = s.input_file_id;
-  if (s.task_list()) {
-    json tasks = json::array();
-    for (const auto& t : s.tasks) tasks.push_back({{"custom_id", t.custom_id}, {"body", t.body}});
-    canonical["tasks"] = std::move(tasks);
-    canonical["max_inflight"] = s.max_inflight;
-  }
-  return config::sha256_hex(canonical.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 }  // namespace sy::actors

@@ -151,7 +151,7 @@ storage::batch_error line_error(const sy::error& e, int64_t line) {
 }  // namespace
 
 result<task_file_check> check_task_file(const std::string& path, int64_t max_tasks,
-                                        const std::function<status(const task_input&)>& task_ok,
+                                        const std::function<status(task_input&)>& task_ok,
                                         size_t max_errors) {
   auto f = open_at(path, 0);
   if (!f) return f.error();
@@ -317,7 +317,8 @@ status write_task_file(const std::string& path, const std::vector<task_input>& t
   };
   bool good = true;
   for (const auto& t : tasks) {
-    json line = {{"body", t.body}};
+    // Each kind under its own key, as a client writes the line (parse_task reads it back).
+    json line = {{t.runtime ? "input" : t.http ? "request" : "body", t.body}};
     if (!t.custom_id.empty()) line["custom_id"] = t.custom_id;
     buf += line.dump(-1, ' ', false, json::error_handler_t::replace);
     buf += '\n';

@@ -31,7 +31,7 @@ struct task_file_check {
 /// line at a time, plus 16 bytes per task with a custom_id. Errors (the pass could not run):
 /// storage_error.
 result<task_file_check> check_task_file(const std::string& path, int64_t max_tasks,
-                                        const std::function<status(const task_input&)>& task_ok,
+                                        const std::function<status(task_input&)>& task_ok,
                                         size_t max_errors = 100);
 
 /// The next tasks of a checked file, from byte `offset`.

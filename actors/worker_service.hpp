@@ -30,6 +30,16 @@ struct heartbeat_answer {
   bool cancel_requested = false;  ///< the job is being cancelled or past its timeout: stop
 };
 
+/// Storage credentials minted for an attempt: scoped to its grants (docs/workers.md).
+struct storage_credentials {
+  std::string access_key_id;
+  std::string secret_access_key;
+  std::string session_token;
+  std::string expiration;  ///< ISO 8601, as STS wrote it
+  std::string endpoint;    ///< the S3 endpoint to use them with
+  std::string region;
+};
+
 class worker_service {
  public:
   virtual ~worker_service() = default;
@@ -44,8 +54,15 @@ class worker_service {
   virtual boost::asio::awaitable<status> complete(std::string token, std::string output) = 0;
   /// Records the attempt's failure: retried with backoff when retryable and attempts are left.
   virtual boost::asio::awaitable<status> fail(std::string token, worker_failure f) = 0;
+  /// Credentials for the attempt's storage grants, from STS, while the attempt holds its lease.
+  /// Errors (besides the four above): invalid_grants (the task has none), credentials_unavailable
+  /// (no STS configured, or STS refused or did not answer).
+  virtual boost::asio::awaitable<result<storage_credentials>> credentials(std::string token) = 0;
   /// The JWKS of the keys that verify capability tokens, as JSON text.
   virtual boost::asio::awaitable<result<std::string>> jwks() = 0;
+  /// Rotates the signing key now (`switchyard keys rotate`): the new key is published at once
+  /// and signs after the publish lead; returns the JWKS after the rotation.
+  virtual boost::asio::awaitable<result<std::string>> rotate_keys() = 0;
 };
 
 }  // namespace sy::actors

@@ -50,17 +50,27 @@ result<std::string> authenticator::tenant_for(std::string_view authorization_hea
   return std::move(*tenant);
 }
 
-status authenticator::worker(std::string_view authorization_header) const {
+status authenticator::role(std::string_view authorization_header, std::string_view role,
+                           std::string_view what) const {
   if (keys_.empty()) return ok;
   if (trim(authorization_header).empty())
-    return make_error(errc::missing_api_key,
-                      "You didn't provide a worker key. Send it as 'Authorization: Bearer <key>'.");
+    return make_error(errc::missing_api_key, "You didn't provide " + std::string(what) +
+                                                 ". Send it as 'Authorization: Bearer <key>'.");
   std::string_view key = bearer_key(authorization_header);
-  if (key.empty() || !config::is_worker_key(keys_, key))
+  if (key.empty() || !config::key_has_role(keys_, key, role))
     return make_error(errc::invalid_api_key,
-                      "Incorrect API key provided: the worker protocol takes a key with the "
-                      "worker role.");
+                      "Incorrect API key provided: this call takes a key "
+                      "with the " +
+                          std::string(role) + " role.");
   return ok;
+}
+
+status authenticator::worker(std::string_view authorization_header) const {
+  return role(authorization_header, "worker", "a worker key");
+}
+
+status authenticator::admin(std::string_view authorization_header) const {
+  return role(authorization_header, "admin", "an admin key");
 }
 
 }  // namespace sy::api

@@ -28,8 +28,13 @@ class authenticator {
   /// protocol). No keys configured: always (loopback only). Errors: missing_api_key,
   /// invalid_api_key (also a client key: it does not lease tasks).
   status worker(std::string_view authorization_header) const;
+  /// The same for the `admin` role (the internal listener's admin calls: POST
+  /// /internal/keys/rotate).
+  status admin(std::string_view authorization_header) const;
 
  private:
+  status role(std::string_view authorization_header, std::string_view role,
+              std::string_view what) const;
   std::vector<config::api_key_entry> keys_;
 };
 

@@ -33,6 +33,7 @@ std::string job_json(const storage::job_record& job) {
     out.string(job.model);
   }
   if (worker_job) out.field("runtime", job.model.substr(actors::runtime_queue_prefix.size()));
+  if (!job.grants.empty()) out.key("grants").raw(job.grants);
   const int64_t finished = storage::is_terminal(job.status) ? job.finished_at_ms : 0;
   unix_seconds(out, "created_at", job.created_at_ms);
   unix_seconds(out, "started_at", job.started_at_ms);
@@ -103,7 +104,13 @@ std::string task_json(const storage::job_record& job, const storage::task_record
     out.string(task.custom_id);
   }
   const auto status = storage::shown_status(job, task);
-  out.field("status", storage::to_string(status)).field("model", task.model);
+  out.field("status", storage::to_string(status));
+  if (actors::is_runtime_queue(task.model)) {  // a task done by a runtime's workers
+    out.key("model").null();
+    out.field("runtime", task.model.substr(actors::runtime_queue_prefix.size()));
+  } else {
+    out.field("model", task.model);
+  }
   // `attempt` is the current one; while it waits to start, the ones before it have run.
   int attempts = task.state == storage::task_state::queued ? task.attempt - 1 : task.attempt;
   if (task.started_at_ms == 0) attempts = 0;

@@ -85,7 +85,8 @@ micro_config nats_service::config(int64_t now_ms) {
       {"lease", worker_call::kind::lease},
       {"heartbeat", worker_call::kind::heartbeat},
       {"complete", worker_call::kind::complete},
-      {"fail", worker_call::kind::fail}};
+      {"fail", worker_call::kind::fail},
+      {"credentials", worker_call::kind::credentials}};
   for (const auto& [name, kind] : calls) {
     c.endpoints.push_back({std::string("task_") + name,
                            prefix_ + ".task." + name,

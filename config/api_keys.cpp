@@ -20,14 +20,14 @@ std::optional<std::string> tenant_for_key(const std::vector<api_key_entry>& keys
   return match->tenant;
 }
 
-bool is_worker_key(const std::vector<api_key_entry>& keys, std::string_view presented_key) {
+bool key_has_role(const std::vector<api_key_entry>& keys, std::string_view presented_key,
+                  std::string_view role) {
   const std::string presented_hash = sha256_hex(presented_key);
-  bool worker = false;
+  bool found = false;
   for (const auto& entry : keys) {
-    if (constant_time_equal(entry.sha256_hex, presented_hash) && entry.role == "worker")
-      worker = true;
+    if (constant_time_equal(entry.sha256_hex, presented_hash) && entry.role == role) found = true;
   }
-  return worker;
+  return found;
 }
 
 bool is_sha256_hex(std::string_view text) {

@@ -18,10 +18,12 @@ namespace sy::config {
 std::optional<std::string> tenant_for_key(const std::vector<api_key_entry>& keys,
                                           std::string_view presented_key);
 
-/// True when `presented_key` is a configured key with the `worker` role (the worker protocol,
-/// docs/workers.md). Constant time like tenant_for_key; a worker key has no tenant, so
-/// tenant_for_key never accepts it.
-bool is_worker_key(const std::vector<api_key_entry>& keys, std::string_view presented_key);
+/// True when `presented_key` is a configured key with `role`: `worker` (the worker protocol,
+/// docs/workers.md) or `admin` (the internal listener's admin calls, such as a key rotation).
+/// Constant time like tenant_for_key; such keys have no tenant, so tenant_for_key never accepts
+/// them.
+bool key_has_role(const std::vector<api_key_entry>& keys, std::string_view presented_key,
+                  std::string_view role);
 
 /// True when 'text' is 64 hex characters (either case).
 bool is_sha256_hex(std::string_view text);

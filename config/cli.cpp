@@ -92,7 +92,12 @@ result<command> build_serve(const serve_flags& flags, const env_map& env) {
   }
   auto loaded = load_settings(from);
   if (!loaded) return loaded.error();
-  command out{.what = command::kind::serve, .s = std::move(*loaded), .text = {}, .warnings = {}};
+  command out{.what = command::kind::serve,
+              .s = std::move(*loaded),
+              .text = {},
+              .warnings = {},
+              .url = {},
+              .key = {}};
   out.warnings = warnings(out.s);
   for (const auto& name : unknown_env_names(env)) {
     out.warnings.push_back("environment variable " + name + " names no setting; ignored");
@@ -101,7 +106,43 @@ result<command> build_serve(const serve_flags& flags, const env_map& env) {
 }
 
 command text_command(command::kind what, std::string text) {
-  return command{.what = what, .s = {}, .text = std::move(text), .warnings = {}};
+  return command{
+      .what = what, .s = {}, .text = std::move(text), .warnings = {}, .url = {}, .key = {}};
+}
+
+struct admin_flags {
+  std::string data_dir;
+  std::string url;
+  std::string key_file;
+};
+
+/// An admin command: where the internal listener is and the admin key to present.
+result<command> admin_command(command::kind what, const admin_flags& f, const env_map& env) {
+  command out{.what = what, .s = {}, .text = {}, .warnings = {}, .url = {}, .key = {}};
+  auto from_env = [&env](const char* name) {
+    auto it = env.find(name);
+    return it == env.end() ? std::string() : it->second;
+  };
+  out.url = f.url;
+  if (out.url.empty()) {
+    std::string dir = f.data_dir.empty() ? from_env("SWITCHYARD_DATA_DIR") : f.data_dir;
+    if (dir.empty()) dir = settings{}.data_dir;
+    auto addr = detail::read_file(dir + "/internal.addr", "--data-dir");
+    if (!addr)
+      return make_error(
+          errc::invalid_arguments,
+          "cannot find the running engine's internal listener: " + addr.error().message +
+              " (is the engine running with this --data-dir? or give --url)");
+    out.url = "http://" + std::string(detail::trim(*addr));
+  }
+  if (!f.key_file.empty()) {
+    auto key = detail::read_file(f.key_file, "--key-file");
+    if (!key) return make_error(errc::invalid_arguments, key.error().message);
+    out.key = std::string(detail::trim(*key));
+  } else {
+    out.key = from_env("SWITCHYARD_ADMIN_KEY");
+  }
+  return out;
 }
 
 }  // namespace
@@ -121,6 +162,19 @@ result<command> parse_command_line(int argc, const char* const* argv, const env_
   CLI::App* hash = app.add_subcommand(
       "hash-key", "Print the SHA-256 of KEY, to configure it as api_keys: [{sha256: ..}]");
   hash->add_option("KEY", key, "The API key to hash")->required();
+  CLI::App* keys = app.add_subcommand("keys", "Manage the signing keys of capability tokens");
+  keys->require_subcommand(1);
+  CLI::App* rotate = keys->add_subcommand(
+      "rotate",
+      "Ask the running engine to rotate its signing key now (published at once, signing a minute "
+      "later; docs/workers.md)");
+  admin_flags admin;
+  rotate->add_option("--data-dir", admin.data_dir,
+                     "The engine's data directory, where internal.addr names its internal "
+                     "listener (default: SWITCHYARD_DATA_DIR or ./data)");
+  rotate->add_option("--url", admin.url, "The internal listener, http://HOST:PORT (instead)");
+  rotate->add_option("--key-file", admin.key_file,
+                     "File holding an admin key (default: SWITCHYARD_ADMIN_KEY, if set)");
   if (argc <= 1) return text_command(command::kind::help, app.help());
   try {
     app.parse(argc, argv);
@@ -137,6 +191,7 @@ result<command> parse_command_line(int argc, const char* const* argv, const env_
   }
   if (version->parsed()) return text_command(command::kind::version, version_string());
   if (hash->parsed()) return text_command(command::kind::hash_key, key);
+  if (rotate->parsed()) return admin_command(command::kind::keys_rotate, admin, env);
   return build_serve(flags, env);
 }
 

@@ -4,6 +4,11 @@
 ///                    [--gateway URL] [one flag per setting ...]
 ///   switchyard version            (also: switchyard --version)
 ///   switchyard hash-key KEY       (the SHA-256 to put under api_keys in the config file)
+///   switchyard keys rotate [--data-dir DIR] [--url URL] [--key-file FILE]
+///                                 (asks the running engine to rotate its signing key; the
+///                                 internal listener's URL is read from <data_dir>/internal.addr
+///                                 unless given; an admin key from --key-file or
+///                                 SWITCHYARD_ADMIN_KEY)
 /// `--help` (on any command, or no arguments at all) is not an error: it returns kind::help
 /// with the text to print. Main prints `text` to stdout and exits 0 for help and version.
 /// Errors: code "invalid_arguments" (bad command line) or "invalid_config" (a setting is wrong);
@@ -21,11 +26,13 @@ namespace sy::config {
 
 /// What the user asked for.
 struct command {
-  enum class kind { serve, version, hash_key, help };
+  enum class kind { serve, version, hash_key, keys_rotate, help };
   kind what = kind::help;
   settings s;        ///< serve: the validated settings
   std::string text;  ///< hash_key: the key to hash; help: the help text; version: the version
   std::vector<std::string> warnings;  ///< serve: to log at start (no gateway, unknown env vars)
+  std::string url;                    ///< keys_rotate: the internal listener, http://host:port
+  std::string key;                    ///< keys_rotate: the admin key; empty: none
 };
 
 /// Parses the command line. `env` is the process environment (see environment_map); serve

@@ -119,4 +119,54 @@ nlohmann::json s3_session_policy(const s3_grants& g) {
   return {{"Version", "2012-10-17"}, {"Statement", statements}};
 }
 
+result<s3_grants> parse_s3_grants(const nlohmann::json& j) {
+  if (!j.is_object())
+    return make_error(errc::invalid_grants,
+                      "'grants' must be an object {read, write, scratch} of s3:// prefix lists.",
+                      "grants");
+  s3_grants out;
+  for (const auto& [kind, list] : j.items()) {
+    auto* into = kind == "read"      ? &out.read
+                 : kind == "write"   ? &out.write
+                 : kind == "scratch" ? &out.scratch
+                                     : nullptr;
+    const std::string param = "grants." + kind;
+    if (into == nullptr)
+      return make_error(errc::invalid_grants,
+                        "'" + param + "' is not a kind of grant (read, write, scratch).", param);
+    if (!list.is_array() || list.size() > max_grants_per_kind)
+      return make_error(errc::invalid_grants,
+                        "'" + param + "' must be an array of at most " +
+                            std::to_string(max_grants_per_kind) + " s3:// prefixes.",
+                        param);
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string at = param + "[" + std::to_string(i) + "]";
+      if (!list[i].is_string())
+        return make_error(errc::invalid_grants, "'" + at + "' must be a string.", at);
+      auto p = parse_s3_prefix(list[i].get_ref<const std::string&>());
+      if (!p) return make_error(errc::invalid_grants, p.error().message, at);
+      into->push_back(std::move(*p));
+    }
+  }
+  return out;
+}
+
+nlohmann::json s3_grants_json(const s3_grants& g) {
+  auto uris = [](const std::vector<s3_prefix>& ps) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& p : ps) out.push_back(p.uri());
+    return out;
+  };
+  return {{"read", uris(g.read)}, {"write", uris(g.write)}, {"scratch", uris(g.scratch)}};
+}
+
+std::string s3_grant_outside(const s3_grants& g, const std::vector<s3_prefix>& allowed) {
+  for (const auto* kind : {&g.read, &g.write, &g.scratch})
+    for (const auto& p : *kind)
+      if (std::none_of(allowed.begin(), allowed.end(),
+                       [&](const s3_prefix& a) { return s3_within(p, a); }))
+        return p.uri();
+  return {};
+}
+
 }  // namespace sy::config

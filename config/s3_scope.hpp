@@ -48,6 +48,20 @@ struct s3_grants {
   bool empty() const { return read.empty() && write.empty() && scratch.empty(); }
 };
 
+/// Most prefixes of one kind in a submission's grants.
+inline constexpr size_t max_grants_per_kind = 32;
+
+/// A submission's `grants` object: only the keys `read`, `write`, `scratch`, each an array of
+/// at most max_grants_per_kind canonical prefix strings. Errors: invalid_grants, naming the
+/// offending entry as `param` (`grants.read[0]`).
+result<s3_grants> parse_s3_grants(const nlohmann::json& j);
+
+/// `{"read": [uris], "write": [...], "scratch": [...]}`: the shape parse_s3_grants reads.
+nlohmann::json s3_grants_json(const s3_grants& g);
+
+/// The first grant of `g` that lies within none of `allowed`, as its URI; empty when all do.
+std::string s3_grant_outside(const s3_grants& g, const std::vector<s3_prefix>& allowed);
+
 /// The session policy for `g`: object-level actions on `arn:aws:s3:::<bucket>/<prefix>*` per
 /// kind, and `s3:ListBucket` on each bucket only with a `StringLike` `s3:prefix` condition
 /// listing that bucket's granted prefixes. Statements and resources in a stable order (sorted,

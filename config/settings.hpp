@@ -104,6 +104,20 @@ struct settings {
   int64_t reconcile_after_ms = 60'000;  ///< re-publish queued tasks idle longer than this
   std::map<std::string, runtime_settings> runtimes;           ///< worker queues by name (YAML only)
   int64_t signing_key_rotation_ms = int64_t{24} * 3'600'000;  ///< capability tokens' keys
+  std::string signing_key_file;  ///< an operator's P-256 PEM key instead; empty: keys made here
+
+  // --- credential minting for workers (docs/workers.md, "Storage credentials")
+  /// tenant → the s3:// prefixes its jobs may grant (YAML only); a tenant not listed may grant
+  /// nothing
+  std::map<std::string, std::vector<std::string>> tenant_storage_prefixes;
+  std::string sts_endpoint;  ///< http(s)://host[:port] of STS; empty: no credential minting
+  std::string sts_region = "us-east-1";
+  std::string sts_role_arn;                ///< the role AssumeRole assumes, scoped per task
+  std::string sts_access_key_id;           ///< the minter's own key id
+  std::string sts_secret_access_key_file;  ///< the file holding its secret key
+  std::string sts_secret_access_key;       ///< loaded from the file at validation (never logged)
+  std::string storage_endpoint;            ///< the S3 endpoint told to workers; empty: sts_endpoint
+  int64_t credentials_ttl_ms = 900'000;    ///< lifetime of minted credentials
 
   // --- clients: waiting and live events
   int64_t max_wait_ms = 60'000;       ///< cap of `Prefer: wait=N` on POST /v1/jobs

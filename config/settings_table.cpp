@@ -253,11 +253,60 @@ std::vector<setting_def> build_settings_table() {
          .description = "How often the credential minter makes a new signing key for capability "
                         "tokens, in ms (published a minute before it signs; docs/workers.md).",
          .field = &settings::signing_key_rotation_ms},
+      sd{.name = "signing_key_file",
+         .flag = "--signing-key-file",
+         .description = "PEM file (PKCS#8, P-256) of the one key that signs capability tokens, "
+                        "managed by the operator: nothing rotates (replace the file and "
+                        "restart). Empty: keys are made under <data_dir>/signing-keys and rotate.",
+         .field = &settings::signing_key_file},
       sd{.name = "runtimes",
          .flag = "",
          .type = vt::runtime_map,
          .description = "Map runtime name -> {lease_ttl_ms, max_attempts}: queues of tasks done "
                         "by external workers (docs/workers.md), YAML only."},
+      // --- credential minting
+      sd{.name = "tenant_storage_prefixes",
+         .flag = "",
+         .type = vt::prefix_map,
+         .description = "Map tenant -> list of s3://bucket/prefix/ directories its jobs may "
+                        "grant to workers; a tenant not listed may grant nothing. YAML only."},
+      sd{.name = "sts_endpoint",
+         .flag = "--sts-endpoint",
+         .description = "http(s)://host[:port] of the STS the credential minter calls "
+                        "(AssumeRole); empty: POST /v1/task/credentials answers "
+                        "credentials_unavailable.",
+         .field = &settings::sts_endpoint},
+      sd{.name = "sts_region",
+         .flag = "--sts-region",
+         .description = "The region SigV4 signs the STS call for, and told to workers.",
+         .field = &settings::sts_region},
+      sd{.name = "sts_role_arn",
+         .flag = "--sts-role-arn",
+         .description = "The role the minter assumes for each task, narrowed by a session "
+                        "policy of the task's grants.",
+         .field = &settings::sts_role_arn},
+      sd{.name = "sts_access_key_id",
+         .flag = "--sts-access-key-id",
+         .description = "The minter's own access key id for STS.",
+         .field = &settings::sts_access_key_id},
+      sd{.name = "sts_secret_access_key_file",
+         .flag = "--sts-secret-access-key-file",
+         .description = "File holding the minter's secret access key (read at start, never "
+                        "logged).",
+         .field = &settings::sts_secret_access_key_file},
+      sd{.name = "storage_endpoint",
+         .flag = "--storage-endpoint",
+         .description = "The S3 endpoint URL told to workers with their credentials; empty: "
+                        "sts_endpoint.",
+         .field = &settings::storage_endpoint},
+      sd{.name = "credentials_ttl_ms",
+         .flag = "--credentials-ttl-ms",
+         .type = vt::duration_ms,
+         .min = 15 * k_minute,
+         .max = 12 * k_hour,
+         .description = "Lifetime of minted storage credentials, in ms (STS's own bounds: 15m "
+                        ".. 12h).",
+         .field = &settings::credentials_ttl_ms},
       // --- clients
       sd{.name = "max_wait_ms",
          .flag = "--max-wait-ms",
@@ -599,6 +648,7 @@ std::string_view type_name(value_type type) {
       return "URL";
     case vt::gateway_map:
     case vt::runtime_map:
+    case vt::prefix_map:
       return "MAP";
     case vt::api_keys:
       return "LIST";

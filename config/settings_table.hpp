@@ -27,6 +27,7 @@ enum class value_type {
   gateway_map,  ///< model_gateways: model name → gateway (YAML only)
   api_keys,     ///< api_keys: list of {sha256|key_file, tenant} (YAML only)
   runtime_map,  ///< runtimes: name → {lease_ttl_ms, max_attempts} (YAML only)
+  prefix_map,   ///< tenant_storage_prefixes: tenant → list of s3:// prefixes (YAML only)
   headers,      ///< a gateway's headers: name → value or {secret: NAME} (YAML only)
   boolean,      ///< true/false (also yes/no, on/off, 1/0)
 };

@@ -11,6 +11,7 @@
 #include "config/http_token.hpp"
 #include "config/limits.hpp"
 #include "config/networks.hpp"
+#include "config/s3_scope.hpp"
 #include "config/settings_table.hpp"
 #include "config/webhook_url.hpp"
 
@@ -268,11 +269,12 @@ status check_api_keys(settings& s) {
     }
     std::transform(entry.sha256_hex.begin(), entry.sha256_hex.end(), entry.sha256_hex.begin(),
                    [](char c) { return static_cast<char>(std::tolower(c)); });
-    if (entry.role != "client" && entry.role != "worker")
-      return invalid(path + ".role", "must be client or worker, got " + detail::quoted(entry.role));
-    if (entry.role == "worker" && !entry.tenant.empty())
-      return invalid(path + ".tenant",
-                     "a worker key has no tenant (it leases every runtime's tasks)");
+    if (entry.role != "client" && entry.role != "worker" && entry.role != "admin")
+      return invalid(path + ".role",
+                     "must be client, worker or admin, got " + detail::quoted(entry.role));
+    if (entry.role != "client" && !entry.tenant.empty())
+      return invalid(path + ".tenant", (entry.role == "admin" ? "an " : "a ") + entry.role +
+                                           " key has no tenant (it serves every tenant's work)");
     if (entry.role == "client" && !is_tenant_name(entry.tenant)) {
       return invalid(path + ".tenant", "must be 1 to 64 letters, digits, '_', '-' or '.', got " +
                                            detail::quoted(entry.tenant));
@@ -281,6 +283,30 @@ status check_api_keys(settings& s) {
       return invalid(path, "the same key is configured twice");
     }
   }
+  return ok;
+}
+
+/// The credential minter's settings: canonical tenant prefixes, and, with an STS endpoint, the
+/// role and the minter's keys (its secret loaded from its file).
+status check_credentials(settings& s) {
+  for (const auto& [tenant, list] : s.tenant_storage_prefixes) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (auto p = parse_s3_prefix(list[i]); !p)
+        return invalid("tenant_storage_prefixes." + tenant + "[" + std::to_string(i) + "]",
+                       p.error().message);
+    }
+  }
+  if (s.sts_endpoint.empty()) return ok;
+  auto url = parse_webhook_url(s.sts_endpoint);
+  if (!url || url->target != "/" || s.sts_endpoint.back() == '/')
+    return invalid("sts_endpoint", "must be http(s)://host[:port] with no path, got " +
+                                       detail::quoted(s.sts_endpoint));
+  if (s.sts_role_arn.empty() || s.sts_access_key_id.empty() || s.sts_secret_access_key_file.empty())
+    return invalid("sts_endpoint",
+                   "needs sts_role_arn, sts_access_key_id and sts_secret_access_key_file");
+  auto secret = load_secret(s.sts_secret_access_key_file, "sts_secret_access_key_file");
+  if (!secret) return secret.error();
+  s.sts_secret_access_key = std::move(*secret);
   return ok;
 }
 
@@ -369,6 +395,7 @@ result<settings> validate(settings s) {
   if (auto st = check_gateways(s); !st) return st.error();
   if (auto st = check_webhooks(s); !st) return st.error();
   if (auto st = check_runtimes(s); !st) return st.error();
+  if (auto st = check_credentials(s); !st) return st.error();
   if (auto w = parse_completion_windows(s.batch_completion_windows); !w) return w.error();
   return s;
 }

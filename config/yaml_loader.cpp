@@ -179,6 +179,26 @@ status apply_runtimes(settings& s, const YAML::Node& node, std::string_view orig
   return ok;
 }
 
+/// `tenant_storage_prefixes`: a map tenant → list of prefix strings (checked in validate()).
+status apply_storage_prefixes(settings& s, const YAML::Node& node, std::string_view origin) {
+  s.tenant_storage_prefixes.clear();
+  if (node.IsNull()) return ok;
+  if (!node.IsMap())
+    return yaml_error(origin, "tenant_storage_prefixes", "expected a map tenant -> list");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string path = "tenant_storage_prefixes." + it->first.Scalar();
+    if (!it->second.IsSequence())
+      return yaml_error(origin, path, "expected a list of s3://bucket/prefix/ strings");
+    auto& list = s.tenant_storage_prefixes[it->first.Scalar()];
+    for (size_t i = 0; i < it->second.size(); ++i) {
+      auto text = scalar_text(it->second[i], origin, path + "[" + std::to_string(i) + "]");
+      if (!text) return text.error();
+      list.push_back(*text);
+    }
+  }
+  return ok;
+}
+
 /// One `{sha256: ..., tenant: ...}` or `{key_file: ..., tenant: ...}` entry.
 result<api_key_entry> parse_api_key(const YAML::Node& node, std::string_view origin,
                                     const std::string& path) {
@@ -253,6 +273,8 @@ status apply_setting(settings& s, const setting_def& def, const YAML::Node& valu
       return apply_api_keys(s, value, origin);
     case value_type::runtime_map:
       return apply_runtimes(s, value, origin);
+    case value_type::prefix_map:
+      return apply_storage_prefixes(s, value, origin);
     default: {
       auto text = scalar_text(value, origin, key);
       if (!text) return text.error();

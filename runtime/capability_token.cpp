@@ -7,25 +7,6 @@ sy::error refuse(const std::string& why) {
   return make_error(errc::invalid_capability_token, "The capability token " + why + ".");
 }
 
-nlohmann::json uris(const std::vector<config::s3_prefix>& ps) {
-  nlohmann::json out = nlohmann::json::array();
-  for (const auto& p : ps) out.push_back(p.uri());
-  return out;
-}
-
-/// A grants list back from the token: every entry must still be canonical.
-bool read_grants(const nlohmann::json& j, const char* kind, std::vector<config::s3_prefix>& out) {
-  if (!j.contains(kind)) return true;
-  if (!j[kind].is_array()) return false;
-  for (const auto& u : j[kind]) {
-    if (!u.is_string()) return false;
-    auto p = config::parse_s3_prefix(u.get<std::string>());
-    if (!p) return false;
-    out.push_back(std::move(*p));
-  }
-  return true;
-}
-
 template <class T>
 bool field(const nlohmann::json& j, const char* name, T& out) {
   if (!j.contains(name)) return false;
@@ -55,10 +36,7 @@ nlohmann::json claims_json(const capability_claims& c) {
           {"attempt", c.attempt},
           {"runtime", c.runtime},
           {"lease", c.lease},
-          {"grants",
-           {{"read", uris(c.grants.read)},
-            {"write", uris(c.grants.write)},
-            {"scratch", uris(c.grants.scratch)}}}};
+          {"grants", config::s3_grants_json(c.grants)}};
 }
 
 result<std::string> mint_token(const key_ring& ring, const capability_claims& c, int64_t now_ms) {
@@ -94,11 +72,11 @@ result<capability_claims> check_token(std::string_view token, const key_ring& ri
   const int64_t now_s = e.now_ms / 1000;
   if (now_s + e.skew_s < c.nbf_s) return refuse("is not valid yet");
   if (now_s >= c.exp_s + e.skew_s) return refuse("has expired");
-  const auto grants = j.contains("grants") ? j["grants"] : nlohmann::json::object();
-  if (!grants.is_object() || !read_grants(grants, "read", c.grants.read) ||
-      !read_grants(grants, "write", c.grants.write) ||
-      !read_grants(grants, "scratch", c.grants.scratch))
-    return refuse("has grants that are not canonical s3:// prefixes");
+  if (j.contains("grants")) {
+    auto grants = config::parse_s3_grants(j["grants"]);
+    if (!grants) return refuse("has grants that are not canonical s3:// prefixes");
+    c.grants = std::move(*grants);
+  }
   return c;
 }
 

@@ -22,6 +22,7 @@
 #include "api/nats_service.hpp"
 #include "config/cli.hpp"
 #include "config/sha256.hpp"
+#include "runtime/admin_client.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/jetstream.hpp"
 #include "runtime/js_layout_keeper.hpp"
@@ -296,6 +297,8 @@ int main(int argc, char** argv) {
     case config::command::kind::hash_key:
       std::printf("%s\n", config::sha256_hex(cmd->text).c_str());
       return 0;
+    case config::command::kind::keys_rotate:
+      return runtime::keys_rotate(cmd->url, cmd->key);
     case config::command::kind::serve:
       return serve(cmd->s, cmd->warnings);
   }

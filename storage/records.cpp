@@ -340,13 +340,22 @@ std::string encode_job(const job_record& r) {
   if (r.result) w.i(r.result->status_code).s(r.result->body);
   write_error(w, r.error);
   w.s(r.webhook_url).i(r.deadline_ms).u(r.event_seq).u(r.input_dropped ? 1 : 0);
-  if (!r.task_list) return w.take();  // a single job's value ends here, as in schema 3
+  // A single job's value ends here, as in schema 3, unless it has grants: they come after the
+  // task-list fields (then at their defaults).
+  if (!r.task_list && r.grants.empty()) return w.take();
   const auto& c = r.counts;
-  w.u(1).i(c.total).i(c.queued).i(c.in_progress).i(c.completed).i(c.failed).i(c.cancelled);
+  w.u(r.task_list ? 1 : 0)
+      .i(c.total)
+      .i(c.queued)
+      .i(c.in_progress)
+      .i(c.completed)
+      .i(c.failed)
+      .i(c.cancelled);
   w.i(r.ingested).i(r.next_publish).i(r.live).i(r.window);
   w.s(r.ingest_path).i(r.ingest_offset).u(r.errors.size());
   for (const auto& e : r.errors) w.s(e.code).s(e.message).s(e.param).i(e.line);
   w.i(r.run).u(r.deleted ? 1 : 0).u(r.task_events ? 1 : 0);
+  if (!r.grants.empty()) w.s(r.grants);
   return w.take();
 }
 
@@ -382,7 +391,7 @@ std::optional<job_record> decode_job(std::string_view value) {
     in.s(e.code).s(e.message).s(e.param).i(e.line);
   }
   uint64_t deleted = 0, task_events = 0;
-  in.i(r.run).u(deleted).u(task_events);
+  in.i(r.run).u(deleted).u(task_events).s(r.grants);
   r.deleted = deleted != 0;
   r.task_events = task_events != 0;
   if (in.corrupt()) return std::nullopt;

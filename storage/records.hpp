@@ -110,6 +110,8 @@ struct job_record {
   int run = 1;                      ///< 1, then + 1 for each rerun of its failed tasks
   bool deleted = false;      ///< DELETE'd, its tasks still being removed in steps: gone for clients
   bool task_events = false;  ///< publish an event on NATS for each task's transition
+  /// A runtime job's storage grants as canonical JSON (config::s3_grants_json); empty: none
+  std::string grants;
 
   /// Whether `t`'s requests see this job (its tenant's, and not deleted).
   bool owned_by(std::string_view t) const { return !deleted && tenant == t; }

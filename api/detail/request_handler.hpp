@@ -91,6 +91,8 @@ class request_handler {
   /// Lease, heartbeat, complete or fail (api/detail/worker_calls.hpp).
   boost::asio::awaitable<response> task_call(const request& req, int route);
   boost::asio::awaitable<response> task_jwks(const request& req);
+  /// POST /internal/keys/rotate (an admin key when API keys are configured).
+  boost::asio::awaitable<response> rotate_keys(const request& req);
   boost::asio::awaitable<response> sync_call(const request& req, std::string endpoint);
   reply job_events(const request& req, const std::string& id);
   /// GET /v1/jobs/{id}/export: every task's outcome as JSONL, gzip'd on request (export_route.cpp).

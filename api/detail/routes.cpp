@@ -48,6 +48,8 @@ constexpr struct {
     {http::verb::post, "/v1/task/heartbeat", route_task_heartbeat},
     {http::verb::post, "/v1/task/complete", route_task_complete},
     {http::verb::post, "/v1/task/fail", route_task_fail},
+    {http::verb::post, "/v1/task/credentials", route_task_credentials},
+    {http::verb::post, "/internal/keys/rotate", route_keys_rotate},
     {http::verb::get, "/internal/jwks/task", route_task_jwks},
     {http::verb::get, "/healthz", route_internal_healthz},
     {http::verb::get, "/readyz", route_internal_readyz},

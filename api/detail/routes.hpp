@@ -47,6 +47,8 @@ enum internal_route_id : int {
   route_task_heartbeat,
   route_task_complete,
   route_task_fail,
+  route_task_credentials,
+  route_keys_rotate,
   route_task_jwks,
   route_internal_healthz,
   route_internal_readyz,

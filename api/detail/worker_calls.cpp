@@ -114,6 +114,17 @@ boost::asio::awaitable<result<json>> heartbeat(actors::worker_service& workers, 
                  {"cancel_requested", a->cancel_requested}};
 }
 
+boost::asio::awaitable<result<json>> credentials(actors::worker_service& workers,
+                                                 worker_call call) {
+  auto doc = read_body(call.body, {});
+  if (!doc) co_return doc.error();
+  auto c = co_await workers.credentials(std::move(call.token));
+  if (!c) co_return c.error();
+  co_return json{{"access_key_id", c->access_key_id}, {"secret_access_key", c->secret_access_key},
+                 {"session_token", c->session_token}, {"expiration", c->expiration},
+                 {"endpoint", c->endpoint},           {"region", c->region}};
+}
+
 boost::asio::awaitable<result<json>> outcome(actors::worker_service& workers, worker_call call) {
   status done = ok;
   if (call.what == worker_call::kind::complete) {
@@ -145,6 +156,8 @@ boost::asio::awaitable<result<json>> run(actors::worker_service& workers, const 
                          "token the lease or the last heartbeat gave.");
   if (call.what == worker_call::kind::heartbeat)
     co_return co_await heartbeat(workers, std::move(call));
+  if (call.what == worker_call::kind::credentials)
+    co_return co_await credentials(workers, std::move(call));
   co_return co_await outcome(workers, std::move(call));
 }
 

@@ -17,7 +17,7 @@
 namespace sy::api::detail {
 
 struct worker_call {
-  enum class kind { lease, heartbeat, complete, fail };
+  enum class kind { lease, heartbeat, complete, fail, credentials };
   kind what = kind::lease;
   std::string body;           ///< the JSON text of the request; empty reads as `{}`
   std::string authorization;  ///< lease: the `Authorization` value (a worker key)
@@ -30,7 +30,7 @@ inline constexpr std::string_view capability_header = "X-Switchyard-Task-Capabil
 /// The answer's JSON, or the error to answer with (the catalogue's: invalid_request,
 /// unknown_parameter, missing_required_parameter, invalid_json, invalid_api_key,
 /// missing_api_key, invalid_capability_token, stale_attempt, lease_expired, runtime_not_found,
-/// storage_unavailable, shutting_down).
+/// invalid_grants, credentials_unavailable, storage_unavailable, shutting_down).
 boost::asio::awaitable<result<nlohmann::json>> run(actors::worker_service& workers,
                                                    const authenticator& auth, worker_call call);
 

@@ -19,6 +19,8 @@ worker_call::kind kind_of(int route) {
       return worker_call::kind::complete;
     case route_task_fail:
       return worker_call::kind::fail;
+    case route_task_credentials:
+      return worker_call::kind::credentials;
     default:
       return worker_call::kind::lease;
   }
@@ -34,6 +36,8 @@ boost::asio::awaitable<reply> request_handler::handle_internal(request req) {
     res = unmatched(m, req, "Unknown route on the internal listener:");
   } else if (m.route == route_task_jwks) {
     res = co_await task_jwks(req);
+  } else if (m.route == route_keys_rotate) {
+    res = co_await rotate_keys(req);
   } else if (m.route == route_internal_healthz) {
     res = json_response(http::status::ok, {{"status", "ok"}}, req);
   } else if (m.route == route_internal_readyz) {
@@ -62,6 +66,15 @@ boost::asio::awaitable<response> request_handler::task_jwks(const request& req) 
   auto doc = co_await workers_->jwks();
   if (!doc) co_return error_for(doc.error(), req);
   co_return json_response(http::status::ok, std::move(*doc), req);
+}
+
+boost::asio::awaitable<response> request_handler::rotate_keys(const request& req) {
+  if (auto st = auth_.admin(req[http::field::authorization]); !st)
+    co_return error_for(st.error(), req);
+  auto doc = co_await workers_->rotate_keys();
+  if (!doc) co_return error_for(doc.error(), req);
+  auto jwks = nlohmann::json::parse(*doc, nullptr, false);
+  co_return json_response(http::status::ok, {{"rotated", true}, {"jwks", std::move(jwks)}}, req);
 }
 
 }  // namespace sy::api::detail

@@ -51,6 +51,7 @@ test('the service is found by discovery with its endpoints', async () => {
   assert.deepEqual(subjects, [
     `${SUBJECT_PREFIX}.api.jobs.create`,
     `${SUBJECT_PREFIX}.task.complete`,
+    `${SUBJECT_PREFIX}.task.credentials`,
     `${SUBJECT_PREFIX}.task.fail`,
     `${SUBJECT_PREFIX}.task.heartbeat`,
     `${SUBJECT_PREFIX}.task.lease`,
@@ -70,6 +71,10 @@ test('a job created over NATS is leased, heartbeated and completed by a NATS wor
   });
   assert.deepEqual(task.input, { n: 41 });
   const cap = 'X-Switchyard-Task-Capability';
+  // The job has no storage grants: credentials are refused with the reason, over NATS as over HTTP.
+  const creds = await call('task.credentials', {}, { [cap]: task.capability_token });
+  assert.equal(creds.code, '400');
+  assert.equal(creds.body.error.code, 'invalid_grants');
   const hb = await call('task.heartbeat', {}, { [cap]: task.capability_token });
   assert.equal(hb.error, '');
   assert.equal(hb.body.cancel_requested, false);

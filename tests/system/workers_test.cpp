@@ -5,6 +5,8 @@
 // so the worker's result is recorded after the restart; many jobs over several workers each
 // complete exactly once.
 
+#include <sys/wait.h>
+
 #include <csignal>
 #include <fstream>
 
@@ -118,6 +120,46 @@ TEST_F(workers_system, many_jobs_over_several_workers_each_complete_exactly_once
   // Each worker stops after its 20 tasks: 40 leases in all, none twice.
   EXPECT_EQ(a->wait(std::chrono::seconds(20)), 0) << a->log();
   EXPECT_EQ(b->wait(std::chrono::seconds(20)), 0) << b->log();
+}
+
+/// `switchyard keys rotate` against the running engine: the new key is published at once, and a
+/// token signed by the old key still completes its attempt (the old key stays published).
+TEST_F(workers_system, keys_rotate_publishes_a_new_key_and_old_tokens_still_verify) {
+  http_client c(env_.port());
+  http_client w(env_.internal_port());
+  const std::string id = submit(c, {{"text", "rotate"}});
+  json tasks;
+  ASSERT_TRUE(wait_for([&] {
+    auto r = w.post_json("/v1/task/lease", {{"runtime", "demo"}, {"wait_ms", 1'000}});
+    tasks = r.json()["tasks"];
+    return r.status == 200 && tasks.size() == 1;
+  }));
+  auto before = w.get("/internal/jwks/task").json()["keys"];
+  ASSERT_EQ(before.size(), 1u);
+
+  child_process rotate(
+      {SY_BINARY_DIR "/switchyard", "keys", "rotate", "--data-dir", env_.dir().sub("data")},
+      env_.dir().sub("rotate.log"));
+  ASSERT_EQ(rotate.wait(std::chrono::seconds(30)), 0) << rotate.log();
+  auto answer = json::parse(rotate.log().substr(rotate.log().find('{')));
+  EXPECT_EQ(answer["rotated"], true);
+  auto after = w.get("/internal/jwks/task").json()["keys"];
+  ASSERT_EQ(after.size(), 2u) << after.dump();
+  EXPECT_EQ(answer["jwks"]["keys"], after);
+  EXPECT_TRUE(after[0]["kid"] == before[0]["kid"] || after[1]["kid"] == before[0]["kid"]);
+
+  auto r = w.post_json("/v1/task/complete", {{"output", "done"}},
+                       {{"X-Switchyard-Task-Capability", tasks[0]["capability_token"]}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(env_.wait_terminal(c, id), "completed");
+
+  // Nothing listening there: the command fails and says so.
+  child_process nowhere(
+      {SY_BINARY_DIR "/switchyard", "keys", "rotate", "--url", "http://127.0.0.1:1"},
+      env_.dir().sub("rotate-nowhere.log"));
+  const int status = nowhere.wait(std::chrono::seconds(30));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+  EXPECT_NE(nowhere.log().find("cannot reach the engine"), std::string::npos) << nowhere.log();
 }
 
 TEST_F(workers_system, the_node_example_worker_runs_jobs_too) {

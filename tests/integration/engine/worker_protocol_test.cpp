@@ -309,7 +309,8 @@ TEST(workers, only_a_worker_key_leases_and_a_worker_key_is_not_a_client_key) {
   engine_env env;
   use_runtime(env, 5'000);
   env.settings().api_keys = {{config::sha256_hex("client-key"), "acme", "client"},
-                             {config::sha256_hex("worker-key"), "", "worker"}};
+                             {config::sha256_hex("worker-key"), "", "worker"},
+                             {config::sha256_hex("admin-key"), "", "admin"}};
   env.start();
   http_client c(env.port());
   http_client w(env.internal_port());
@@ -322,6 +323,16 @@ TEST(workers, only_a_worker_key_leases_and_a_worker_key_is_not_a_client_key) {
   r = w.post_json("/v1/task/lease", {{"runtime", "demo"}});
   EXPECT_EQ(code_of(r), "missing_api_key");
   ASSERT_EQ(lease(w, 1, 5'000, as_worker).size(), 1u);
+  // A key rotation takes an admin key; the admin key leases nothing.
+  auto as_admin = std::map<std::string, std::string>{{"Authorization", "Bearer admin-key"}};
+  EXPECT_EQ(w.post_json("/internal/keys/rotate", json::object(), as_worker).status, 401);
+  EXPECT_EQ(w.post_json("/internal/keys/rotate", json::object()).status, 401);
+  EXPECT_EQ(w.get("/internal/jwks/task").json()["keys"].size(), 1u);
+  auto rotated = w.post_json("/internal/keys/rotate", json::object(), as_admin);
+  ASSERT_EQ(rotated.status, 200) << rotated.body;
+  EXPECT_EQ(rotated.json()["jwks"]["keys"].size(), 2u);
+  EXPECT_EQ(w.post_json("/v1/task/lease", {{"runtime", "demo"}}, as_admin).status, 401);
+  EXPECT_EQ(c.get("/v1/jobs", as_admin).status, 401);
 }
 
 std::string kid_of(const std::string& token) {

@@ -56,6 +56,17 @@ TEST(authenticator, only_a_worker_key_passes_the_worker_check) {
   EXPECT_EQ(auth.worker("").error().code, "missing_api_key");
   EXPECT_EQ(auth.tenant_for("Bearer wk-1").error().code, "invalid_api_key");
   EXPECT_TRUE(authenticator({}).worker("").ok());  // no keys: loopback only, no auth
+  EXPECT_EQ(auth.admin("Bearer wk-1").error().code, "invalid_api_key");
+}
+
+TEST(authenticator, only_an_admin_key_passes_the_admin_check) {
+  authenticator auth(
+      {{config::sha256_hex("wk-1"), "", "worker"}, {config::sha256_hex("ak-1"), "", "admin"}});
+  EXPECT_TRUE(auth.admin("Bearer ak-1").ok());
+  EXPECT_EQ(auth.admin("Bearer wk-1").error().code, "invalid_api_key");
+  EXPECT_EQ(auth.admin("").error().code, "missing_api_key");
+  EXPECT_EQ(auth.worker("Bearer ak-1").error().code, "invalid_api_key");
+  EXPECT_EQ(auth.tenant_for("Bearer ak-1").error().code, "invalid_api_key");
 }
 
 }  // namespace

@@ -60,6 +60,35 @@ TEST(Cli, HashKey) {
   EXPECT_FALSE(run({"hash-key"}).ok());
 }
 
+TEST(Cli, KeysRotateFindsTheInternalListenerAndTheAdminKey) {
+  test::temp_dir dir;
+  dir.write("internal.addr", "127.0.0.1:18081\n");
+  const std::string data = dir.path("");
+  auto key = dir.write("admin.key", "ak-1\n");
+  auto from_dir = run({"keys", "rotate", "--data-dir", data, "--key-file", key});
+  ASSERT_TRUE(from_dir.ok()) << from_dir.error().message;
+  EXPECT_EQ(from_dir->what, command::kind::keys_rotate);
+  EXPECT_EQ(from_dir->url, "http://127.0.0.1:18081");
+  EXPECT_EQ(from_dir->key, "ak-1");
+  // The data dir and the key from the environment; --url wins over internal.addr.
+  auto from_env =
+      run({"keys", "rotate"}, {{"SWITCHYARD_DATA_DIR", data}, {"SWITCHYARD_ADMIN_KEY", "ak-2"}});
+  ASSERT_TRUE(from_env.ok()) << from_env.error().message;
+  EXPECT_EQ(from_env->url, "http://127.0.0.1:18081");
+  EXPECT_EQ(from_env->key, "ak-2");
+  auto by_url = run({"keys", "rotate", "--url", "http://10.0.0.1:9", "--data-dir", "/nowhere"});
+  ASSERT_TRUE(by_url.ok());
+  EXPECT_EQ(by_url->url, "http://10.0.0.1:9");
+  EXPECT_EQ(by_url->key, "");
+  // No engine there: the error says where it looked and what to do.
+  auto none = run({"keys", "rotate", "--data-dir", dir.path("missing")});
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error().code, "invalid_arguments");
+  EXPECT_NE(none.error().message.find("internal listener"), std::string::npos)
+      << none.error().message;
+  EXPECT_FALSE(run({"keys"}).ok());
+}
+
 TEST(Cli, ServeFlagsOverrideEnvAndFile) {
   test::temp_dir dir;
   auto file = dir.write("sy.yaml",

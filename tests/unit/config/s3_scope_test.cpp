@@ -103,5 +103,44 @@ TEST(s3_scope, the_session_policy_grants_object_actions_inside_the_prefixes_only
   EXPECT_EQ(s3_session_policy({})["Statement"], json::array());
 }
 
+TEST(s3_scope, a_submissions_grants_parse_by_kind_and_name_the_bad_entry) {
+  auto g = parse_s3_grants(
+      json{{"read", {"s3://data/a/in/", "s3://data/a/ref/"}}, {"scratch", {"s3://tmp/a/"}}});
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_EQ(g->read.size(), 2u);
+  EXPECT_TRUE(g->write.empty());
+  EXPECT_EQ(g->scratch, std::vector<s3_prefix>{ok("s3://tmp/a/")});
+  EXPECT_EQ(s3_grants_json(*g), (json{{"read", {"s3://data/a/in/", "s3://data/a/ref/"}},
+                                      {"write", json::array()},
+                                      {"scratch", {"s3://tmp/a/"}}}));
+  EXPECT_TRUE(parse_s3_grants(json::object())->empty());
+  const std::pair<json, std::string> bad[] = {
+      {json::array(), "grants"},
+      {json{{"list", json::array()}}, "grants.list"},
+      {json{{"read", "s3://data/a/"}}, "grants.read"},
+      {json{{"write", {1}}}, "grants.write[0]"},
+      {json{{"write", {"s3://data/a/", "s3://data/a/.."}}}, "grants.write[1]"},
+      {json{{"scratch", json(std::vector<std::string>(33, "s3://data/a/"))}}, "grants.scratch"},
+  };
+  for (const auto& [doc, param] : bad) {
+    auto r = parse_s3_grants(doc);
+    ASSERT_FALSE(r.ok()) << doc.dump();
+    EXPECT_EQ(r.error().code, "invalid_grants") << doc.dump();
+    EXPECT_EQ(r.error().param, param) << doc.dump();
+  }
+}
+
+TEST(s3_scope, a_grant_outside_every_allowed_prefix_is_named) {
+  s3_grants g;
+  g.read = {ok("s3://data/acme/in/")};
+  g.write = {ok("s3://data/acme/out/")};
+  const std::vector<s3_prefix> allowed = {ok("s3://data/acme/")};
+  EXPECT_EQ(s3_grant_outside(g, allowed), "");
+  g.scratch = {ok("s3://data/acmeco/tmp/")};  // starts with the same letters: not inside
+  EXPECT_EQ(s3_grant_outside(g, allowed), "s3://data/acmeco/tmp/");
+  EXPECT_EQ(s3_grant_outside(g, {}), "s3://data/acme/in/");
+  EXPECT_EQ(s3_grant_outside({}, {}), "");
+}
+
 }  // namespace
 }  // namespace sy::config

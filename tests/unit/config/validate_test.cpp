@@ -337,6 +337,25 @@ TEST(Validate, DefaultWebhookUrlIsParsedAsAJobsIs) {
   expect_invalid(s, "webhook_url", "must start with http:// or https://");
 }
 
+TEST(Validate, StorageGrantsAndSts) {
+  auto s = with_gateway();
+  s.tenant_storage_prefixes["acme"] = {"s3://data/acme/"};
+  EXPECT_TRUE(validate(s).ok());
+  s.tenant_storage_prefixes["acme"].push_back("s3://data/acme");
+  expect_invalid(s, "tenant_storage_prefixes.acme[1]", "does not end with '/'");
+  s.tenant_storage_prefixes["acme"].pop_back();
+  s.sts_endpoint = "http://127.0.0.1:7480";
+  expect_invalid(s, "sts_endpoint", "needs sts_role_arn");
+  s.sts_role_arn = "arn:aws:iam:::role/task";
+  s.sts_access_key_id = "AKID";
+  s.sts_secret_access_key_file = "/nonexistent/secret";
+  expect_invalid(s, "sts_secret_access_key_file", "");
+  s.sts_endpoint = "http://127.0.0.1:7480/path";
+  expect_invalid(s, "sts_endpoint", "no path");
+  s.sts_endpoint = "ftp://127.0.0.1";
+  expect_invalid(s, "sts_endpoint", "no path");
+}
+
 TEST(Validate, RuntimesAndWorkerKeys) {
   auto s = with_gateway();
   s.runtimes["thumbs"] = runtime_settings{};
@@ -352,7 +371,11 @@ TEST(Validate, RuntimesAndWorkerKeys) {
   s.api_keys[1].tenant = "acme";
   expect_invalid(s, "api_keys[1].tenant", "a worker key has no tenant");
   s.api_keys[1] = {std::string(64, 'c'), "", "admin"};
-  expect_invalid(s, "api_keys[1].role", "client or worker");
+  EXPECT_TRUE(validate(s).ok());
+  s.api_keys[1].tenant = "acme";
+  expect_invalid(s, "api_keys[1].tenant", "an admin key has no tenant");
+  s.api_keys[1] = {std::string(64, 'c'), "", "root"};
+  expect_invalid(s, "api_keys[1].role", "client, worker or admin");
   s.api_keys.clear();
   s.internal_listen = "0.0.0.0:8081";
   expect_invalid(s, "internal_listen", "without api_keys");
@@ -365,9 +388,10 @@ TEST(ApiKeys, AWorkerKeyIsNeverAClientKey) {
                                      {sha256_hex("w"), "", "worker"}};
   EXPECT_EQ(tenant_for_key(keys, "c"), "acme");
   EXPECT_FALSE(tenant_for_key(keys, "w"));
-  EXPECT_TRUE(is_worker_key(keys, "w"));
-  EXPECT_FALSE(is_worker_key(keys, "c"));
-  EXPECT_FALSE(is_worker_key(keys, "other"));
+  EXPECT_TRUE(key_has_role(keys, "w", "worker"));
+  EXPECT_FALSE(key_has_role(keys, "c", "worker"));
+  EXPECT_FALSE(key_has_role(keys, "other", "worker"));
+  EXPECT_FALSE(key_has_role(keys, "w", "admin"));
 }
 
 }  // namespace
