@@ -21,7 +21,7 @@ namespace sy::actors {
 namespace {
 
 constexpr int64_t fetch_wait_ms = 250;
-constexpr std::chrono::milliseconds error_pause{500};
+constexpr std::chrono::milliseconds fetch_error_pause{500};
 
 // --- the fetcher ---------------------------------------------------------------------------------
 
@@ -230,7 +230,7 @@ void on_fetched(dispatcher_ptr self, fetched_tasks& r) {
     if (!st.logic->error_reported(true))
       log::warn("dispatcher", "fetch failed; retrying", {{"model", st.model}, {"error", r.error}});
     st.fetch_scheduled = true;
-    self->delayed_send(self, error_pause, fetch_atom::value);
+    self->delayed_send(self, fetch_error_pause, fetch_atom::value);
     return;
   }
   carry_out(self, std::move(a));

@@ -16,7 +16,7 @@ namespace sy::actors {
 namespace {
 
 constexpr int32_t max_lease_tasks = 100;
-constexpr std::chrono::milliseconds error_pause{500};
+constexpr std::chrono::milliseconds queue_error_pause{500};
 
 /// One waiting lease request.
 struct waiter {
@@ -171,7 +171,7 @@ void on_fetched(queue_ptr self, fetched_tasks& r) {
   if (!r.error.empty()) {
     log::warn("workers", "could not fetch from the runtime's queue",
               {{"runtime", st.runtime}, {"error", r.error}});
-    self->delayed_send(self, error_pause, tick_atom::value);
+    self->delayed_send(self, queue_error_pause, tick_atom::value);
   }
   for (auto& d : r.got) {
     auto it = std::find_if(st.waiting.begin(), st.waiting.end(),

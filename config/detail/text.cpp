@@ -20,13 +20,13 @@ result<std::string> read_file(const std::string& path, std::string_view what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return make_error(errc::invalid_config,
-                      std::string(what) + ": cannot read file " + quoted(path), std::string(what));
+                      std::string(what) + ": cannot read file " + detail::quoted(path), std::string(what));
   }
   std::ostringstream content;
   content << in.rdbuf();
   if (in.bad()) {
     return make_error(errc::invalid_config,
-                      std::string(what) + ": error reading file " + quoted(path),
+                      std::string(what) + ": error reading file " + detail::quoted(path),
                       std::string(what));
   }
   return content.str();

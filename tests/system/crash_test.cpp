@@ -22,7 +22,7 @@
 #include "tests/system/system_env.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 /// Entries in database `d` of the store in `data_dir`, or nullopt when it cannot be opened.
 /// Only after the engine has exited: the storage module then opens the store as the next start

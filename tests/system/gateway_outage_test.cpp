@@ -7,7 +7,7 @@
 #include "tests/system/system_env.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(system, gateway_down_then_back) {
   system_env env;

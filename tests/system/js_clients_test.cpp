@@ -22,7 +22,7 @@
 #include "tests/system/system_env.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 namespace fs = std::filesystem;
 

@@ -10,7 +10,7 @@
 #include "tests/system/system_env.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(system, nats_restart_mid_flight) {
   system_env env;

@@ -17,7 +17,7 @@
 #include "tests/system/system_env.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 using namespace std::chrono_literals;
 

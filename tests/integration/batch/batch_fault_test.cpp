@@ -14,7 +14,7 @@
 #include "tests/integration/batch/batch_env.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;

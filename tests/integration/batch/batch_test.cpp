@@ -7,7 +7,7 @@
 #include "tests/integration/batch/batch_env.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(batch, a_clean_batch_across_three_models_completes_with_one_output_line_each) {
   batch_env env;

@@ -17,7 +17,7 @@
 #include "tests/integration/engine/js_probe.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 using nlohmann::json;
 

@@ -8,7 +8,7 @@
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(faults, submissions_are_accepted_while_nats_is_down_and_run_after) {
   engine_env env;

@@ -13,7 +13,7 @@
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 /// `env`'s settings validated as `switchyard serve` does (this loads the secrets).
 void validate_settings(engine_env& env) {

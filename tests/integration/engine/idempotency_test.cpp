@@ -9,7 +9,7 @@
 #include "tests/integration/engine/engine_env.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(idempotency, same_key_same_body_is_the_same_job) {
   engine_env env;

@@ -11,7 +11,7 @@
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(jobs, submit_then_read_the_completed_result) {
   engine_env env;

@@ -14,7 +14,7 @@
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 using namespace std::chrono_literals;
 

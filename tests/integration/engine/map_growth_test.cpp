@@ -12,7 +12,7 @@
 #include "tests/integration/engine/engine_env.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(map_growth, a_full_map_grows_and_every_submission_is_accepted_and_kept) {
   constexpr int64_t initial = int64_t{1} << 20;  // the smallest map the settings allow

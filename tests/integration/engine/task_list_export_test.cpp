@@ -10,7 +10,7 @@
 #include "tests/integration/engine/engine_env.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 using nlohmann::json;
 

@@ -11,7 +11,7 @@
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 using namespace std::chrono_literals;
 constexpr const char* secret = "whsec-test-0123456789";

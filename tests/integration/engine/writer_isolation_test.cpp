@@ -27,7 +27,7 @@
 #include "tests/support/temp_dir.hpp"
 
 namespace sy::actors {
-namespace {
+namespace SY_UNITY_ID {
 
 storage::create_job_op make_job(const std::string& id, const std::string& model) {
   storage::create_job_op op;

@@ -20,7 +20,7 @@
 #include "tests/support/wait.hpp"
 
 namespace sy::testing {
-namespace {
+namespace SY_UNITY_ID {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;

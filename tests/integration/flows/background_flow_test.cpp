@@ -13,7 +13,7 @@
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 using namespace std::chrono_literals;
 using storage::job_status;

@@ -13,7 +13,7 @@
 #include "tests/integration/flows/flow_env.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 using storage::job_status;
 using storage::task_state;

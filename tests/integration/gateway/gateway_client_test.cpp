@@ -5,7 +5,7 @@
 #include "tests/integration/gateway/gateway_env.hpp"
 
 namespace sy::testing {
-namespace {
+namespace SY_UNITY_ID {
 
 using json = nlohmann::json;
 using runtime::gateway_client;

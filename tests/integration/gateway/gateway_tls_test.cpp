@@ -10,7 +10,7 @@
 #include "tests/support/test_certs.hpp"
 
 namespace sy::testing {
-namespace {
+namespace SY_UNITY_ID {
 
 using runtime::gateway_client;
 using runtime::gateway_outcome;

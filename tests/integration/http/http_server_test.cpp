@@ -15,7 +15,7 @@
 #include "tests/integration/http/memory_job_service.hpp"
 
 namespace sy::testing {
-namespace {
+namespace SY_UNITY_ID {
 
 namespace beast = boost::beast;
 namespace http = beast::http;

@@ -16,7 +16,7 @@
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 using nlohmann::json;
 using namespace std::chrono_literals;

@@ -12,7 +12,7 @@
 #include "tests/integration/nats/nats_env.hpp"
 
 namespace sy::runtime {
-namespace {
+namespace SY_UNITY_ID {
 
 using namespace std::chrono_literals;
 

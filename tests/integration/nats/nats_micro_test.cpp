@@ -26,7 +26,7 @@
 #include "tests/support/wait.hpp"
 
 namespace sy::api {
-namespace {
+namespace SY_UNITY_ID {
 
 using json = nlohmann::json;
 using std::chrono::milliseconds;

@@ -8,7 +8,7 @@
 #include "tests/integration/nats/nats_env.hpp"
 
 namespace sy::runtime {
-namespace {
+namespace SY_UNITY_ID {
 
 class NatsServer : public ::testing::Test {
  protected:

@@ -9,7 +9,7 @@
 #include "tests/integration/nats/nats_env.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 using state = runtime::store_registration::state;
 

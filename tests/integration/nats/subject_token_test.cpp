@@ -7,7 +7,7 @@
 #include "runtime/jetstream.hpp"
 
 namespace sy::runtime {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(SubjectToken, KeepsSafeCharactersAndEscapesTheRest) {
   EXPECT_EQ(subject_token("gpt-4o-mini"), "gpt-4o-mini");

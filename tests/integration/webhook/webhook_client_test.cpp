@@ -12,7 +12,7 @@
 #include "tests/support/wait.hpp"
 
 namespace sy::testing {
-namespace {
+namespace SY_UNITY_ID {
 
 using runtime::webhook_client;
 

@@ -4,7 +4,7 @@
 #include "tests/integration/webhook/webhook_env.hpp"
 
 namespace sy::testing {
-namespace {
+namespace SY_UNITY_ID {
 
 using runtime::webhook_client;
 using runtime::webhook_policy;

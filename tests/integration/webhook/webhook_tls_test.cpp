@@ -8,7 +8,7 @@
 #include "tests/support/temp_dir.hpp"
 
 namespace sy::testing {
-namespace {
+namespace SY_UNITY_ID {
 
 using runtime::webhook_client;
 

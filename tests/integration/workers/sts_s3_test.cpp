@@ -22,7 +22,7 @@
 #include "tests/support/temp_dir.hpp"
 
 namespace sy::test {
-namespace {
+namespace SY_UNITY_ID {
 
 using nlohmann::json;
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 namespace sy::actors {
-namespace {
+namespace SY_UNITY_ID {
 
 using json = nlohmann::json;
 

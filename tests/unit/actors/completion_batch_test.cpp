@@ -12,7 +12,7 @@
 #include "actors/write.hpp"
 
 namespace sy::actors {
-namespace {
+namespace SY_UNITY_ID {
 
 namespace asio = boost::asio;
 

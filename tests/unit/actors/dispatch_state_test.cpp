@@ -8,7 +8,7 @@
 #include "actors/slot_ledger.hpp"
 
 namespace sy::actors {
-namespace {
+namespace SY_UNITY_ID {
 
 runtime::delivery msg(int i) {
   runtime::delivery d;

@@ -23,7 +23,7 @@
 #include "actors/job_registry.hpp"
 
 namespace sy::actors {
-namespace {
+namespace SY_UNITY_ID {
 
 using phase = attempt_state::phase;
 

@@ -6,7 +6,7 @@
 #include "actors/lease_reaper.hpp"
 
 namespace sy::actors {
-namespace {
+namespace SY_UNITY_ID {
 
 runtime::gateway_outcome answered(int status, bool retryable) {
   runtime::gateway_outcome o;

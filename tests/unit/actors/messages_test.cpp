@@ -32,7 +32,7 @@
 #include "actors/write.hpp"
 
 namespace sy::actors {
-namespace {
+namespace SY_UNITY_ID {
 
 namespace asio = boost::asio;
 namespace st = storage;

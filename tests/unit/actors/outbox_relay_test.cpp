@@ -7,7 +7,7 @@
 #include "actors/outbox_relay.hpp"
 
 namespace sy::actors {
-namespace {
+namespace SY_UNITY_ID {
 
 std::vector<storage::outbox_record> records(std::vector<uint64_t> seqs) {
   std::vector<storage::outbox_record> out;

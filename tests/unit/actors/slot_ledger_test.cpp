@@ -8,7 +8,7 @@
 #include "actors/slot_ledger.hpp"
 
 namespace sy::actors {
-namespace {
+namespace SY_UNITY_ID {
 
 using grants = std::vector<slot_grant>;
 

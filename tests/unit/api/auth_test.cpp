@@ -5,7 +5,7 @@
 #include "config/sha256.hpp"
 
 namespace sy::api {
-namespace {
+namespace SY_UNITY_ID {
 
 authenticator with_keys() {
   return authenticator(

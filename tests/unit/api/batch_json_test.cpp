@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::api {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(batch_json, a_new_batch_has_nulls_and_zero_usage) {
   storage::batch_record b;

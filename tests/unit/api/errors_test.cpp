@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 namespace sy::api {
-namespace {
+namespace SY_UNITY_ID {
 
 using nlohmann::json;
 namespace http = boost::beast::http;

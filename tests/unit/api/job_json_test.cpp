@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::api {
-namespace {
+namespace SY_UNITY_ID {
 
 using nlohmann::json;
 

@@ -17,7 +17,7 @@
 #include "config/limits.hpp"
 
 namespace sy::api::detail {
-namespace {
+namespace SY_UNITY_ID {
 
 using nlohmann::json;
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 namespace sy::api::detail {
-namespace {
+namespace SY_UNITY_ID {
 
 struct seen_part {
   std::string name;

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::api::detail {
-namespace {
+namespace SY_UNITY_ID {
 
 std::optional<int64_t> wait_of(std::string_view header) { return prefer_wait_seconds({header}); }
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::api::detail {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(parse_query, pairs_in_order_and_percent_decoded) {
   auto q = parse_query("/v1/jobs?a=1&b=x%20y&c=p+q&d&&e=%2F%3d");

@@ -6,7 +6,7 @@
 #include "config/endpoints.hpp"
 
 namespace sy::api {
-namespace {
+namespace SY_UNITY_ID {
 
 using boost::beast::http::verb;
 using kind = route_match::kind;

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::api::detail {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(sse_event, frames_one_event) {
   EXPECT_EQ(sse_event(3, "completed", R"({"a":1})"),

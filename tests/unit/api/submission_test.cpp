@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::actors {
-namespace {
+namespace SY_UNITY_ID {
 
 using nlohmann::json;
 

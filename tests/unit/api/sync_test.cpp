@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::api::detail {
-namespace {
+namespace SY_UNITY_ID {
 
 namespace http = boost::beast::http;
 using nlohmann::json;

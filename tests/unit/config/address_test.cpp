@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::config {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(HostPort, Parses) {
   auto v4 = parse_host_port("127.0.0.1:8080");

@@ -6,7 +6,7 @@
 #include "tests/unit/config/temp_dir.hpp"
 
 namespace sy::config {
-namespace {
+namespace SY_UNITY_ID {
 
 result<command> run(std::vector<std::string> args, const env_map& env = {}) {
   args.insert(args.begin(), "switchyard");

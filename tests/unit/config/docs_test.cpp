@@ -9,7 +9,7 @@
 #include "config/settings_table.hpp"
 
 namespace sy::config {
-namespace {
+namespace SY_UNITY_ID {
 
 std::string read_source(const std::string& relative) {
   auto text = detail::read_file(std::string(SY_SOURCE_DIR) + "/" + relative, relative);

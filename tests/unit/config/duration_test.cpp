@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::config {
-namespace {
+namespace SY_UNITY_ID {
 
 int64_t ms(std::string_view text) {
   auto parsed = parse_duration_ms(text);

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::config {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(LoadSettings, PrecedenceIsFileThenEnvThenFlags) {
   sources from;

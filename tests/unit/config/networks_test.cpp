@@ -5,7 +5,7 @@
 #include "config/validate.hpp"
 
 namespace sy::config {
-namespace {
+namespace SY_UNITY_ID {
 
 namespace ip = boost::asio::ip;
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace sy::config {
-namespace {
+namespace SY_UNITY_ID {
 
 using nlohmann::json;
 

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::config {
-namespace {
+namespace SY_UNITY_ID {
 
 // These bindings compile only while `settings` has exactly 73 fields and `gateway_settings` 14:
 // adding a field breaks the build here, pointing at the table that must declare it.

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::config {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(Sha256, KnownVectors) {
   EXPECT_EQ(sha256_hex(""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");

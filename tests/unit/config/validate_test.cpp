@@ -8,7 +8,7 @@
 #include "tests/unit/config/temp_dir.hpp"
 
 namespace sy::config {
-namespace {
+namespace SY_UNITY_ID {
 
 settings with_gateway() {
   settings s;

@@ -6,7 +6,7 @@
 #include "tests/unit/config/temp_dir.hpp"
 
 namespace sy::config {
-namespace {
+namespace SY_UNITY_ID {
 
 settings load(const std::string& yaml) {
   settings s;

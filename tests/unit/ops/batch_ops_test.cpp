@@ -10,7 +10,7 @@
 #include "tests/support/temp_dir.hpp"
 
 namespace sy::storage {
-namespace {
+namespace SY_UNITY_ID {
 
 class batch_ops_test : public ::testing::Test {
  protected:

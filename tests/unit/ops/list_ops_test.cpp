@@ -9,7 +9,7 @@
 #include "tests/unit/ops/store_fixture.hpp"
 
 namespace sy::storage {
-namespace {
+namespace SY_UNITY_ID {
 
 constexpr const char* job_id = "job_01JLIST";
 

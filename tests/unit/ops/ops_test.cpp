@@ -6,7 +6,7 @@
 #include "tests/unit/ops/store_fixture.hpp"
 
 namespace sy::storage {
-namespace {
+namespace SY_UNITY_ID {
 
 class ops_test : public store_fixture {
  protected:

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::runtime {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(Backoff, NoJitterIsHalfTheExponentialBase) {
   EXPECT_EQ(backoff_delay_ms(0, 200, 10'000, 0.0), 100);

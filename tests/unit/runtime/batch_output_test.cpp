@@ -13,7 +13,7 @@
 #include "tests/support/temp_dir.hpp"
 
 namespace sy::runtime::batch {
-namespace {
+namespace SY_UNITY_ID {
 
 namespace fs = std::filesystem;
 

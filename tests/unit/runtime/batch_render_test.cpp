@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 namespace sy::runtime::batch {
-namespace {
+namespace SY_UNITY_ID {
 
 using json = nlohmann::json;
 

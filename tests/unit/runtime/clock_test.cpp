@@ -11,7 +11,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 namespace sy::runtime {
-namespace {
+namespace SY_UNITY_ID {
 
 TEST(ManualClock, StartsWhereToldAndMovesOnlyWhenAdvanced) {
   manual_clock c(1'000);

@@ -13,7 +13,7 @@
 #include "tests/support/temp_dir.hpp"
 
 namespace sy::runtime {
-namespace {
+namespace SY_UNITY_ID {
 
 using nlohmann::json;
 

@@ -5,7 +5,7 @@
 #include <string>
 
 namespace sy::runtime {
-namespace {
+namespace SY_UNITY_ID {
 
 using nlohmann::json;
 

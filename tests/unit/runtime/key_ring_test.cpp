@@ -10,7 +10,7 @@
 #include "tests/support/temp_dir.hpp"
 
 namespace sy::runtime {
-namespace {
+namespace SY_UNITY_ID {
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::log {
-namespace {
+namespace SY_UNITY_ID {
 
 /// The level is process-wide: put it back for the other tests of this binary.
 struct level_guard {

@@ -9,7 +9,7 @@
 // signatures are the suite's.
 
 namespace sy::runtime {
-namespace {
+namespace SY_UNITY_ID {
 
 constexpr int64_t suite_time = 1440938160;  // 2015-08-30T12:36:00Z
 

@@ -10,7 +10,7 @@
 #include <string>
 
 namespace sy::runtime {
-namespace {
+namespace SY_UNITY_ID {
 
 sts_target target() {
   return {"sts.example:7480", "us-east-1", "arn:aws:iam:::role/minter", {"AKID", "SECRET", ""}};

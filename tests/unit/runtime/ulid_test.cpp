@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace sy::runtime {
-namespace {
+namespace SY_UNITY_ID {
 
 constexpr std::string_view kAlphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 

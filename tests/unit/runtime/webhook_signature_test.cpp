@@ -5,7 +5,7 @@
 #include <string>
 
 namespace sy::runtime {
-namespace {
+namespace SY_UNITY_ID {
 
 // Computed independently of our code (one shell line):
 //   printf '%s' '1700000000.{"job_id":"job_01HX","sequence":3,"state":"succeeded"}' |

@@ -7,7 +7,7 @@
 #include "storage/events.hpp"
 
 namespace sy::storage {
-namespace {
+namespace SY_UNITY_ID {
 
 using json = nlohmann::json;
 

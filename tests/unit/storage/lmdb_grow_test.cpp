@@ -12,7 +12,7 @@
 #include "tests/unit/storage/temp_dir.hpp"
 
 namespace sy::storage {
-namespace {
+namespace SY_UNITY_ID {
 
 constexpr int64_t tiny_map = 64 * 1024;
 const std::string big_value(1000, 'x');

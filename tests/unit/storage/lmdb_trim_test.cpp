@@ -8,7 +8,7 @@
 #include "tests/unit/storage/temp_dir.hpp"
 
 namespace sy::storage {
-namespace {
+namespace SY_UNITY_ID {
 
 /// This process's file-backed resident bytes (RssFile in /proc/self/status).
 int64_t rss_file() {

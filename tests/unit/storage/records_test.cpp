@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace sy::storage {
-namespace {
+namespace SY_UNITY_ID {
 
 using json = nlohmann::json;
 

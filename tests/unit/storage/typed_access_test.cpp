@@ -6,7 +6,7 @@
 #include "tests/unit/storage/temp_dir.hpp"
 
 namespace sy::storage {
-namespace {
+namespace SY_UNITY_ID {
 
 constexpr int64_t one_mib = int64_t{1} << 20;
 
