@@ -20,7 +20,8 @@ result<std::string> read_file(const std::string& path, std::string_view what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return make_error(errc::invalid_config,
-                      std::string(what) + ": cannot read file " + detail::quoted(path), std::string(what));
+                      std::string(what) + ": cannot read file " + detail::quoted(path),
+                      std::string(what));
   }
   std::ostringstream content;
   content << in.rdbuf();

@@ -354,5 +354,5 @@ TEST(system, kill9_while_a_cancelled_batch_finalizes_keeps_partial_output_once) 
   EXPECT_EQ(env.gateway_counts(), before) << "a line was sent to the gateway after the cancel";
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -293,5 +293,5 @@ TEST(system, a_job_whose_attempts_keep_dying_fails_at_max_attempts) {
   EXPECT_EQ(c.get("/v1/jobs/" + id).json()["status"], "failed");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -26,5 +26,5 @@ TEST(system, gateway_down_then_back) {
   for (const auto& id : ids) EXPECT_EQ(env.wait_terminal(c, id), "completed") << id;
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

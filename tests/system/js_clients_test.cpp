@@ -136,5 +136,5 @@ TEST_F(js_clients_test, OpenaiPackageRunsBatches) { run_node_test("batches.test.
 
 TEST_F(js_clients_test, NatsPackageUsesTheMicroService) { run_node_test("service.test.mjs"); }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

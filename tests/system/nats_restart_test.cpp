@@ -95,5 +95,5 @@ TEST(system, nats_back_without_its_store_loses_no_job) {
   EXPECT_EQ(counts["wipe-waiting"], 1);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

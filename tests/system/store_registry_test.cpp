@@ -135,5 +135,5 @@ TEST(store_registry, an_engine_whose_streams_another_store_takes_over_stops) {
   EXPECT_TRUE(contains((*after)->value, "another-store"));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -240,5 +240,5 @@ TEST(system, a_ten_task_list_is_not_starved_by_a_million_task_list) {
   EXPECT_EQ(c.request("DELETE", "/v1/jobs/" + big_id, "").status, 200);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -87,5 +87,5 @@ TEST(system, webhook_deliveries_pending_at_a_kill9_are_delivered_after_restart) 
   receiver.signal(SIGTERM);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

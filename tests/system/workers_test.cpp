@@ -174,5 +174,5 @@ TEST_F(workers_system, the_node_example_worker_runs_jobs_too) {
   EXPECT_EQ(w->wait(std::chrono::seconds(20)), 0) << w->log();
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

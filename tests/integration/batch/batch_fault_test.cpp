@@ -156,5 +156,5 @@ TEST(batch_fault, a_drain_that_cannot_read_the_plans_fails_the_batch_keeping_fin
   EXPECT_TRUE(done.error_file_id.empty());
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

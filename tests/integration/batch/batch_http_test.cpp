@@ -263,5 +263,5 @@ TEST(batch_http, a_batch_runs_lists_and_its_files_download_and_delete) {
                "batch_not_cancellable");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

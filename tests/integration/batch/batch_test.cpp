@@ -381,5 +381,5 @@ TEST(batch, a_system_failure_fails_the_batch_keeping_finished_lines_and_accounti
   for (const auto& l : errors) EXPECT_EQ(l["error"]["code"], "batch_failed");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

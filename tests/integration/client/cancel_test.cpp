@@ -79,5 +79,5 @@ TEST(cancel, a_finished_job_is_409_and_an_unknown_one_404) {
   EXPECT_EQ(c.request("GET", "/v1/jobs/" + id + "/cancel").status, 405);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

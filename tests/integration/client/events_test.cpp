@@ -166,5 +166,5 @@ TEST(events, a_graceful_stop_ends_open_streams) {
   EXPECT_LT(took, std::chrono::milliseconds(env.settings().shutdown_timeout_ms * 2));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -92,5 +92,5 @@ TEST(list, bad_parameters_are_400_invalid_value) {
   EXPECT_EQ(c.get("/v1/jobs?status=in%5Fprogress").status, 200);  // percent-decoded
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -128,5 +128,5 @@ TEST(sync_call, idempotency_key_returns_the_same_job) {
   EXPECT_EQ(other.status, 422);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

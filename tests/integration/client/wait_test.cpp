@@ -95,5 +95,5 @@ TEST(polling, resubmission_answers_202_while_running_then_200_with_the_result) {
   EXPECT_EQ(env.gateway().requests(), 1);  // polling never ran the job again
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

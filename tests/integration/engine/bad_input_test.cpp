@@ -146,5 +146,5 @@ TEST_P(bad_input, has_its_status_and_envelope_and_stores_nothing) {
 INSTANTIATE_TEST_SUITE_P(engine, bad_input, ::testing::ValuesIn(cases()),
                          [](const auto& info) { return info.param.name; });
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

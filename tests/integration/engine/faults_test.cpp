@@ -108,5 +108,5 @@ TEST(faults, a_task_whose_message_was_lost_is_requeued_by_the_reconcile_sweeper)
   EXPECT_EQ(env.gateway().requests(), 1);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -134,5 +134,5 @@ TEST(gateway_config, entries_that_differ_have_their_own_pools) {
   EXPECT_EQ(with_team, 1);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -110,5 +110,5 @@ TEST(hostile_input, distinct_models_are_bounded_by_max_models) {
   EXPECT_EQ(env.wait_terminal(c, again.json()["id"])["status"], "completed");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

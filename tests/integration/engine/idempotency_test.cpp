@@ -73,5 +73,5 @@ TEST(idempotency, keys_are_scoped_to_the_tenant) {
   EXPECT_NE(a.json()["id"], b.json()["id"]);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

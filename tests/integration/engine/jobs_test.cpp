@@ -220,5 +220,5 @@ TEST(jobs, another_tenants_job_is_not_found) {
   EXPECT_EQ(env.submit(c, "x", nullptr, {{"Authorization", "Bearer nope"}}).status, 401);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -147,5 +147,5 @@ TEST(lifecycle, every_state_change_is_published_on_nats) {
   EXPECT_EQ(last["result"]["status_code"], 200);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -80,5 +80,5 @@ TEST(long_request, extends_its_lease_and_its_message_and_runs_exactly_once) {
   EXPECT_EQ(states, (std::vector<std::string>{"queued", "in_progress", "completed"}));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -63,5 +63,5 @@ TEST(map_growth, a_full_map_grows_and_every_submission_is_accepted_and_kept) {
   EXPECT_EQ(env.count(storage::db::jobs), size_t{clients * per_client});
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -77,5 +77,5 @@ TEST(outbox_relay, a_record_stays_until_jetstream_acks_it_and_is_deleted_after) 
   EXPECT_EQ(stream_last_seq(env.nats().url(), "SY_TASKS"), std::optional<uint64_t>(2));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -146,5 +146,5 @@ TEST(task_list_export, results_over_the_inline_size_are_read_back_from_the_segme
   EXPECT_FALSE(std::filesystem::exists(segment));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

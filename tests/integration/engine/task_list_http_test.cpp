@@ -251,5 +251,5 @@ TEST(task_list_http, a_staged_list_of_requests_is_checked_line_by_line_then_run)
   EXPECT_EQ(errors[1]["param"], "request.url");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

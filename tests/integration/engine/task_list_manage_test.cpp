@@ -208,5 +208,5 @@ TEST(task_list_manage, task_events_publish_each_tasks_transitions_on_nats) {
   EXPECT_EQ(c.post_json("/v1/jobs", single).json()["error"]["code"], "invalid_tasks");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

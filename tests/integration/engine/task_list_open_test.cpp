@@ -176,5 +176,5 @@ TEST(task_list_open, open_jobs_are_listed_by_their_status) {
   EXPECT_EQ(listed.json()["data"][0]["id"], r.json()["id"]);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -205,5 +205,5 @@ TEST(task_list_staged, a_task_file_has_its_own_size_limit) {
   EXPECT_EQ(upload(c, form({{"purpose", "batch"}}, "b.jsonl", content)).status, 200);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -386,5 +386,5 @@ TEST(task_list, a_list_over_several_models_runs_each_on_its_own_queue) {
   EXPECT_EQ(models, (std::set<std::string>{"m-a", "m-b"}));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

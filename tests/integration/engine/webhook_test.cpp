@@ -181,5 +181,5 @@ TEST(webhooks, the_configured_default_url_applies_to_jobs_without_one) {
   for (const auto& d : w.receiver.deliveries()) EXPECT_EQ(d.path, "/default");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -205,5 +205,5 @@ TEST(worker_grants, an_operators_signing_key_signs_and_is_not_rotated_by_the_eng
   EXPECT_EQ(w.post_json("/v1/task/complete", {{"output", 1}}, {{cap, token}}).status, 200);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -381,5 +381,5 @@ TEST(workers, keys_rotate_on_time_and_tokens_of_the_old_key_verify_across_a_rest
   EXPECT_EQ(env.wait_terminal(after, job["id"])["result"]["body"], "rotated");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -149,5 +149,5 @@ TEST(worker_task_list, lists_of_the_wrong_kind_are_refused_and_store_nothing) {
   EXPECT_EQ(c.get("/v1/jobs").json()["data"].size(), 0u);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -122,5 +122,5 @@ TEST(writer_isolation, failing_writes_are_answered_alone_and_their_commits_go_ah
   caf::anon_send_exit(writer, caf::exit_reason::user_shutdown);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::actors

@@ -166,5 +166,5 @@ TEST_F(FakeGatewayTlsTest, StartReportsFilesItCannotLoad) {
   EXPECT_NE(error.find("must both be set"), std::string::npos) << error;
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::testing

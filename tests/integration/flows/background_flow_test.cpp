@@ -123,5 +123,5 @@ TEST(relay_flow, keeps_a_record_while_publishing_fails_and_deletes_it_only_after
   EXPECT_EQ(env.sched().trigger_timeouts(), 0u) << "nothing left to retry";
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

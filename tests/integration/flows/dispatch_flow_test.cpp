@@ -132,5 +132,5 @@ TEST(dispatch_flow, a_batch_lane_yields_its_slot_to_a_job_of_its_model_and_gets_
       << "the slot did not go back to the lane that was waiting";
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -227,5 +227,5 @@ TEST_F(job_flow, a_release_while_starting_is_kept_and_gives_the_task_back_uncoun
   EXPECT_EQ(again->delivered, 2u);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

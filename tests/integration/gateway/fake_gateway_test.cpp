@@ -64,5 +64,5 @@ TEST_F(GatewayTest, FakeStatusDirectiveAlwaysFails) {
   EXPECT_EQ(out.tries, 3);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::testing

@@ -178,5 +178,5 @@ TEST_F(GatewayTest, InvalidUrlFailsWithoutTrying) {
   EXPECT_NE(out.error.find("ftp://example.com"), std::string::npos) << out.error;
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::testing

@@ -123,5 +123,5 @@ TEST_F(GatewayTest, AbortWhileWaitingForAPooledConnection) {
   EXPECT_EQ(fake.requests(), 1);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::testing

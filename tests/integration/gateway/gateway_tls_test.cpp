@@ -144,5 +144,5 @@ TEST_F(GatewayTlsTest, TheRequestTimeoutHoldsOverTls) {
   EXPECT_LT(elapsed_ms(start), 2'000);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::testing

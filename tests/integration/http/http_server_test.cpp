@@ -309,5 +309,5 @@ TEST_F(slow_client_test, no_keys_means_the_default_tenant) {
   EXPECT_EQ(call(make_request(http::verb::get, "/v1/jobs/" + id)).result(), http::status::ok);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::testing

@@ -324,5 +324,5 @@ TEST_F(intake_test, TransientErrorsAreRetriedThenAnsweredOnTheLastDelivery) {
   EXPECT_EQ(n.rejected, 1u);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -175,5 +175,5 @@ TEST(JetStreamDeliveryAck, InProgressExtendsTheAckWaitAndTermEndsIt) {
   EXPECT_FALSE(d.env.client->ack(delivery{}));  // no reply subject: a clear error
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

@@ -148,5 +148,5 @@ TEST(JetStream, CorePublishLandsInTheEventsStream) {
       5s));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

@@ -70,5 +70,5 @@ TEST(JetStreamRestart, PublishBatchWhileDownFailsFastThenSucceeds) {
   EXPECT_EQ(*n, 4u);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

@@ -73,5 +73,5 @@ TEST(ModelNameLimits, ARealServerAcceptsTheLongestNames) {
   assert_runs(env, std::string(limits::model_max_bytes, '\xff'));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

@@ -364,5 +364,5 @@ TEST_F(NatsMicro, InvalidConfigurationIsRefused) {
   EXPECT_FALSE(micro_service::start(client_->nc, config("ok", {})));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::api

@@ -93,5 +93,5 @@ TEST_F(NatsServer, DetectsAChildThatDied) {
   EXPECT_TRUE(test::wait_until([&] { return !(*s)->running(); }, std::chrono::seconds(5)));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

@@ -94,5 +94,5 @@ TEST(store_registration, an_entry_lost_with_the_servers_store_is_written_again_o
   EXPECT_NE((*back)->value.find("/data/a"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

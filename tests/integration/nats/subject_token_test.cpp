@@ -52,5 +52,5 @@ TEST(SubjectToken, RejectsInvalidEncodings) {
   EXPECT_FALSE(model_from_token("_61").has_value());   // 'a' is kept, never escaped
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

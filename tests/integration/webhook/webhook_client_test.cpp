@@ -164,5 +164,5 @@ TEST_F(WebhookTest, ClientMayBeDestroyedDuringADelivery) {
   EXPECT_TRUE(out->delivered) << out->error;
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::testing

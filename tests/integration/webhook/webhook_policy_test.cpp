@@ -104,5 +104,5 @@ TEST_F(WebhookTest, SubmissionCheckMatchesDeliveryPolicy) {
   EXPECT_FALSE(runtime::check_webhook_url("http://user@example.com/", p).ok());
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::testing

@@ -92,5 +92,5 @@ TEST_F(WebhookTest, StandaloneReceiverBinary) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::testing

@@ -104,5 +104,5 @@ TEST_F(WebhookTlsTest, UnreadableCaFileIsReported) {
   EXPECT_EQ(tls_receiver->connections(), 0);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::testing

@@ -278,5 +278,5 @@ TEST_F(s3_sts, an_assume_role_the_server_refuses_says_why) {
   EXPECT_NE(minted.error().message.find("HTTP 403"), std::string::npos) << minted.error().message;
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -89,5 +89,5 @@ TEST(response_line, a_usage_of_another_shape_counts_zero) {
   EXPECT_FALSE(response_line(0, "id", "c", answer(200, "[1,2]")).usage);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::actors

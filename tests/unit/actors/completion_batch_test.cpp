@@ -80,5 +80,5 @@ TEST(completion_batch, a_writer_answer_joins_the_open_batch_and_is_posted_alone_
   EXPECT_EQ(answers, (std::vector<bool>{true, true, false}));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::actors

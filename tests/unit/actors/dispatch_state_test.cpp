@@ -190,5 +190,5 @@ TEST(DispatchState, ABatchLaneThatAsksAgainAtOnceQueuesBehindTheWaitingAttempts)
   EXPECT_EQ(r.model.held(r.other), 1);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::actors

@@ -221,5 +221,5 @@ TEST_F(registry_flow, its_one_timer_paces_the_heartbeats_of_every_registered_job
   settle();
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::actors

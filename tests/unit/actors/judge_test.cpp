@@ -53,5 +53,5 @@ TEST(lease_is_dead, expiry_and_earlier_runs) {
   EXPECT_FALSE(lease_is_dead(l, 0, "local/C", "local/"));  // another node's live lease
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::actors

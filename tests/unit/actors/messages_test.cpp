@@ -422,5 +422,5 @@ TEST(write_tickets, a_writer_without_a_slot_fails_the_waiter_at_once) {
   EXPECT_EQ(a.codes, (std::vector<std::string>{"storage_unavailable", "storage_unavailable"}));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::actors

@@ -39,5 +39,5 @@ TEST(sort_acks, missing_answers_count_as_not_acked) {
   EXPECT_EQ(none.next_cursor, 5u);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::actors

@@ -111,5 +111,5 @@ TEST(slot_ledger, a_holder_that_leaves_frees_its_slots_for_the_waiters) {
   EXPECT_EQ(l.held(), 2);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::actors

@@ -69,5 +69,5 @@ TEST(authenticator, only_an_admin_key_passes_the_admin_check) {
   EXPECT_EQ(auth.tenant_for("Bearer ak-1").error().code, "invalid_api_key");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::api

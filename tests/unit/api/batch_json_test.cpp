@@ -55,5 +55,5 @@ TEST(batch_json, errors_usage_and_files_render) {
   EXPECT_EQ(file_to_json(f)["expires_at"], 3700);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::api

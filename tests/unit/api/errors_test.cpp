@@ -191,5 +191,5 @@ TEST(error_catalogue, sources_write_codes_through_the_constants) {
   }
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::api

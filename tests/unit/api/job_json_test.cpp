@@ -77,5 +77,5 @@ TEST(job_json, failed_job_keeps_text_body_and_error) {
   EXPECT_EQ(j["finished_at"], 1'700'000'005);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::api

@@ -185,5 +185,5 @@ TEST(webhook_url_limit, the_limit_is_accepted_one_more_is_refused) {
   EXPECT_EQ(over.error().code, "invalid_webhook_url");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::api::detail

@@ -124,5 +124,5 @@ TEST(multipart, the_header_limit_holds_however_the_body_arrives) {
   }
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::api::detail

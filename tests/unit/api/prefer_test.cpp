@@ -47,5 +47,5 @@ TEST(prefer_wait, first_occurrence_wins_across_headers) {
   EXPECT_EQ(prefer_wait_seconds({}), std::nullopt);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::api::detail

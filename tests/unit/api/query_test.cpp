@@ -77,5 +77,5 @@ TEST(list_params, unknown_status_is_invalid_value_naming_status) {
   }
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::api::detail

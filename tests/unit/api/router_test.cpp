@@ -57,5 +57,5 @@ TEST(routes, every_inference_endpoint_is_a_synchronous_route) {
   EXPECT_EQ(detail::routes().match(verb::post, "/v1/images/generations").outcome, kind::not_found);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::api

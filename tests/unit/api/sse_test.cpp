@@ -29,5 +29,5 @@ TEST(last_event_id, rejects_non_numbers_and_overflow) {
   EXPECT_EQ(parse_last_event_id("18446744073709551616"), std::nullopt);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::api::detail

@@ -183,5 +183,5 @@ TEST(request_hash, differs_for_different_requests) {
     EXPECT_NE(request_hash(base), request_hash(s));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::actors

@@ -91,5 +91,5 @@ TEST(sync_response, expired_cancelled_and_timeout) {
   EXPECT_EQ(late["X-Switchyard-Job-Id"], "job_01SYNC");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::api::detail

@@ -73,5 +73,5 @@ TEST(GatewayUrl, Rejects) {
   }
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::config

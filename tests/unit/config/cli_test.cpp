@@ -166,5 +166,5 @@ TEST(Cli, EnvironmentMap) {
   EXPECT_TRUE(environment_map(nullptr).empty());
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::config

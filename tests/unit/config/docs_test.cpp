@@ -65,5 +65,5 @@ TEST(LimitsDoc, ListsEveryLimitWithItsErrorOnItsRow) {
   }
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::config

@@ -49,5 +49,5 @@ TEST(Duration, FormatRoundTrips) {
   }
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::config

@@ -99,5 +99,5 @@ TEST(UnknownEnv, ListsOnlyUnknownSwitchyardNames) {
   EXPECT_EQ(unknown[0], "SWITCHYARD_PER_MODEL_CONCURENCY");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::config

@@ -148,5 +148,5 @@ TEST(Networks, ValidationRefusesMalformedWebhookNetworks) {
   EXPECT_TRUE(validate(s).ok()) << validate(s).error().message;
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::config

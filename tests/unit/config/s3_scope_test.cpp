@@ -142,5 +142,5 @@ TEST(s3_scope, a_grant_outside_every_allowed_prefix_is_named) {
   EXPECT_EQ(s3_grant_outside({}, {}), "");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::config

@@ -147,5 +147,5 @@ TEST(Assign, ReportsWhereAndWhat) {
   EXPECT_EQ(s.lease_ttl_ms, 120'000);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::config

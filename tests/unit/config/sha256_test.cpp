@@ -20,5 +20,5 @@ TEST(ConstantTimeEqual, ComparesContentAndLength) {
   EXPECT_FALSE(constant_time_equal("", "x"));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::config

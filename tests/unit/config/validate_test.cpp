@@ -394,5 +394,5 @@ TEST(ApiKeys, AWorkerKeyIsNeverAClientKey) {
   EXPECT_FALSE(key_has_role(keys, "w", "admin"));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::config

@@ -160,5 +160,5 @@ TEST(YamlLoader, RuntimesAndWorkerKeys) {
   EXPECT_EQ(load_error("runtimes:\n  a: {lease_ttl_ms: soon}\n").param, "runtimes.a.lease_ttl_ms");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::config

@@ -269,5 +269,5 @@ TEST(token_usage, reads_each_response_shape_and_sums_them_in_openai_batch_form) 
   EXPECT_EQ(total["output_tokens_details"]["reasoning_tokens"], 4);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::storage

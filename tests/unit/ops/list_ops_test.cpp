@@ -440,5 +440,5 @@ TEST_F(list_ops_test, results_over_the_inline_size_go_to_the_jobs_segment_and_le
   EXPECT_FALSE(std::filesystem::exists(dir / (std::string(job_id) + ".seg")));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::storage

@@ -465,5 +465,5 @@ TEST_F(ops_test, the_listing_index_follows_the_status) {
   EXPECT_EQ(txn.get(db::job_index, job_index_key("t1", "j1")), "in_progress");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::storage

@@ -58,5 +58,5 @@ TEST(RetryableStatus, RetriesThrottlingTimeoutsAndServerErrors) {
   }
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

@@ -82,5 +82,5 @@ TEST(result_file, a_file_that_cannot_be_renamed_leaves_no_temp_file) {
   EXPECT_FALSE(fs::exists(path + ".tmp"));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime::batch

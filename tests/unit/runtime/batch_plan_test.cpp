@@ -451,5 +451,5 @@ TEST(BatchPlanNames, SafeNamesAndHash) {
   EXPECT_LT(safe_model_name(std::string(1000, 'q')).size(), 120u);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime::batch

@@ -117,5 +117,5 @@ TEST(lost_message, joins_every_loss_in_order) {
   EXPECT_EQ(m.back(), '.');
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime::batch

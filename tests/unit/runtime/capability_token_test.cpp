@@ -134,5 +134,5 @@ TEST_F(capability_token, grants_that_are_not_canonical_are_refused_even_when_sig
   EXPECT_NE(check_token(*t, *ring_, expect()).error().message.find("grants"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

@@ -169,5 +169,5 @@ TEST(SystemClockTimer, FiresAfterItsDelayAndCancelEndsItUnfired) {
   EXPECT_EQ(cancelled, 1);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

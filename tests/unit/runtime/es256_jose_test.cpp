@@ -59,5 +59,5 @@ TEST(es256_jose, the_jose_cli_verifies_our_tokens_against_our_jwks_and_refuses_c
   EXPECT_NE(jose_verify(dir, *token, json{{"keys", {other->public_jwk()}}}), 0);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

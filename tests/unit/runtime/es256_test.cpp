@@ -116,5 +116,5 @@ TEST_F(es256, a_verifier_built_from_the_public_jwk_accepts_the_tokens_and_cannot
   EXPECT_FALSE(es256_key::from_jwk(off).ok());
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

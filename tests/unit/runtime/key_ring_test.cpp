@@ -98,5 +98,5 @@ TEST(key_ring, an_operator_pem_file_signs_and_is_not_rotated) {
   EXPECT_FALSE(key_ring::open({d.sub("keys"), d.sub("bad.pem"), lead, ttl}, t0).ok());
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

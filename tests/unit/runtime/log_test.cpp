@@ -42,5 +42,5 @@ TEST(LogThrottle, OneLinePerIntervalCountingWhatItSuppressed) {
   EXPECT_EQ(t.occur(5001), 0u);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::log

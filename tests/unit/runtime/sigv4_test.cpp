@@ -122,5 +122,5 @@ TEST(sigv4, uri_encoding_keeps_only_unreserved_characters) {
   EXPECT_EQ(sigv4_uri_encode("\xc3\xa9"), "%C3%A9");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

@@ -78,5 +78,5 @@ TEST(sts, refusals_and_incomplete_answers_say_what_failed) {
   }
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

@@ -88,5 +88,5 @@ TEST(Ulid, DifferentSeedsGiveDifferentRandomness) {
   EXPECT_NE(a.next(1'000), b.next(1'000));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

@@ -167,5 +167,5 @@ TEST(WebhookUrl, LiteralAddressesMustPassThePolicy) {
   EXPECT_TRUE(check_webhook_url("http://metadata.example/", policy("10.0.0.0/8")).ok());
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

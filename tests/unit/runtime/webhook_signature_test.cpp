@@ -82,5 +82,5 @@ TEST(WebhookSignature, RejectsMalformedHeaders) {
       "no v1 signature matches");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::runtime

@@ -164,5 +164,5 @@ TEST(json_or_string, shows_text_nested_past_the_limit_as_a_string) {
   EXPECT_EQ(shallow.str(), "[[1]]");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::storage

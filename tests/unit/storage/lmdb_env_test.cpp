@@ -290,5 +290,5 @@ TEST(LmdbEnv, ReadTxnCanBeUsedAndEndedOnAnotherThread) {
   EXPECT_EQ(env->begin_read().get(db::leases, "t2"), "vt2");
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::storage

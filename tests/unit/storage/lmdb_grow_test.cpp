@@ -150,5 +150,5 @@ TEST(LmdbGrow, ConcurrentReadersDuringGrowSeeConsistentSnapshots) {
   EXPECT_EQ(r.get(db::jobs, "w" + std::to_string(n - 1)), big_value);
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::storage

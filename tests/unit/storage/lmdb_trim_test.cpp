@@ -81,5 +81,5 @@ TEST(LmdbTrim, PagesReadFromABigStoreLeaveTheProcessOnceOverTheBudget) {
   EXPECT_EQ(read_all(env), expected);  // the data is untouched
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::storage

@@ -311,5 +311,5 @@ TEST(Records, StatusNamesRoundTrip) {
   EXPECT_TRUE(is_terminal(job_status::expired));
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::storage

@@ -272,5 +272,5 @@ TEST_F(TypedAccess, AppendOnAFullMapPoisonsTheCommit) {
   EXPECT_TRUE(read_outbox((*env)->begin_read(), 0, 10).empty());
 }
 
-}  // namespace
+}  // namespace SY_UNITY_ID
 }  // namespace sy::storage
