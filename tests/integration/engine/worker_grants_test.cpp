@@ -10,13 +10,12 @@
 
 #include "runtime/es256.hpp"
 #include "tests/integration/engine/engine_env.hpp"
+#include "tests/integration/engine/worker_calls.hpp"
 
 namespace sy::test {
 namespace SY_UNITY_ID {
 
 using nlohmann::json;
-
-constexpr const char* cap = "X-Switchyard-Task-Capability";
 
 void configure(engine_env& env, int64_t lease_ttl_ms = 5'000) {
   env.settings().runtimes["demo"] = config::runtime_settings{lease_ttl_ms, 3};
@@ -35,17 +34,6 @@ json lease_one(http_client& w) {
   auto tasks = r.json()["tasks"];
   EXPECT_EQ(tasks.size(), 1u);
   return tasks.empty() ? json::object() : tasks[0];
-}
-
-json token_claims(const std::string& token) {
-  const auto from = token.find('.') + 1;
-  auto payload = runtime::base64url_decode(token.substr(from, token.find('.', from) - from));
-  return payload ? json::parse(*payload) : json();
-}
-
-std::string code_of(const http_reply& r) {
-  auto j = r.json();
-  return j.is_object() && j.contains("error") ? j["error"].value("code", "") : "";
 }
 
 TEST(worker_grants, grants_outside_the_tenants_prefixes_or_not_canonical_are_refused) {

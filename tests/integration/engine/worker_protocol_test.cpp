@@ -10,6 +10,7 @@
 #include "config/sha256.hpp"
 #include "runtime/es256.hpp"
 #include "tests/integration/engine/engine_env.hpp"
+#include "tests/integration/engine/worker_calls.hpp"
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
@@ -17,8 +18,6 @@ namespace SY_UNITY_ID {
 
 using nlohmann::json;
 using std::chrono::milliseconds;
-
-constexpr const char* cap = "X-Switchyard-Task-Capability";
 
 void use_runtime(engine_env& env, int64_t lease_ttl_ms, int max_attempts = 3) {
   env.settings().runtimes["demo"] = config::runtime_settings{lease_ttl_ms, max_attempts};
@@ -41,11 +40,6 @@ json lease(http_client& w, int max_tasks = 1, int wait_ms = 10'000,
 
 http_reply call(http_client& w, const std::string& route, const std::string& token, json body) {
   return w.post_json("/v1/task/" + route, body, {{cap, token}});
-}
-
-std::string code_of(const http_reply& r) {
-  auto j = r.json();
-  return j.is_object() && j.contains("error") ? j["error"].value("code", "") : "";
 }
 
 TEST(workers, a_worker_leases_a_job_completes_it_and_the_job_holds_its_output) {

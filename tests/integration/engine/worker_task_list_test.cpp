@@ -9,14 +9,13 @@
 
 #include "runtime/es256.hpp"
 #include "tests/integration/engine/engine_env.hpp"
+#include "tests/integration/engine/worker_calls.hpp"
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
 namespace SY_UNITY_ID {
 
 using nlohmann::json;
-
-constexpr const char* cap = "X-Switchyard-Task-Capability";
 
 void configure(engine_env& env) {
   env.settings().runtimes["demo"] = config::runtime_settings{10'000, 3};
@@ -52,11 +51,6 @@ std::vector<json> run_tasks(http_client& w, size_t n) {
   return done;
 }
 
-json claims_of(const std::string& token) {
-  const auto from = token.find('.') + 1;
-  return json::parse(*runtime::base64url_decode(token.substr(from, token.find('.', from) - from)));
-}
-
 TEST(worker_task_list, an_inline_list_runs_each_task_on_a_worker_with_the_jobs_grants) {
   engine_env env;
   configure(env);
@@ -77,7 +71,7 @@ TEST(worker_task_list, an_inline_list_runs_each_task_on_a_worker_with_the_jobs_g
     EXPECT_EQ(t["job_id"], id);
     EXPECT_EQ(t["input"]["tag"], "a");
     seen.insert(t["input"]["n"].get<int>());
-    auto claims = claims_of(t["capability_token"]);
+    auto claims = token_claims(t["capability_token"]);
     EXPECT_EQ(claims["task_id"], t["task_id"]);
     EXPECT_EQ(claims["grants"]["read"], grants["read"]);
   }
