@@ -1,8 +1,5 @@
 #include "runtime/key_ring.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -11,6 +8,7 @@
 #include <sstream>
 
 #include "runtime/log.hpp"
+#include "runtime/private_file.hpp"
 
 namespace sy::runtime {
 namespace {
@@ -29,21 +27,9 @@ result<std::string> read_text(const std::string& path) {
   return s.str();
 }
 
-/// Writes `text` to `path` with mode 0600: a temp file, fsync, rename, fsync of the directory.
+/// Writes `text` to `path` with mode 0600, whole or not at all.
 status write_private(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return ring_error("cannot create " + tmp + ": " + std::strerror(errno));
-  const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) &&
-                       ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0)
-    return ring_error("cannot write " + path + ": " + std::strerror(errno));
-  const int dir = ::open(fs::path(path).parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir >= 0) {
-    ::fsync(dir);
-    ::close(dir);
-  }
+  if (auto failed = write_private_file(path, text); !failed.empty()) return ring_error(failed);
   return ok;
 }
 

@@ -1,9 +1,7 @@
 #include "runtime/webhook_signature.hpp"
 
-#include <fcntl.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -17,6 +15,7 @@
 
 #include "config/sha256.hpp"
 #include "runtime/log.hpp"
+#include "runtime/private_file.hpp"
 
 namespace sy::runtime {
 namespace {
@@ -118,17 +117,8 @@ result<std::string> load_or_create_webhook_secret(const config::settings& cfg) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string secret;
   for (auto b : raw) secret += {hex[b >> 4], hex[b & 0xf]};
-  const auto tmp = path.string() + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0)
-    return make_error(errc::webhook_secret, "cannot create " + tmp + ": " + std::strerror(errno));
-  std::string line = secret + "\n";
-  bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-                 ::fsync(fd) == 0;
-  ::close(fd);
-  if (!written || std::rename(tmp.c_str(), path.c_str()) != 0)
-    return make_error(errc::webhook_secret,
-                      "cannot write " + path.string() + ": " + std::strerror(errno));
+  if (auto failed = write_private_file(path.string(), secret + "\n"); !failed.empty())
+    return make_error(errc::webhook_secret, "webhook secret: " + failed);
   log::info("engine", "created a webhook signing secret", {{"path", path.string()}});
   return secret;
 }
