@@ -30,6 +30,7 @@
 #include "actors/storage_writer.hpp"
 #include "actors/webhook_deliverer.hpp"
 #include "actors/worker_service.hpp"
+#include "config/s3_scope.hpp"
 #include "runtime/ulid.hpp"
 #include "runtime/webhook_policy.hpp"
 
@@ -191,7 +192,9 @@ class engine final : public job_service, public worker_service {
   std::atomic<bool> shut_down_{false};
   credential_minter_actor minter_;                       ///< set once at start
   std::map<std::string, runtime_queue_actor> runtimes_;  ///< by runtime name, set once at start
-  std::unique_ptr<runtime::outbound_client> sts_;        ///< sends the minter's STS calls
+  /// tenant_storage_prefixes, parsed (validate() checked every one): set once at start.
+  std::map<std::string, std::vector<config::s3_prefix>> storage_prefixes_;
+  std::unique_ptr<runtime::outbound_client> sts_;  ///< sends the minter's STS calls
 };
 
 }  // namespace sy::actors

@@ -52,6 +52,9 @@ status engine::start_workers() {
   sts_ = std::make_unique<runtime::outbound_client>(exec_.get_executor(), std::move(sts_policy));
   for (const auto& [name, r] : deps_.cfg.runtimes)
     runtimes_.emplace(name, spawn_runtime_queue(*ctx_, name, minter_));
+  for (const auto& [tenant, uris] : deps_.cfg.tenant_storage_prefixes)
+    for (const auto& uri : uris)
+      if (auto p = config::parse_s3_prefix(uri)) storage_prefixes_[tenant].push_back(std::move(*p));
   if (!runtimes_.empty()) log::info("engine", "runtimes started", {{"runtimes", runtimes_.size()}});
   return ok;
 }
@@ -72,11 +75,9 @@ result<std::string> engine::runtime_model(submission& s) const {
                       "runtime");
   if (s.max_attempts == 0) s.max_attempts = rt->second.max_attempts;
   if (!s.grants.empty()) {
-    std::vector<config::s3_prefix> allowed;
-    if (auto t = deps_.cfg.tenant_storage_prefixes.find(s.tenant);
-        t != deps_.cfg.tenant_storage_prefixes.end())
-      for (const auto& uri : t->second)
-        if (auto p = config::parse_s3_prefix(uri)) allowed.push_back(std::move(*p));
+    static const std::vector<config::s3_prefix> none;
+    auto t = storage_prefixes_.find(s.tenant);
+    const auto& allowed = t == storage_prefixes_.end() ? none : t->second;
     if (auto outside = config::s3_grant_outside(s.grants, allowed); !outside.empty())
       return make_error(errc::invalid_grants,
                         "The grant '" + outside + "' lies outside the storage prefixes tenant '" +
