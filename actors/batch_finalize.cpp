@@ -14,6 +14,7 @@
 #include "runtime/batch_output.hpp"
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
 
 namespace sy::actors::detail {
 namespace {
@@ -275,6 +276,10 @@ void on_written(batch_ptr self, written_files& w) {
   auto& st = self->state;
   const auto& f = *st.finalizing;
   const bool incomplete = !w.output_failure.empty() || !w.error_failure.empty();
+  metrics::file_operation("store", "processor",
+                          !incomplete ? "success"
+                          : f.last    ? "exhausted"
+                                      : "retry");
   if (incomplete) {
     ++st.mgr->failed_tries_;
     const auto& failure = w.output_failure.empty() ? w.error_failure : w.output_failure;

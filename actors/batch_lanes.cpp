@@ -21,6 +21,7 @@
 #include "actors/batch_response.hpp"
 #include "actors/detail/batch_state.hpp"
 #include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
 
 namespace sy::actors::detail {
 namespace {
@@ -107,6 +108,7 @@ struct window_job {
   std::string endpoint;
   runtime::gateway_client* gw = nullptr;
   std::shared_ptr<runtime::abort_handle> abort;
+  std::string model;  ///< the lane's model (for the metrics)
 };
 
 /// The result line of a request that got no response.
@@ -169,13 +171,15 @@ asio::awaitable<window_done> run_window(window_job j) {
     }
     ++done.started;
     report_later(results, j.me, j.key);
-    runtime::gateway_request request{j.endpoint, std::move(parsed->body)};
+    runtime::gateway_request request{j.endpoint, std::move(parsed->body), j.model};
     auto out = co_await j.gw->send(std::move(request), j.abort);
     if (j.abort->aborted()) break;  // drained with the stop code, or run again after a restart
     const std::string request_id = request_id_for(j.seed, e.offset);
     results->lines.push_back(out.got_response
                                  ? response_line(slot, request_id, parsed->custom_id, out)
                                  : unreachable_line(slot, request_id, parsed->custom_id, out));
+    if (const auto& used = results->lines.back().usage)
+      metrics::batch_tokens(j.model, used->input, used->output);
   }
   results->timer.cancel();
   done.lines = std::move(results->lines);
@@ -234,7 +238,8 @@ bool start_window(batch_ptr self, size_t lane_index) {
   ++lane.busy;
   const uint64_t key = st.next_key++;
   auto abort = std::make_shared<runtime::abort_handle>();
-  window_job j{batch_actor{self}, key, lines, st.input, st.id_seed, st.endpoint, lane.gw, abort};
+  window_job j{batch_actor{self}, key,     lines, st.input,  st.id_seed,
+               st.endpoint,       lane.gw, abort, lane.model};
   st.inflight.emplace(key, window_request{lane_index, std::move(lines), std::move(abort)});
   asio::co_spawn(lane.gw->executor(), run_window(std::move(j)),
                  [me = batch_actor{self}, key](const std::exception_ptr& ex, window_done w) {

@@ -22,6 +22,7 @@
 #include "actors/detail/batch_io.hpp"
 #include "actors/write.hpp"
 #include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
 #include "runtime/thread_name.hpp"
 
 namespace sy::actors {
@@ -99,6 +100,10 @@ status batch_manager::start() {
       }
     }
     active = storage::active_batches(txn);
+    for (const auto& id : active) {  // every one is resumed from its record and plans
+      auto b = storage::get_batch(txn, id);
+      metrics::batch_recovered(b ? storage::to_string(b->status) : "unknown", "resumed");
+    }
     std::set<std::string> live(active.begin(), active.end());
     for (const auto& entry : fs::directory_iterator(batches_dir_, ec))
       if (!live.count(entry.path().filename().string())) fs::remove_all(entry.path(), ec);
@@ -131,6 +136,7 @@ asio::awaitable<void> batch_manager::sweep_expired_files() {
     for (const auto& id : due) {
       storage::delete_file_op op{"", id};
       auto r = co_await commit(std::move(op));
+      metrics::file_operation("delete", "garbage-collector", metrics::once(static_cast<bool>(r)));
       if (r && r->file) {
         ::unlink(file_path(id).c_str());
         log::info("batch", "file expired and deleted", {{"file_id", id}});
@@ -154,11 +160,13 @@ asio::awaitable<result<storage::file_record>> batch_manager::create_file(storage
   if (std::rename(staged.c_str(), path.c_str()) != 0) {
     auto e = detail::sys_error("cannot move the upload to", path);
     ::unlink(staged.c_str());
+    metrics::file_operation("store", "apiserver", "exhausted");
     co_return make_error(errc::storage_unavailable, e);
   }
   detail::fsync_dir(files_dir_);
   storage::create_file_op op{f};
   auto r = co_await commit(std::move(op));
+  metrics::file_operation("store", "apiserver", metrics::once(static_cast<bool>(r)));
   if (!r) {
     ::unlink(path.c_str());
     co_return r.error();
@@ -190,6 +198,7 @@ asio::awaitable<result<storage::file_record>> batch_manager::delete_file(std::st
   if (ctx_.stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   storage::delete_file_op op{tenant, id};
   auto r = co_await commit(std::move(op));
+  metrics::file_operation("delete", "apiserver", metrics::once(static_cast<bool>(r)));
   if (!r) co_return r.error();
   if (!r->file)
     co_return make_error(errc::file_not_found, "No such file: '" + id + "'.", "file_id");

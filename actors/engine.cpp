@@ -89,6 +89,7 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
     return slot_owner_actor{self->dispatcher(model, false)};
   };
   e->spawn_storage_actors();
+  e->start_metrics();
   e->want_known_models();
   e->reaper_ = spawn_lease_reaper(ctx, d.env, node_prefix);
   if (auto st = e->start_workers(); !st) {
@@ -173,6 +174,7 @@ model_dispatcher_actor engine::dispatcher_locked(const std::string& model, bool 
   auto& d = dispatchers_[model];
   if (!d.handle) {
     d.handle = spawn_model_dispatcher(*ctx_, model, nullptr, 0);
+    metrics::set_model_limit(model, ctx_->concurrency_for(model));
     log::info("engine", "dispatcher started", {{"model", model}});
   }
   if (queue && !d.queue) {
@@ -468,6 +470,7 @@ void engine::stop_actors() {
 
 void engine::shutdown() {
   if (shut_down_.exchange(true)) return;
+  metric_readers_.clear();
   ctx_->stopping = true;
   log::info("engine", "shutting down", {});
   stop_jobs();

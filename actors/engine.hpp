@@ -31,6 +31,7 @@
 #include "actors/webhook_deliverer.hpp"
 #include "actors/worker_service.hpp"
 #include "config/s3_scope.hpp"
+#include "runtime/metrics.hpp"
 #include "runtime/ulid.hpp"
 #include "runtime/webhook_policy.hpp"
 
@@ -147,6 +148,7 @@ class engine final : public job_service, public worker_service {
   // Steps of start():
   void spawn_storage_actors();  ///< the storage writer, the job registry and the outbox relay
   void want_known_models();     ///< every model seen before or configured gets a dispatcher
+  void start_metrics();  ///< the limits, and the gauges read at scrape time (engine_metrics.cpp)
   // Steps of shutdown(), in order:
   /// True once no job has work in flight here (the registry answers when its last job ends).
   bool jobs_drained(std::chrono::milliseconds within);
@@ -194,7 +196,8 @@ class engine final : public job_service, public worker_service {
   std::map<std::string, runtime_queue_actor> runtimes_;  ///< by runtime name, set once at start
   /// tenant_storage_prefixes, parsed (validate() checked every one): set once at start.
   std::map<std::string, std::vector<config::s3_prefix>> storage_prefixes_;
-  std::unique_ptr<runtime::outbound_client> sts_;  ///< sends the minter's STS calls
+  std::unique_ptr<runtime::outbound_client> sts_;       ///< sends the minter's STS calls
+  std::vector<metrics::reader_handle> metric_readers_;  ///< dropped first at shutdown
 };
 
 }  // namespace sy::actors

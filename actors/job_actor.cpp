@@ -19,6 +19,7 @@
 #include "actors/http_task.hpp"
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
 
 namespace sy::actors {
 namespace asio = boost::asio;
@@ -89,6 +90,19 @@ void heartbeat(job_ptr self) {
 
 void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome);
 
+/// How an attempt ended, for `switchyard_attempts_total`: from its verdict and the job's status
+/// after the commit.
+std::string_view attempt_outcome(const storage::op_reply& r, bool succeeded, bool released) {
+  if (r.what == storage::op_reply::kind::stale) return "fenced";
+  if (released) return "released";
+  if (succeeded) return "succeeded";
+  if (r.task && r.task->state == storage::task_state::queued) return "retried";
+  const auto status = r.job ? r.job->status : storage::job_status::failed;
+  if (status == storage::job_status::cancelled || status == storage::job_status::cancelling)
+    return "cancelled";
+  return status == storage::job_status::expired ? "expired" : "failed";
+}
+
 /// The request goes out on the gateway client's executor; its outcome comes back as a message.
 void send_request(job_ptr self) {
   auto& st = self->state;
@@ -133,8 +147,9 @@ void send_request(job_ptr self) {
   }
   asio::co_spawn(
       gw->executor(),
-      gw->send(runtime::gateway_request{job.endpoint, job.task_list ? st.list_body : job.body},
-               st.abort),
+      gw->send(
+          runtime::gateway_request{job.endpoint, job.task_list ? st.list_body : job.body, st.model},
+          st.abort),
       answered);
 }
 
@@ -179,6 +194,7 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
                   {"status", r.reply->job ? storage::to_string(r.reply->job->status) : ""},
                   {"fenced", r.reply->what == storage::op_reply::kind::stale}};
             });
+            metrics::attempt_ended(s.model, attempt_outcome(*r.reply, code.empty(), released));
             runtime::failpoint("attempt_result_committed");
             (void)(released ? s.ctx->js.nak(s.msg, 0) : s.ctx->js.ack(s.msg));
             end(self);

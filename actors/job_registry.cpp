@@ -13,6 +13,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
 
 namespace sy::actors {
 namespace {
@@ -79,7 +80,9 @@ job_registry_actor::behavior_type registry(registry_ptr self, const char* compon
   arm_tick(self);
   self->set_down_handler([self](caf::down_msg& m) {
     auto& st = self->state;
-    if (!st.table.remove(m.source.id()) || !st.table.empty()) return;
+    if (!st.table.remove(m.source.id())) return;
+    metrics::set_active_jobs(static_cast<int64_t>(st.table.jobs()));
+    if (!st.table.empty()) return;
     for (auto& p : st.drains) p.deliver(true);
     st.drains.clear();
   });
@@ -88,12 +91,14 @@ job_registry_actor::behavior_type registry(registry_ptr self, const char* compon
         self->monitor(a);
         const auto actor_id = a.id();
         self->state.table.add(id, actor_id, std::move(a));
+        metrics::set_active_jobs(static_cast<int64_t>(self->state.table.jobs()));
       },
       [=](claim_atom, const std::string& id, job_control_actor a) {
         if (self->state.table.has(id)) return false;
         self->monitor(a);
         const auto actor_id = a.id();
         self->state.table.add(id, actor_id, std::move(a), true);
+        metrics::set_active_jobs(static_cast<int64_t>(self->state.table.jobs()));
         return true;
       },
       [=](cancel_atom, const std::string& id) {

@@ -5,10 +5,12 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include <algorithm>
 #include <map>
 
 #include "runtime/log.hpp"
 #include "runtime/log_throttle.hpp"
+#include "runtime/metrics.hpp"
 #include "runtime/thread_name.hpp"
 
 namespace sy::actors {
@@ -16,6 +18,7 @@ namespace {
 
 struct reaper_state {
   int64_t last_reconcile_ms = 0;
+  int64_t last_queue_gauges_ms = 0;
   bool purging = false;
   engine_context* ctx = nullptr;
   storage::environment* env = nullptr;
@@ -110,6 +113,32 @@ void reconcile(reaper_ptr self, int64_t now) {
   }
 }
 
+/// How often the queue gauges are measured: a pass reads every queued task.
+constexpr int64_t queue_gauge_interval_ms = 2'000;
+
+/// `switchyard_queue_depth` and `switchyard_queue_oldest_age_seconds`, per queue, from the
+/// tasks in state `queued` (their index): the store, not JetStream, says what is waiting, and a
+/// task whose backoff has not elapsed counts too.
+void measure_queues(reaper_ptr self, int64_t now) {
+  auto& st = self->state;
+  if (now - st.last_queue_gauges_ms <
+      std::max<int64_t>(queue_gauge_interval_ms, st.ctx->cfg.reaper_interval_ms))
+    return;
+  st.last_queue_gauges_ms = now;
+  std::map<std::string, metrics::queue_state> queues;
+  auto txn = st.env->begin_read();
+  txn.scan(storage::db::queued, "", [&](std::string_view task_id, std::string_view) {
+    auto t = storage::get_task(txn, task_id);
+    if (!t || t->state != storage::task_state::queued) return true;
+    auto& q = queues[t->model];
+    ++q.depth;
+    q.oldest_age_seconds =
+        std::max(q.oldest_age_seconds, static_cast<double>(now - t->queued_at_ms) / 1000.0);
+    return true;
+  });
+  metrics::set_queues(queues);
+}
+
 /// Jobs whose timeout has passed become `expired`; a request in flight here is aborted.
 void expire_due(reaper_ptr self, int64_t now) {
   auto& ctx = *self->state.ctx;
@@ -176,6 +205,7 @@ lease_reaper_actor::behavior_type reaper(reaper_ptr self, engine_context* ctx,
         expire_due(self, now);
         purge_due(self, now);
         reconcile(self, now);
+        measure_queues(self, now);
         self->delayed_send(self, std::chrono::milliseconds(ctx->cfg.reaper_interval_ms),
                            tick_atom::value);
       },

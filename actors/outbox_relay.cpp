@@ -5,6 +5,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
 #include "runtime/thread_name.hpp"
 
 namespace sy::actors {
@@ -34,6 +35,7 @@ bool drain(relay_ptr self) {
     }
     if (records.empty()) {
       // Deletions are in flight through the writer; everything below the cursor was acked.
+      metrics::set_outbox_blocked(false);
       return true;
     }
     std::vector<runtime::pub_msg> msgs;
@@ -51,6 +53,7 @@ bool drain(relay_ptr self) {
           });
     }
     if (!sorted.all_acked) {
+      metrics::set_outbox_blocked(true);
       if (!st.nats_down_logged) {
         log::warn("outbox", "publishing to JetStream failed; records stay queued and are retried",
                   {{"pending_from_seq", st.cursor}, {"connected", st.js->connected()}});

@@ -16,6 +16,7 @@
 #include "actors/write.hpp"
 #include "runtime/backoff.hpp"
 #include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
 #include "runtime/webhook_client.hpp"
 
 namespace sy::actors {
@@ -67,10 +68,12 @@ storage::webhook_result_op judge_delivery(const config::settings& cfg, const run
   using kind = storage::webhook_result_op::outcome;
   if (outcome.delivered) {
     op.what = kind::delivered;
+    metrics::webhook_delivery("delivered");
     log::debug("webhooks", "delivered", {{"job_id", w.job_id}, {"attempt", op.attempts}});
   } else if (outcome.permanent || op.attempts >= cfg.webhook_max_attempts) {
     op.what = kind::dropped;
     op.error = outcome.error;
+    metrics::webhook_delivery("dropped");
     log::error("webhooks", "webhook dropped",
                {{"job_id", w.job_id},
                 {"url", w.url},
@@ -80,6 +83,7 @@ storage::webhook_result_op judge_delivery(const config::settings& cfg, const run
   } else {
     op.what = kind::retry;
     op.error = outcome.error;
+    metrics::webhook_delivery("retried");
     const int64_t delay = runtime::backoff_delay_ms(op.attempts - 1, cfg.webhook_initial_backoff_ms,
                                                     cfg.webhook_max_backoff_ms, random_unit());
     op.next_at_ms = clock.now_ms() + delay;

@@ -73,4 +73,9 @@ status authenticator::admin(std::string_view authorization_header) const {
   return role(authorization_header, "admin", "an admin key");
 }
 
+status authenticator::metrics(std::string_view authorization_header) const {
+  if (admin(authorization_header)) return ok;
+  return role(authorization_header, "metrics", "a metrics key");
+}
+
 }  // namespace sy::api

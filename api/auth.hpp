@@ -31,6 +31,8 @@ class authenticator {
   /// The same for the `admin` role (the internal listener's admin calls: POST
   /// /internal/keys/rotate).
   status admin(std::string_view authorization_header) const;
+  /// The same for `GET /metrics`: a key with the `metrics` or the `admin` role.
+  status metrics(std::string_view authorization_header) const;
 
  private:
   status role(std::string_view authorization_header, std::string_view role,

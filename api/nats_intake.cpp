@@ -8,6 +8,7 @@
 
 #include "api/detail/intake_message.hpp"
 #include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
 #include "runtime/thread_name.hpp"
 
 namespace sy::api {
@@ -176,6 +177,7 @@ void nats_intake::finish(pending& p) {
   if (*outcome) {
     auto reply = detail::reply_for(outcome->value());
     answer(p, reply.status, reply.body);
+    metrics::submission("nats", reply.status);
     done = p.msg.ack();  // after the reply: a lost ack means a redelivery and a second reply
     fields["job_id"] = outcome->value().job.id;
     fields["created"] = outcome->value().created;
@@ -194,6 +196,7 @@ void nats_intake::finish(pending& p) {
   } else {
     auto reply = detail::reply_for(e);
     answer(p, reply.status, reply.body);
+    metrics::submission("nats", reply.status);
     done = p.msg.term();
     fields["code"] = e.code;
     fields["error"] = e.message;

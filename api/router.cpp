@@ -42,7 +42,7 @@ bool fits(const std::vector<std::string>& pattern, const std::vector<std::string
 }  // namespace
 
 void router::add(boost::beast::http::verb method, std::string_view pattern, int route) {
-  entries_.push_back(entry{method, split_path(pattern), route});
+  entries_.push_back(entry{method, split_path(pattern), route, std::string(pattern)});
 }
 
 route_match router::match(boost::beast::http::verb method, std::string_view target) const {
@@ -56,6 +56,7 @@ route_match router::match(boost::beast::http::verb method, std::string_view targ
     if (e.method == method) {
       m.outcome = route_match::kind::found;
       m.route = e.route;
+      m.pattern = e.pattern;
       m.params = std::move(params);
       return m;
     }

@@ -19,6 +19,7 @@ struct route_match {
   enum class kind { found, not_found, method_not_allowed };
   kind outcome = kind::not_found;
   int route = -1;                   ///< the id given to `add`, when found
+  std::string_view pattern;         ///< its pattern, when found (the router owns the text)
   std::vector<std::string> params;  ///< captured `{...}` segments, in order
   std::string allow;                ///< "GET, POST" when method_not_allowed
 };
@@ -36,6 +37,7 @@ class router {
     boost::beast::http::verb method;
     std::vector<std::string> segments;
     int route;
+    std::string pattern;
   };
   std::vector<entry> entries_;
 };

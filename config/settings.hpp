@@ -48,8 +48,9 @@ struct gateway_settings {
 struct api_key_entry {
   std::string sha256_hex;
   std::string tenant;  ///< a client key's tenant; empty for a worker key
-  /// "client" (the public API, as `tenant`) or "worker" (the worker protocol on the internal
-  /// listener, any runtime; docs/workers.md).
+  /// "client" (the public API, as `tenant`), "worker" (the worker protocol on the internal
+  /// listener, any runtime; docs/workers.md), "admin" (switchyard keys rotate) or "metrics"
+  /// (GET /metrics on either listener; docs/operations.md).
   std::string role = "client";
 };
 

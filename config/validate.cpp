@@ -269,9 +269,10 @@ status check_api_keys(settings& s) {
     }
     std::transform(entry.sha256_hex.begin(), entry.sha256_hex.end(), entry.sha256_hex.begin(),
                    [](char c) { return static_cast<char>(std::tolower(c)); });
-    if (entry.role != "client" && entry.role != "worker" && entry.role != "admin")
+    if (entry.role != "client" && entry.role != "worker" && entry.role != "admin" &&
+        entry.role != "metrics")
       return invalid(path + ".role",
-                     "must be client, worker or admin, got " + detail::quoted(entry.role));
+                     "must be client, worker, admin or metrics, got " + detail::quoted(entry.role));
     if (entry.role != "client" && !entry.tenant.empty())
       return invalid(path + ".tenant", (entry.role == "admin" ? "an " : "a ") + entry.role +
                                            " key has no tenant (it serves every tenant's work)");

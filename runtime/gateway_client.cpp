@@ -28,6 +28,7 @@
 #include "config/address.hpp"
 #include "runtime/backoff.hpp"
 #include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
 #include "runtime/tls.hpp"
 
 namespace sy::runtime {
@@ -267,8 +268,10 @@ wire_request gateway_client::impl::build(gateway_request request) const {
 asio::awaitable<gateway_outcome> gateway_client::impl::run(gateway_request request,
                                                            abort_ptr abort) {
   gateway_outcome out;
+  metrics::request_meter meter(request.model);  // in flight until this frame ends
   if (!url.error.empty() || !tls_error.empty()) {
     out.error = url.error.empty() ? tls_error : url.error;
+    meter.finish(false, 0, 0, false);
     co_return out;
   }
   auto ws = std::make_shared<wait_state>();
@@ -279,6 +282,7 @@ asio::awaitable<gateway_outcome> gateway_client::impl::run(gateway_request reque
   };
   if (abort && !abort->set_canceller(canceller)) {
     out.error = "aborted";
+    meter.finish(false, 0, 0, true);
     co_return out;
   }
   const wire_request req = build(std::move(request));
@@ -307,6 +311,7 @@ asio::awaitable<gateway_outcome> gateway_client::impl::run(gateway_request reque
     out.error = "aborted";
     out.tries = tries;
   }
+  meter.finish(out.got_response, out.status_code, out.tries, aborted);
   co_return out;
 }
 

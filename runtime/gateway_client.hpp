@@ -22,8 +22,9 @@ namespace sy::runtime {
 
 /// One request to a gateway.
 struct gateway_request {
-  std::string path;  ///< e.g. /v1/chat/completions, appended to the gateway URL's path prefix
-  std::string body;  ///< JSON text, sent as is
+  std::string path;   ///< e.g. /v1/chat/completions, appended to the gateway URL's path prefix
+  std::string body;   ///< JSON text, sent as is
+  std::string model;  ///< for the metrics only (by model); not sent
 };
 
 /// What came of a `send()`, after any retries. `tries` says how many HTTP exchanges were made.

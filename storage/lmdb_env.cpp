@@ -224,6 +224,13 @@ result<write_txn> environment::begin_write() {
   return write_txn(this, t);
 }
 
+int64_t environment::used_bytes() const {
+  MDB_envinfo info{};
+  MDB_stat st{};
+  if (mdb_env_info(env_, &info) != MDB_SUCCESS || mdb_env_stat(env_, &st) != MDB_SUCCESS) return 0;
+  return static_cast<int64_t>(info.me_last_pgno + 1) * st.ms_psize;
+}
+
 status environment::grow() {
   {
     std::unique_lock gate(gate_);

@@ -79,6 +79,8 @@ class txn_view {
   bool ok() const { return txn_ != nullptr && !failure_; }
   /// Why `ok()` is false.
   const std::optional<sy::error>& failure() const { return failure_; }
+  /// How many entries `d` holds in this snapshot (LMDB keeps the count: no scan).
+  uint64_t entries(db d) const;
 
  protected:
   txn_view() = default;
@@ -167,6 +169,8 @@ class environment {
   status grow();
   /// The current map size in bytes.
   int64_t map_bytes() const { return map_bytes_.load(std::memory_order_relaxed); }
+  /// Bytes of the map in use: the pages up to the last one written (free pages inside count).
+  int64_t used_bytes() const;
   /// This store's identity: 32 random hex characters drawn when the store was made, kept in
   /// `meta` (a store made before it existed gets one at its next open). The store registry
   /// (runtime/store_registration.hpp) tells this store's own entry from another's by it.

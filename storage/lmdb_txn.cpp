@@ -57,6 +57,12 @@ txn_view& txn_view::operator=(txn_view&& o) noexcept {
 
 unsigned txn_view::dbi(db d) const { return env_->dbis_[static_cast<size_t>(d)]; }
 
+uint64_t txn_view::entries(db d) const {
+  MDB_stat st{};
+  if (txn_ == nullptr || mdb_stat(txn_, dbi(d), &st) != MDB_SUCCESS) return 0;
+  return st.ms_entries;
+}
+
 std::optional<std::string> txn_view::get(db d, std::string_view key) const {
   if (txn_ == nullptr || key.empty()) return std::nullopt;
   MDB_val k = to_val(key);

@@ -56,6 +56,16 @@ status record_event(op_ctx& c, job_record& job, std::optional<job_status> previo
 status set_status(op_ctx& c, job_record& job, job_status to, int64_t now_ms,
                   std::optional<job_error> why) {
   const job_status from = job.status;
+  status_change change;
+  change.from = to_string(from);
+  change.to = to_string(to);
+  if (why && (to == job_status::failed || to == job_status::queued)) change.reason = why->code;
+  change.created_at_ms = job.created_at_ms;
+  change.started_at_ms = job.started_at_ms;
+  change.since_ms = job.updated_at_ms;
+  change.at_ms = now_ms;
+  change.size = job.task_list ? std::max<int64_t>(job.counts.total, job.ingested) : 1;
+  c.reply.changes.push_back(std::move(change));
   job.status = to;
   job.updated_at_ms = now_ms;
   SY_TRY(c.txn.put(db::job_index, job_index_key(job.tenant, job.id), to_string(to)));
@@ -487,6 +497,50 @@ result<op_reply> apply_webhook_result(op_ctx& c, const webhook_result_op& op) {
 
 }  // namespace
 
+namespace {
+
+/// When `b` entered status `s` (ms; the record keeps seconds).
+int64_t entered_ms(const batch_record& b, batch_status s) {
+  switch (s) {
+    case batch_status::in_progress:
+      return b.in_progress_at * 1000;
+    case batch_status::finalizing:
+      return b.finalizing_at * 1000;
+    case batch_status::cancelling:
+      return b.cancelling_at * 1000;
+    default:
+      return b.created_at * 1000;
+  }
+}
+
+/// A batch operation, and the status change it made (if any) in its reply.
+template <class Op>
+result<op_reply> apply_batch_noting_change(write_txn& txn, const Op& op) {
+  std::optional<batch_status> before;
+  if constexpr (requires { op.id; }) {
+    if (auto b = get_batch(txn, op.id)) before = b->status;
+  }
+  auto r = apply_batch(txn, op);
+  if (!r || !r->batch || r->what != op_reply::kind::done) return r;
+  const auto& b = *r->batch;
+  if (before == b.status) return r;
+  status_change change;
+  change.batch = true;
+  change.from = before ? std::string(to_string(*before)) : std::string();
+  change.to = to_string(b.status);
+  change.reason = b.stop_code;
+  change.created_at_ms = b.created_at * 1000;
+  change.started_at_ms = b.in_progress_at * 1000;
+  change.since_ms = before ? entered_ms(b, *before) : change.created_at_ms;
+  change.at_ms = change.created_at_ms;
+  if constexpr (requires { op.now_ms; }) change.at_ms = op.now_ms;
+  change.size = b.total;
+  r->changes.push_back(std::move(change));
+  return r;
+}
+
+}  // namespace
+
 result<op_reply> apply(write_txn& txn, const write_op& op, const store_policy& policy) {
   op_reply r;
   op_ctx c{txn, policy, r};
@@ -510,7 +564,7 @@ result<op_reply> apply(write_txn& txn, const write_op& op, const store_policy& p
         if constexpr (std::is_same_v<T, delete_job_op>) return apply_delete(c, o);
         if constexpr (std::is_same_v<T, rerun_list_op>) return apply_rerun(c, o);
         if constexpr (std::is_same_v<T, webhook_result_op>) return apply_webhook_result(c, o);
-        if constexpr (is_batch_op<T>) return apply_batch(txn, o);
+        if constexpr (is_batch_op<T>) return apply_batch_noting_change(txn, o);
       },
       op);
 }

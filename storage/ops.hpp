@@ -274,6 +274,23 @@ inline constexpr std::string_view dlq_ingest_token = "_ingest";
 inline constexpr int64_t max_nats_inline_result_bytes = int64_t{256} * 1024;
 
 /// The answer to an operation.
+/// A job or batch whose status this operation changed. The writer hands the changes of a commit
+/// to the metrics once it is durable (runtime/metrics.hpp): they are counted where the state
+/// changes, once, and never for an operation that was rolled back.
+struct status_change {
+  bool batch = false;         ///< a batch (batch_status names), else a job (job_status names)
+  std::string from;           ///< the status before
+  std::string to;             ///< the status after
+  std::string reason;         ///< the job's error code when it failed or was re-queued; else empty
+  int64_t created_at_ms = 0;  ///< when the job or batch was created
+  int64_t started_at_ms = 0;  ///< when it started running; 0: never
+  int64_t since_ms = 0;       ///< when it entered `from`
+  int64_t at_ms = 0;          ///< when it entered `to`
+  int64_t size = 1;           ///< requests in it: 1, a list's tasks, a batch's lines
+
+  bool operator==(const status_change&) const = default;
+};
+
 struct op_reply {
   enum class kind {
     done,       ///< applied
@@ -299,6 +316,7 @@ struct op_reply {
   std::optional<file_record> file;        ///< file operations: the file
   std::optional<batch_record> batch;      ///< batch operations: the batch after the operation
   size_t lines_added = 0;                 ///< batch_lines: lines that were new
+  std::vector<status_change> changes;     ///< jobs and batches whose status changed
 
   bool operator==(const op_reply&) const = default;
 };
@@ -393,10 +411,17 @@ typename Inspector::result_type inspect(Inspector& f, webhook_result_op& x) {
 }
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, status_change& x) {
+  return f(x.batch, x.from, x.to, x.reason, x.created_at_ms, x.started_at_ms, x.since_ms, x.at_ms,
+           x.size);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, op_reply& x) {
   return f(x.what, optional_field{x.job}, optional_field{x.task}, x.delay_ms, x.outbox_appended,
            x.webhooks_appended, x.abort_inflight, x.changed_jobs, x.purged, optional_field{x.file},
-           optional_field{x.batch}, x.lines_added, x.abort_tasks, optional_field{x.refusal});
+           optional_field{x.batch}, x.lines_added, x.abort_tasks, optional_field{x.refusal},
+           x.changes);
 }
 
 /// The Files and Batch API operations (storage/batch_ops.cpp), dispatched by `apply`.

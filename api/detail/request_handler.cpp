@@ -13,6 +13,7 @@
 #include "api/detail/responses.hpp"
 #include "api/errors.hpp"
 #include "api/job_json.hpp"
+#include "runtime/metrics.hpp"
 #include "storage/json_text.hpp"
 
 namespace sy::api::detail {
@@ -80,8 +81,36 @@ response request_handler::early_error(const sy::error& e, unsigned version, bool
   return res;
 }
 
+/// The metrics of one request: by route pattern and status; the submitting routes count as
+/// submissions too. (A streamed reply is counted when its stream begins.)
+void request_handler::count_request(const route_match& m, int status,
+                                    std::chrono::steady_clock::time_point t0, bool public_api) {
+  const bool found = m.outcome == route_match::kind::found;
+  metrics::http_request(
+      found ? m.pattern : std::string_view("unmatched"), status,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (!found || !public_api) return;
+  if (m.route == route_submit_job ||
+      (m.route >= route_inference && m.route <= route_inference_last))
+    metrics::submission("http", status);
+  else if (m.route == route_create_batch)
+    metrics::submission("batch", status);
+}
+
+response request_handler::metrics_text(const request& req) const {
+  if (auto st = auth_.metrics(req[http::field::authorization]); !st)
+    return error_for(st.error(), req);
+  response res{http::status::ok, req.version()};
+  res.set(http::field::content_type, metrics::content_type);
+  res.body() = metrics::scrape();
+  res.keep_alive(req.keep_alive());
+  res.prepare_payload();
+  return res;
+}
+
 boost::asio::awaitable<reply> request_handler::handle(request req) {
   if (workers_) co_return co_await handle_internal(std::move(req));
+  const auto t0 = std::chrono::steady_clock::now();
   auto m = routes().match(req.method(), req.target());
   reply out;
   response& res = out.res;
@@ -137,10 +166,13 @@ boost::asio::awaitable<reply> request_handler::handle(request req) {
     res = co_await cancel_batch(req, m.params.at(0));
   } else if (m.route == route_healthz) {
     res = json_response(http::status::ok, {{"status", "ok"}}, req);
+  } else if (m.route == route_metrics) {
+    res = metrics_text(req);
   } else {
     res = readyz(req);
   }
   out.res.set("x-request-id", new_request_id());
+  count_request(m, static_cast<int>(out.res.result_int()), t0, true);
   co_return out;
 }
 

@@ -86,6 +86,11 @@ class request_handler {
   boost::asio::awaitable<response> delete_job(const request& req, std::string id);
   boost::asio::awaitable<response> rerun_job(const request& req, std::string id);
   response readyz(const request& req) const;
+  /// GET /metrics (a metrics or admin key when API keys are configured).
+  response metrics_text(const request& req) const;
+  /// Counts a request in the metrics: by route and status, and as a submission where it is one.
+  static void count_request(const route_match& m, int status,
+                            std::chrono::steady_clock::time_point t0, bool public_api);
   // The worker protocol (api/detail/worker_routes.cpp).
   boost::asio::awaitable<reply> handle_internal(request req);
   /// Lease, heartbeat, complete or fail (api/detail/worker_calls.hpp).

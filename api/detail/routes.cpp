@@ -28,6 +28,7 @@ constexpr route_def table[] = {
     {http::verb::get, "/v1/jobs/{id}/tasks/{task_id}", route_get_task},
     {http::verb::get, "/healthz", route_healthz},
     {http::verb::get, "/readyz", route_readyz},
+    {http::verb::get, "/metrics", route_metrics},
     {http::verb::post, "/v1/files", route_upload_file},
     {http::verb::get, "/v1/files", route_list_files},
     {http::verb::get, "/v1/files/{id}", route_get_file},
@@ -53,6 +54,7 @@ constexpr struct {
     {http::verb::get, "/internal/jwks/task", route_task_jwks},
     {http::verb::get, "/healthz", route_internal_healthz},
     {http::verb::get, "/readyz", route_internal_readyz},
+    {http::verb::get, "/metrics", route_internal_metrics},
 };
 
 }  // namespace

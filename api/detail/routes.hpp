@@ -26,6 +26,7 @@ enum route_id : int {
   route_inference_last = route_inference + static_cast<int>(endpoints::all.size()) - 1,
   route_healthz,
   route_readyz,
+  route_metrics,
   route_upload_file,
   route_list_files,
   route_get_file,
@@ -52,6 +53,7 @@ enum internal_route_id : int {
   route_task_jwks,
   route_internal_healthz,
   route_internal_readyz,
+  route_internal_metrics,
 };
 
 /// The router of the internal listener (built once; safe to use from any thread).

@@ -29,6 +29,7 @@ worker_call::kind kind_of(int route) {
 }  // namespace
 
 boost::asio::awaitable<reply> request_handler::handle_internal(request req) {
+  const auto t0 = std::chrono::steady_clock::now();
   auto m = internal_routes().match(req.method(), req.target());
   reply out;
   response& res = out.res;
@@ -42,10 +43,13 @@ boost::asio::awaitable<reply> request_handler::handle_internal(request req) {
     res = json_response(http::status::ok, {{"status", "ok"}}, req);
   } else if (m.route == route_internal_readyz) {
     res = readyz(req);
+  } else if (m.route == route_internal_metrics) {
+    res = metrics_text(req);
   } else {
     res = co_await task_call(req, m.route);
   }
   out.res.set("x-request-id", new_request_id());
+  count_request(m, static_cast<int>(out.res.result_int()), t0, false);
   co_return out;
 }
 
