@@ -516,8 +516,9 @@ std::vector<setting_def> build_settings_table() {
          .flag = "",
          .type = vt::api_keys,
          .description = "List of {sha256: <64 hex>, tenant: name} or {key_file: path, tenant: "
-                        "name}, YAML only; `role: worker` (no tenant) makes a worker key. Empty: "
-                        "one `default` tenant, no auth, loopback only."},
+                        "name}, YAML only; `role: worker`, `admin` or `metrics` (no tenant) makes "
+                        "a worker, admin or metrics key. Empty: one `default` tenant, no auth, "
+                        "loopback only."},
   };
 }
 
