@@ -17,6 +17,7 @@
 #include "actors/detail/batch_state.hpp"
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
+#include "runtime/trace.hpp"
 
 namespace sy::actors {
 namespace detail {
@@ -133,6 +134,10 @@ void start(batch_ptr self) {
   auto b = st.mgr->get_batch_any(st.id);
   if (!b || storage::is_terminal(b->status)) return end(self);
   st.endpoint = b->endpoint;
+  if (auto at = trace::load(b->trace, b->trace_state)) {
+    st.traceparent = at->self.traceparent();
+    st.tracestate = at->self.state;
+  }
   st.input_file_id = b->input_file_id;
   st.stop_code = b->stop_code;
   // Only this actor records the batch's lines (its claim), so the counts stay as read here.

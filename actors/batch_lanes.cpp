@@ -109,6 +109,8 @@ struct window_job {
   runtime::gateway_client* gw = nullptr;
   std::shared_ptr<runtime::abort_handle> abort;
   std::string model;  ///< the lane's model (for the metrics)
+  std::string traceparent;
+  std::string tracestate;
 };
 
 /// The result line of a request that got no response.
@@ -171,7 +173,8 @@ asio::awaitable<window_done> run_window(window_job j) {
     }
     ++done.started;
     report_later(results, j.me, j.key);
-    runtime::gateway_request request{j.endpoint, std::move(parsed->body), j.model};
+    runtime::gateway_request request{j.endpoint, std::move(parsed->body), j.model, j.traceparent,
+                                     j.tracestate};
     auto out = co_await j.gw->send(std::move(request), j.abort);
     if (j.abort->aborted()) break;  // drained with the stop code, or run again after a restart
     const std::string request_id = request_id_for(j.seed, e.offset);
@@ -238,8 +241,8 @@ bool start_window(batch_ptr self, size_t lane_index) {
   ++lane.busy;
   const uint64_t key = st.next_key++;
   auto abort = std::make_shared<runtime::abort_handle>();
-  window_job j{batch_actor{self}, key,     lines, st.input,  st.id_seed,
-               st.endpoint,       lane.gw, abort, lane.model};
+  window_job j{batch_actor{self}, key,   lines,      st.input,       st.id_seed,   st.endpoint,
+               lane.gw,           abort, lane.model, st.traceparent, st.tracestate};
   st.inflight.emplace(key, window_request{lane_index, std::move(lines), std::move(abort)});
   asio::co_spawn(lane.gw->executor(), run_window(std::move(j)),
                  [me = batch_actor{self}, key](const std::exception_ptr& ex, window_done w) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/result.hpp"
+#include "runtime/trace.hpp"
 #include "storage/batch_records.hpp"
 
 namespace sy::actors {
@@ -38,6 +39,7 @@ struct batch_request {
   int64_t completion_window_ms = 0;
   nlohmann::json metadata;           ///< null or an object of ≤ 16 string pairs
   int64_t output_expires_after = 0;  ///< seconds (anchor: created_at); 0: never
+  trace::context trace;              ///< the client's trace context (not valid: none)
 };
 
 class batch_service {

@@ -19,6 +19,7 @@
 #include "runtime/log.hpp"
 #include "runtime/log_throttle.hpp"
 #include "runtime/thread_name.hpp"
+#include "runtime/trace.hpp"
 #include "runtime/webhook_signature.hpp"
 
 namespace sy::actors {
@@ -250,25 +251,6 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
   co_return co_await commit_create(std::move(req), s.idempotency_key);
 }
 
-storage::job_record engine::new_job(const submission& s, std::string webhook_url) {
-  const int64_t now = deps_.clock.now_ms();
-  storage::job_record job;
-  job.id = "job_" + ids_.next(now);
-  job.tenant = s.tenant;
-  job.endpoint = s.endpoint;
-  job.metadata = s.metadata;
-  job.idempotency_key = s.idempotency_key;
-  // Only an idempotency key is ever compared against it (storage/ops.cpp); without one the
-  // SHA-256 of the re-serialised request would be spent for nothing.
-  if (!s.idempotency_key.empty()) job.request_hash = request_hash(s);
-  job.max_attempts = s.max_attempts > 0 ? s.max_attempts : deps_.cfg.default_max_attempts;
-  job.created_at_ms = job.updated_at_ms = now;
-  job.webhook_url = std::move(webhook_url);
-  job.deadline_ms = s.timeout_ms > 0 ? now + s.timeout_ms : 0;
-  if (!s.grants.empty()) job.grants = config::s3_grants_json(s.grants).dump();
-  return job;
-}
-
 boost::asio::awaitable<result<submit_outcome>> engine::commit_create(write_request req,
                                                                      const std::string& key) {
   auto r = co_await write(ctx_->writer, std::move(req));
@@ -283,6 +265,9 @@ boost::asio::awaitable<result<submit_outcome>> engine::commit_create(write_reque
                              "different request (job " +
                              rep.job->id + ")",
                          "Idempotency-Key");
+  if (rep.what == kind::done)
+    trace::record_child(rep.job->trace, "submit", trace::span_kind::server, rep.job->created_at_ms,
+                        deps_.clock.now_ms());
   co_return submit_outcome{std::move(*rep.job), rep.what == kind::done};
 }
 

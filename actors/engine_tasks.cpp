@@ -1,5 +1,5 @@
-// The engine's task-list jobs (docs/task-lists.md): submitting a list, and reading its tasks.
-// The rest of engine is in engine.cpp.
+// The engine's task-list jobs (docs/task-lists.md): submitting a list, and reading its tasks;
+// and the record every new job starts from. The rest of engine is in engine.cpp.
 
 #include <unistd.h>
 
@@ -13,6 +13,7 @@
 #include "actors/task_file.hpp"
 #include "actors/write.hpp"
 #include "runtime/log.hpp"
+#include "runtime/trace.hpp"
 
 namespace sy::actors {
 namespace {
@@ -296,6 +297,29 @@ result<task_page> engine::get_task(const std::string& tenant, const std::string&
   page.tasks.push_back(std::move(*found));
   if (auto st = load_results(page); !st) return st.error();
   return page;
+}
+
+storage::job_record engine::new_job(const submission& s, std::string webhook_url) {
+  const int64_t now = deps_.clock.now_ms();
+  storage::job_record job;
+  job.id = "job_" + ids_.next(now);
+  job.tenant = s.tenant;
+  job.endpoint = s.endpoint;
+  job.metadata = s.metadata;
+  job.idempotency_key = s.idempotency_key;
+  // Only an idempotency key is ever compared against it (storage/ops.cpp); without one the
+  // SHA-256 of the re-serialised request would be spent for nothing.
+  if (!s.idempotency_key.empty()) job.request_hash = request_hash(s);
+  job.max_attempts = s.max_attempts > 0 ? s.max_attempts : deps_.cfg.default_max_attempts;
+  job.created_at_ms = job.updated_at_ms = now;
+  job.webhook_url = std::move(webhook_url);
+  job.deadline_ms = s.timeout_ms > 0 ? now + s.timeout_ms : 0;
+  if (!s.grants.empty()) job.grants = config::s3_grants_json(s.grants).dump();
+  // The job's span: a child of the client's when it sent one, else the root of a new trace.
+  const auto span = trace::begin(s.trace);
+  job.trace = trace::store(span);
+  job.trace_state = span.self.state;
+  return job;
 }
 
 }  // namespace sy::actors

@@ -20,6 +20,7 @@
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
+#include "runtime/trace.hpp"
 
 namespace sy::actors {
 namespace asio = boost::asio;
@@ -44,10 +45,21 @@ struct job_state {
   bool extending = false;     ///< an extension is being committed
   std::shared_ptr<runtime::timer> deadline;  ///< the job's timeout, when it has one
   std::shared_ptr<bool> answered = std::make_shared<bool>(false);  ///< read when it ends
+  // Tracing (runtime/trace.hpp): the job's span, this attempt's under it, the gateway call's
+  // under that (its id goes to the gateway in `traceparent`), and when each began.
+  std::optional<trace::stored> trace;
+  trace::context attempt_span;
+  trace::context call_span;
+  int64_t started_ms = 0;
+  int64_t sent_ms = 0;
   static inline const char* name = "job";
 };
 
 using job_ptr = job_actor::stateful_pointer<job_state>;
+
+/// The job's trace id for the log ("" before the start committed, or for a job stored before
+/// tracing).
+std::string trace_id(const job_state& st) { return st.trace ? st.trace->self.trace_id : ""; }
 
 /// The attempt is over for this node: its timer off, and the actor ends (its dispatcher hears
 /// `done` and the registry forgets it, both through what is attached to its exit).
@@ -73,8 +85,9 @@ void heartbeat(job_ptr self) {
             auto& s = self->state;
             s.extending = false;
             if (r.reply && r.reply->what != storage::op_reply::kind::done) {
-              log::warn("attempt", "lease lost while running",
-                        {{"task_id", s.task_id}, {"attempt", s.attempt}});
+              log::warn(
+                  "attempt", "lease lost while running",
+                  {{"task_id", s.task_id}, {"attempt", s.attempt}, {"trace_id", trace_id(s)}});
               s.at.on_lease_lost();
               return;
             }
@@ -103,6 +116,31 @@ std::string_view attempt_outcome(const storage::op_reply& r, bool succeeded, boo
   return status == storage::job_status::expired ? "expired" : "failed";
 }
 
+/// The gateway call's span, once it is answered.
+void trace_call(const job_state& st, const runtime::gateway_outcome& o, int64_t now) {
+  if (!st.trace || !trace::enabled() || st.sent_ms == 0) return;  // 0: no call was made
+  auto s = trace::make_span(st.call_span, st.attempt_span.span_id, "gateway.call",
+                            trace::span_kind::client, st.sent_ms, now);
+  s.attributes = {{"model", st.model}, {"http.route", st.job->endpoint}};
+  s.int_attributes = {{"http.status_code", o.status_code}, {"tries", o.tries}};
+  s.error = !o.error.empty();
+  s.status_message = o.error.substr(0, 200);
+  trace::record(std::move(s));
+}
+
+/// The attempt's span, once its outcome committed.
+void trace_attempt(const job_state& st, std::string_view outcome, int64_t now) {
+  if (!st.trace || !trace::enabled()) return;
+  auto s = trace::make_span(st.attempt_span, st.trace->self.span_id, "attempt",
+                            trace::span_kind::internal, st.started_ms, now);
+  s.attributes = {
+      {"job.id", st.job->id}, {"task.id", st.task_id}, {"outcome", std::string(outcome)}};
+  s.int_attributes = {{"attempt", st.attempt}};
+  s.error = outcome != "succeeded" && outcome != "released";
+  if (s.error) s.status_message = std::string(outcome);
+  trace::record(std::move(s));
+}
+
 /// The request goes out on the gateway client's executor; its outcome comes back as a message.
 void send_request(job_ptr self) {
   auto& st = self->state;
@@ -128,8 +166,9 @@ void send_request(job_ptr self) {
     arm<expire_atom>(st.deadline, job.deadline_ms - ctx.clock.now_ms(), me);
   }
   log::debug("attempt", "sending", [&] {
-    return nlohmann::json{{"job_id", job.id}, {"attempt", st.attempt}};
+    return nlohmann::json{{"job_id", job.id}, {"attempt", st.attempt}, {"trace_id", trace_id(st)}};
   });
+  st.sent_ms = ctx.clock.now_ms();
   auto answered = [me](const std::exception_ptr& e, runtime::gateway_outcome o) {
     if (e) {
       o = {};
@@ -145,12 +184,9 @@ void send_request(job_ptr self) {
         answered);
     return;
   }
-  asio::co_spawn(
-      gw->executor(),
-      gw->send(
-          runtime::gateway_request{job.endpoint, job.task_list ? st.list_body : job.body, st.model},
-          st.abort),
-      answered);
+  runtime::gateway_request request{job.endpoint, job.task_list ? st.list_body : job.body, st.model,
+                                   st.call_span.traceparent(), st.call_span.state};
+  asio::co_spawn(gw->executor(), gw->send(std::move(request), st.abort), answered);
 }
 
 /// Records how the attempt ended, under its lease token, then acks (or naks a released task).
@@ -159,6 +195,7 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
   auto& ctx = *st.ctx;
   *st.answered = true;
   self->send(st.dispatcher, answered_atom::value);
+  trace_call(st, outcome, ctx.clock.now_ms());
   runtime::failpoint("attempt_response_received");
   auto verdict = judge(outcome, st.at.released(), st.job->endpoint == http_endpoint);
   storage::finish_attempt_op finish;
@@ -177,7 +214,9 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
   auto failed = [self](const std::string& why) {
     // Not recorded: the lease will expire and the reaper queues the task again.
     auto& s = self->state;
-    log::error("attempt", "could not record the outcome", {{"job_id", s.job->id}, {"error", why}});
+    log::error(
+        "attempt", "could not record the outcome",
+        {{"job_id", s.job->id}, {"attempt", s.attempt}, {"trace_id", trace_id(s)}, {"error", why}});
     (void)s.ctx->js.nak(s.msg, s.ctx->cfg.lease_ttl_ms);
     end(self);
   };
@@ -190,11 +229,14 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
               return nlohmann::json{
                   {"job_id", s.job->id},
                   {"attempt", s.attempt},
+                  {"trace_id", trace_id(s)},
                   {"end", code.empty() ? "succeeded" : code},
                   {"status", r.reply->job ? storage::to_string(r.reply->job->status) : ""},
                   {"fenced", r.reply->what == storage::op_reply::kind::stale}};
             });
-            metrics::attempt_ended(s.model, attempt_outcome(*r.reply, code.empty(), released));
+            const auto outcome = attempt_outcome(*r.reply, code.empty(), released);
+            metrics::attempt_ended(s.model, outcome);
+            trace_attempt(s, outcome, s.ctx->clock.now_ms());
             runtime::failpoint("attempt_result_committed");
             (void)(released ? s.ctx->js.nak(s.msg, 0) : s.ctx->js.ack(s.msg));
             end(self);
@@ -223,6 +265,10 @@ void on_started(job_ptr self, write_reply& r) {
       return end(self);
     case start_verdict::send:
       st.job = std::move(r.reply->job);
+      if ((st.trace = trace::load(st.job->trace, st.job->trace_state))) {
+        st.attempt_span = st.trace->self.child();
+        st.call_span = st.attempt_span.child();
+      }
       if (st.job->task_list && r.reply->task) st.list_body = std::move(r.reply->task->body);
       return send_request(self);
   }
@@ -234,7 +280,7 @@ void begin(job_ptr self) {
   auto& ctx = *st.ctx;
   self->send(ctx.jobs, register_atom::value, st.task_id, job_control_actor{self});
   st.token = new_lease_token();
-  st.lease_from_ms = ctx.clock.now_ms();
+  st.lease_from_ms = st.started_ms = ctx.clock.now_ms();
   storage::start_attempt_op start{st.task_id, st.attempt,       st.token,
                                   ctx.holder, st.lease_from_ms, ctx.cfg.lease_ttl_ms};
   self->request(ctx.writer, caf::infinite, write_request{std::move(start)})
@@ -251,7 +297,10 @@ void abort_for(job_ptr self, abort_reason why) {
   auto& st = self->state;
   if (st.at.on_abort(why) && st.abort) {
     log::info("attempt", "aborting the request",
-              {{"task_id", st.task_id}, {"attempt", st.attempt}, {"why", to_string(why)}});
+              {{"task_id", st.task_id},
+               {"attempt", st.attempt},
+               {"why", to_string(why)},
+               {"trace_id", trace_id(st)}});
     st.abort->abort();
   }
 }

@@ -16,6 +16,7 @@
 #include "config/result.hpp"
 #include "config/s3_scope.hpp"
 #include "runtime/clock.hpp"
+#include "runtime/trace.hpp"
 #include "storage/records.hpp"
 
 namespace sy::actors {
@@ -53,6 +54,9 @@ struct submission {
   std::string idempotency_key;  ///< empty when none
   std::string webhook_url;      ///< empty: the configured default (if any)
   int64_t timeout_ms = 0;       ///< deadline relative to creation; 0: none
+  /// The client's trace context (its `traceparent`/`tracestate`); not valid: none was sent, or
+  /// it did not parse, and the job starts a trace of its own.
+  trace::context trace;
 };
 
 /// One page of `list`: newest first.

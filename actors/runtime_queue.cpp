@@ -10,6 +10,7 @@
 
 #include "actors/attempt.hpp"
 #include "runtime/log.hpp"
+#include "runtime/trace.hpp"
 #include "storage/ops.hpp"
 
 namespace sy::actors {
@@ -90,6 +91,17 @@ void sign(queue_ptr self, const waiter_ptr& w, leased_task t, std::string lease,
   c.attempt = t.attempt;
   c.lease = std::move(lease);
   c.exp_s = (t.lease_expires_at_ms + 999) / 1000;
+  if (auto at = trace::load(job.trace, job.trace_state)) {  // the attempt's span, under the job's
+    auto attempt = at->self.child();
+    t.traceparent = attempt.traceparent();
+    t.tracestate = attempt.state;
+    auto s =
+        trace::make_span(attempt, at->self.span_id, "worker.lease", trace::span_kind::server,
+                         t.lease_expires_at_ms - t.lease_ttl_ms, self->state.ctx->clock.now_ms());
+    s.attributes = {{"job.id", job.id}, {"task.id", t.task_id}, {"runtime", self->state.runtime}};
+    s.int_attributes = {{"attempt", t.attempt}};
+    trace::record(std::move(s));
+  }
   if (!job.grants.empty()) {  // written canonical at submission; read back the same
     if (auto g = config::parse_s3_grants(nlohmann::json::parse(job.grants, nullptr, false)))
       c.grants = std::move(*g);

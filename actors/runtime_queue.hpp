@@ -35,11 +35,14 @@ struct leased_task {
   int64_t lease_expires_at_ms = 0;
   int64_t lease_ttl_ms = 0;
   std::string capability_token;
+  /// The attempt's span (runtime/trace.hpp) under the job's: the worker's spans are its children.
+  std::string traceparent;
+  std::string tracestate;
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, leased_task& x) {
   return f(x.task_id, x.job_id, x.attempt, x.input, x.lease_expires_at_ms, x.lease_ttl_ms,
-           x.capability_token);
+           x.capability_token, x.traceparent, x.tracestate);
 }
 
 struct lease_reply {

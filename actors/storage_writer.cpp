@@ -1,6 +1,5 @@
 #include "actors/storage_writer.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <utility>
@@ -13,6 +12,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/detail/write_tickets.hpp"
+#include "actors/observe_changes.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/thread_name.hpp"
@@ -144,40 +144,6 @@ sy::error answer_for(const sy::error& e) {
                     "the job store could not apply this write: " + e.message);
 }
 
-double seconds_between(int64_t from_ms, int64_t to_ms) {
-  return static_cast<double>(std::max<int64_t>(to_ms - from_ms, 0)) / 1000.0;
-}
-
-/// The metrics of a committed status change (runtime/metrics.hpp; docs/operations.md maps
-/// the seed's results and reasons onto the engine's states).
-void count_change(const storage::status_change& c) {
-  const bool terminal =
-      c.to == "completed" || c.to == "failed" || c.to == "cancelled" || c.to == "expired";
-  if (c.batch && (c.from == "validating" || c.from.empty()) && c.to != "cancelling" &&
-      c.to != "validating")
-    metrics::plan_built(seconds_between(c.since_ms, c.at_ms), c.size);
-  if (c.batch && c.to == "cancelling")
-    metrics::batch_cancelled(c.from == "validating" ? "queued" : c.from);
-  if (!c.batch && c.from == "queued" && c.to == "in_progress")
-    metrics::job_queue_wait(seconds_between(c.since_ms, c.at_ms));
-  if (!c.batch && c.from == "in_progress" && c.to == "queued")
-    metrics::job_processed("re_enqueued", c.reason.empty() ? "none" : c.reason);
-  if (!terminal) return;
-  if (c.to == "completed") {
-    metrics::job_processed("success", "none");
-  } else if (c.to == "failed") {
-    metrics::job_processed("failed", c.reason.empty() ? "system_error" : c.reason);
-  } else if (c.to == "expired") {
-    metrics::job_processed("expired",
-                           c.started_at_ms > 0 ? "expired_execution" : "expired_dequeue");
-  } else {
-    metrics::job_processed("cancelled", "none");
-  }
-  if (c.started_at_ms > 0)
-    metrics::job_processing(seconds_between(c.started_at_ms, c.at_ms), c.size);
-  if (c.batch) metrics::batch_ended(c.to, seconds_between(c.created_at_ms, c.at_ms));
-}
-
 void flush(writer_ptr self) {
   auto& st = self->state;
   st.flush_scheduled = false;
@@ -211,7 +177,7 @@ void flush(writer_ptr self) {
   std::vector<std::string> changed;
   for (auto& r : outcomes.value()) {
     if (!r) continue;
-    for (const auto& c : r->changes) count_change(c);
+    observe_changes(*r);
     wake_relay = wake_relay || r->outbox_appended;
     wake_webhooks = wake_webhooks || r->webhooks_appended;
     changed.insert(changed.end(), r->changed_jobs.begin(), r->changed_jobs.end());

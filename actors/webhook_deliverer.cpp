@@ -17,6 +17,7 @@
 #include "runtime/backoff.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
+#include "runtime/trace.hpp"
 #include "runtime/webhook_client.hpp"
 
 namespace sy::actors {
@@ -97,8 +98,32 @@ storage::webhook_result_op judge_delivery(const config::settings& cfg, const run
   return op;
 }
 
+/// The job's trace (runtime/trace.hpp), whose child the delivery is; nullopt: none.
+std::optional<trace::stored> job_trace(const engine_context& ctx, const std::string& job_id) {
+  auto txn = ctx.env->begin_read();
+  auto job = storage::get_job(txn, job_id);
+  if (!job) return std::nullopt;
+  return trace::load(job->trace, job->trace_state);
+}
+
 asio::awaitable<void> deliver(std::shared_ptr<delivery_context> dc, storage::webhook_record w) {
-  auto outcome = co_await dc->client.deliver(w.url, w.body, "whd_" + std::to_string(w.seq));
+  const auto at = job_trace(dc->ctx, w.job_id);
+  const auto span = at ? at->self.child() : trace::context{};
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (at) headers.emplace_back("traceparent", span.traceparent());
+  if (at && !span.state.empty()) headers.emplace_back("tracestate", span.state);
+  const int64_t t0 = dc->ctx.clock.now_ms();
+  auto outcome = co_await dc->client.deliver(w.url, w.body, "whd_" + std::to_string(w.seq),
+                                             std::move(headers));
+  if (at && trace::enabled()) {
+    auto s = trace::make_span(span, at->self.span_id, "webhook.deliver", trace::span_kind::client,
+                              t0, dc->ctx.clock.now_ms());
+    s.attributes = {{"job.id", w.job_id}};
+    s.int_attributes = {{"http.status_code", outcome.status_code}, {"attempt", w.attempts + 1}};
+    s.error = !outcome.delivered;
+    s.status_message = outcome.error.substr(0, 200);
+    trace::record(std::move(s));
+  }
   write_request req{judge_delivery(dc->ctx.cfg, dc->ctx.clock, w, outcome)};
   auto r = co_await write(dc->ctx.writer, std::move(req));
   if (!r || !r->reply)

@@ -141,8 +141,12 @@ void nats_intake::process(std::vector<runtime::js_message>& batch) {
   for (auto& m : batch) {
     pending p{std::move(m), std::nullopt, std::nullopt, {}};
     p.reply_to = p.msg.header("Sy-Reply-To");
-    detail::intake_input in{p.msg.subject(), p.msg.data(), p.msg.header("Authorization"),
-                            p.msg.header("Nats-Msg-Id")};
+    detail::intake_input in{p.msg.subject(),
+                            p.msg.data(),
+                            p.msg.header("Authorization"),
+                            p.msg.header("Nats-Msg-Id"),
+                            p.msg.header("traceparent"),
+                            p.msg.header("tracestate")};
     auto sub = detail::to_submission(in, job_subject_, auth_, max_body_bytes_);
     if (!sub) {
       p.error = sub.error();

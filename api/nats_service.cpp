@@ -50,6 +50,8 @@ asio::awaitable<void> create_job(actors::job_service& jobs, const authenticator&
     (void)out.respond(error_reply(sub.error()));
     co_return;
   }
+  sub->trace = trace::parse(header_or_empty(req, "traceparent"), header_or_empty(req, "tracestate"))
+                   .value_or(trace::context{});
   auto made = co_await jobs.submit(std::move(*sub));
   (void)out.respond(made ? micro_reply{job_json(made->job), {}, std::nullopt}
                          : error_reply(made.error()));

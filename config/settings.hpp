@@ -73,6 +73,9 @@ struct settings {
   int64_t http_read_timeout_ms = 30'000;
   int64_t shutdown_timeout_ms = 10'000;
   std::string log_level = "info";
+  /// Base URL of an OpenTelemetry collector's OTLP/HTTP receiver (http://host:4318); spans go
+  /// to <base>/v1/traces. Empty: spans are not exported (trace context is still propagated).
+  std::string otlp_endpoint;
 
   // --- NATS
   std::string nats_url;  ///< empty: start and supervise a private nats-server

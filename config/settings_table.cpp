@@ -72,6 +72,13 @@ std::vector<setting_def> build_settings_table() {
          .type = vt::text,
          .description = "One of trace, debug, info, warn, error.",
          .field = &settings::log_level},
+      sd{.name = "otlp_endpoint",
+         .flag = "--otlp-endpoint",
+         .type = vt::text,
+         .description = "Base URL of an OpenTelemetry collector's OTLP/HTTP receiver, "
+                        "http://host:port[/path]; spans are POSTed as JSON to <base>/v1/traces. "
+                        "Empty: spans are not exported.",
+         .field = &settings::otlp_endpoint},
       // --- NATS
       sd{.name = "nats_url",
          .flag = "--nats",

@@ -332,6 +332,12 @@ status check_webhooks(settings& s) {
                                                      "), got " +
                                                      std::to_string(s.webhook_initial_backoff_ms));
   }
+  if (!s.otlp_endpoint.empty()) {
+    auto url = parse_webhook_url(s.otlp_endpoint);
+    if (!url || url->tls || url->target.find('?') != std::string::npos)
+      return invalid("otlp_endpoint", "must be http://host[:port][/path] (no TLS, no query), got " +
+                                          detail::quoted(s.otlp_endpoint));
+  }
   // The parser every job's webhook_url goes through: a default it refuses would make every job
   // that names no webhook_url fail at submission.
   if (!s.webhook_url.empty()) {

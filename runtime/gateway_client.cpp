@@ -260,6 +260,11 @@ wire_request gateway_client::impl::build(gateway_request request) const {
   w.head.append("POST ").append(url.prefix);
   if (request.path.empty() || request.path[0] != '/') w.head.push_back('/');
   w.head.append(request.path).append(" HTTP/1.1\r\n").append(fixed_headers);
+  if (!request.traceparent.empty()) {  // W3C trace context (runtime/trace.hpp checked both)
+    w.head.append("traceparent: ").append(request.traceparent).append("\r\n");
+    if (!request.tracestate.empty())
+      w.head.append("tracestate: ").append(request.tracestate).append("\r\n");
+  }
   w.head.append("Content-Length: ").append(length).append("\r\n\r\n");
   w.body = std::move(request.body);
   return w;

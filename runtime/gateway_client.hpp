@@ -25,6 +25,8 @@ struct gateway_request {
   std::string path;   ///< e.g. /v1/chat/completions, appended to the gateway URL's path prefix
   std::string body;   ///< JSON text, sent as is
   std::string model;  ///< for the metrics only (by model); not sent
+  std::string traceparent;  ///< sent as the `traceparent` header when not empty
+  std::string tracestate;   ///< sent as `tracestate` with it
 };
 
 /// What came of a `send()`, after any retries. `tries` says how many HTTP exchanges were made.

@@ -29,6 +29,7 @@
 #include "runtime/log.hpp"
 #include "runtime/nats_server.hpp"
 #include "runtime/store_registration.hpp"
+#include "runtime/trace.hpp"
 #include "storage/lmdb_env.hpp"
 
 extern char** environ;
@@ -209,6 +210,13 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   auto layout_keeper = std::make_unique<runtime::js_layout_keeper>(**js, 250, registration.get());
 
   runtime::system_clock_source clock;
+  if (!s.otlp_endpoint.empty()) {
+    std::string why;
+    trace::exporter_options o;
+    o.endpoint = s.otlp_endpoint;
+    if (!trace::start_exporter(o, &why))
+      return fail("cannot export spans", make_error(errc::invalid_config, why));
+  }
   auto eng = actors::engine::start({s, **env, **js, clock});
   if (!eng) return fail("cannot start the engine", eng.error());
   actors::engine* engine = eng->get();
@@ -271,6 +279,7 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   registration->release();  // the next engine need not wait for the lease
   js->reset();
   if (private_nats) (void)private_nats->stop();
+  trace::stop_exporter();  // the spans still queued go out, within 2 s
   log::info("main", "stopped");
   return exit_code;
 }

@@ -162,6 +162,14 @@ struct registry {
       family(pm::BuildHistogram(), r, "switchyard_http_request_duration_seconds",
              "HTTP requests from the parsed request to the response, by route pattern.");
 
+  pm::Counter& spans_exported =
+      family(pm::BuildCounter(), r, "switchyard_trace_spans_exported_total",
+             "Spans the collector accepted (OTLP/HTTP).")
+          .Add({});
+  pm::Family<pm::Counter>& spans_dropped =
+      family(pm::BuildCounter(), r, "switchyard_trace_spans_dropped_total",
+             "Spans dropped, by reason (queue_full, export_failed, shutdown).");
+
   std::mutex mu;  ///< guards what follows
   std::unordered_map<std::string, std::unique_ptr<model_meters>> models;
   std::map<std::string, pm::Gauge*, std::less<>> queues_seen;
@@ -451,6 +459,12 @@ void http_request(std::string_view route, int status, double seconds) {
   auto& r = reg();
   add(r.http_requests, {{"route", std::string(route)}, {"code", std::to_string(status)}});
   r.http_duration.Add({{"route", std::string(route)}}, http_buckets).Observe(seconds);
+}
+
+void spans_exported(size_t n) { reg().spans_exported.Increment(static_cast<double>(n)); }
+
+void spans_dropped(std::string_view reason, size_t n) {
+  add(reg().spans_dropped, {{"reason", std::string(reason)}}, static_cast<double>(n));
 }
 
 void webhook_delivery(std::string_view outcome) {

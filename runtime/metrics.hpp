@@ -130,6 +130,11 @@ void http_request(std::string_view route, int status, double seconds);
 /// `switchyard_webhook_deliveries_total{outcome}`: delivered, retried or dropped.
 void webhook_delivery(std::string_view outcome);
 
+/// `switchyard_trace_spans_exported_total` and `switchyard_trace_spans_dropped_total{reason}`
+/// (queue_full, export_failed, shutdown).
+void spans_exported(size_t n);
+void spans_dropped(std::string_view reason, size_t n);
+
 /// The label value of a size: "1", "2-100", "101-1000", "1001-10000", "10001-100000" or
 /// "100001+".
 std::string_view size_bucket(int64_t size);

@@ -20,9 +20,9 @@ struct webhook_client::impl {
 
 namespace {
 
-asio::awaitable<webhook_outcome> run_delivery(std::shared_ptr<const webhook_client::impl> self,
-                                              std::string url, std::string body,
-                                              std::string delivery_id) {
+asio::awaitable<webhook_outcome> run_delivery(
+    std::shared_ptr<const webhook_client::impl> self, std::string url, std::string body,
+    std::string delivery_id, std::vector<std::pair<std::string, std::string>> extra) {
   outbound_request req;
   req.url = std::move(url);
   // Signed now, at send time, so that a delivery retried an hour later is not rejected by a
@@ -32,6 +32,7 @@ asio::awaitable<webhook_outcome> run_delivery(std::shared_ptr<const webhook_clie
       {"User-Agent", "switchyard-webhook"},
       {"X-Switchyard-Signature", webhook_signature(self->secret, self->clk->now_ms() / 1000, body)},
       {"X-Switchyard-Delivery", std::move(delivery_id)}};
+  for (auto& h : extra) req.headers.push_back(std::move(h));
   req.body = std::move(body);
   outbound_options options;
   options.max_body_bytes = kMaxResponseBytes;
@@ -54,10 +55,12 @@ webhook_client::webhook_client(asio::any_io_executor ex, webhook_policy policy, 
 
 webhook_client::~webhook_client() = default;
 
-asio::awaitable<webhook_outcome> webhook_client::deliver(std::string url, std::string body,
-                                                         std::string delivery_id) {
+asio::awaitable<webhook_outcome> webhook_client::deliver(
+    std::string url, std::string body, std::string delivery_id,
+    std::vector<std::pair<std::string, std::string>> extra) {
   // Not a coroutine itself: the awaitable must not refer to `this`, only to the shared impl.
-  return run_delivery(impl_, std::move(url), std::move(body), std::move(delivery_id));
+  return run_delivery(impl_, std::move(url), std::move(body), std::move(delivery_id),
+                      std::move(extra));
 }
 
 }  // namespace sy::runtime

@@ -50,8 +50,10 @@ class webhook_client {
   /// a retryable failure. https verifies the certificate chain and the host name, and sends SNI.
   /// Never throws. The returned awaitable keeps what it needs alive; the client may be destroyed
   /// while deliveries are in flight.
-  boost::asio::awaitable<webhook_outcome> deliver(std::string url, std::string body,
-                                                  std::string delivery_id);
+  /// `extra` headers are sent too (the job's trace context).
+  boost::asio::awaitable<webhook_outcome> deliver(
+      std::string url, std::string body, std::string delivery_id,
+      std::vector<std::pair<std::string, std::string>> extra = {});
 
   struct impl;
 

@@ -64,32 +64,35 @@ json to_json(const batch_record& r) {
   for (const auto& e : r.errors)
     errors.push_back(
         {{"code", e.code}, {"message", e.message}, {"param", e.param}, {"line", e.line}});
-  return json{{"id", r.id},
-              {"tn", r.tenant},
-              {"ep", r.endpoint},
-              {"in", r.input_file_id},
-              {"cw", r.completion_window},
-              {"st", to_string(r.status)},
-              {"of", r.output_file_id},
-              {"ef", r.error_file_id},
-              {"ca", r.created_at},
-              {"ipa", r.in_progress_at},
-              {"ea", r.expires_at},
-              {"fza", r.finalizing_at},
-              {"coa", r.completed_at},
-              {"fa", r.failed_at},
-              {"exa", r.expired_at},
-              {"cga", r.cancelling_at},
-              {"cda", r.cancelled_at},
-              {"dl", r.deadline_ms},
-              {"tot", r.total},
-              {"ok", r.completed},
-              {"ko", r.failed},
-              {"er", std::move(errors)},
-              {"us", r.usage},
-              {"md", r.metadata},
-              {"oea", r.output_expires_after},
-              {"sc", r.stop_code}};
+  json j{{"id", r.id},
+         {"tn", r.tenant},
+         {"ep", r.endpoint},
+         {"in", r.input_file_id},
+         {"cw", r.completion_window},
+         {"st", to_string(r.status)},
+         {"of", r.output_file_id},
+         {"ef", r.error_file_id},
+         {"ca", r.created_at},
+         {"ipa", r.in_progress_at},
+         {"ea", r.expires_at},
+         {"fza", r.finalizing_at},
+         {"coa", r.completed_at},
+         {"fa", r.failed_at},
+         {"exa", r.expired_at},
+         {"cga", r.cancelling_at},
+         {"cda", r.cancelled_at},
+         {"dl", r.deadline_ms},
+         {"tot", r.total},
+         {"ok", r.completed},
+         {"ko", r.failed},
+         {"er", std::move(errors)},
+         {"us", r.usage},
+         {"md", r.metadata},
+         {"oea", r.output_expires_after},
+         {"sc", r.stop_code}};
+  if (!r.trace.empty()) j["tp"] = r.trace;
+  if (!r.trace_state.empty()) j["ts"] = r.trace_state;
+  return j;
 }
 
 batch_record batch_from_json(const json& j) {
@@ -124,6 +127,8 @@ batch_record batch_from_json(const json& j) {
   if (auto it = j.find("md"); it != j.end()) r.metadata = *it;
   r.output_expires_after = number(j, "oea");
   r.stop_code = value_or<std::string>(j, "sc", "");
+  r.trace = value_or<std::string>(j, "tp", "");
+  r.trace_state = value_or<std::string>(j, "ts", "");
   return r;
 }
 

@@ -83,6 +83,10 @@ struct batch_record {
   /// Why dispatch stopped before every line ran: "" (it did not), or the code undispatched lines
   /// get — batch_cancelled, batch_expired, batch_failed.
   std::string stop_code;
+  /// The batch's span as a W3C traceparent ("00-<trace>-<span>-<flags>"; runtime/trace.hpp), a
+  /// child of the client's when it sent one; and the client's tracestate. Empty before tracing.
+  std::string trace;
+  std::string trace_state;
 
   bool operator==(const batch_record&) const = default;
 };
@@ -110,7 +114,8 @@ typename Inspector::result_type inspect(Inspector& f, batch_record& x) {
            x.output_file_id, x.error_file_id, x.created_at, x.in_progress_at, x.expires_at,
            x.finalizing_at, x.completed_at, x.failed_at, x.expired_at, x.cancelling_at,
            x.cancelled_at, x.deadline_ms, x.total, x.completed, x.failed, x.errors,
-           json_field{x.usage}, json_field{x.metadata}, x.output_expires_after, x.stop_code);
+           json_field{x.usage}, json_field{x.metadata}, x.output_expires_after, x.stop_code,
+           x.trace, x.trace_state);
 }
 
 /// The token counts of gateway responses. Chat and completions report prompt/completion tokens,

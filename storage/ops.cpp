@@ -57,6 +57,8 @@ status set_status(op_ctx& c, job_record& job, job_status to, int64_t now_ms,
                   std::optional<job_error> why) {
   const job_status from = job.status;
   status_change change;
+  change.id = job.id;
+  change.trace = job.trace;
   change.from = to_string(from);
   change.to = to_string(to);
   if (why && (to == job_status::failed || to == job_status::queued)) change.reason = why->code;
@@ -526,6 +528,8 @@ result<op_reply> apply_batch_noting_change(write_txn& txn, const Op& op) {
   if (before == b.status) return r;
   status_change change;
   change.batch = true;
+  change.id = b.id;
+  change.trace = b.trace;
   change.from = before ? std::string(to_string(*before)) : std::string();
   change.to = to_string(b.status);
   change.reason = b.stop_code;

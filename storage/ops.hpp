@@ -279,6 +279,8 @@ inline constexpr int64_t max_nats_inline_result_bytes = int64_t{256} * 1024;
 /// changes, once, and never for an operation that was rolled back.
 struct status_change {
   bool batch = false;         ///< a batch (batch_status names), else a job (job_status names)
+  std::string id;             ///< the job's or batch's id
+  std::string trace;          ///< its traceparent (runtime/trace.hpp); empty: none
   std::string from;           ///< the status before
   std::string to;             ///< the status after
   std::string reason;         ///< the job's error code when it failed or was re-queued; else empty
@@ -412,8 +414,8 @@ typename Inspector::result_type inspect(Inspector& f, webhook_result_op& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, status_change& x) {
-  return f(x.batch, x.from, x.to, x.reason, x.created_at_ms, x.started_at_ms, x.since_ms, x.at_ms,
-           x.size);
+  return f(x.batch, x.id, x.trace, x.from, x.to, x.reason, x.created_at_ms, x.started_at_ms,
+           x.since_ms, x.at_ms, x.size);
 }
 
 template <class Inspector>

@@ -340,9 +340,9 @@ std::string encode_job(const job_record& r) {
   if (r.result) w.i(r.result->status_code).s(r.result->body);
   write_error(w, r.error);
   w.s(r.webhook_url).i(r.deadline_ms).u(r.event_seq).u(r.input_dropped ? 1 : 0);
-  // A single job's value ends here, as in schema 3, unless it has grants: they come after the
-  // task-list fields (then at their defaults).
-  if (!r.task_list && r.grants.empty()) return w.take();
+  // A single job's value ends here, as in schema 3, unless it has grants or a trace: they come
+  // after the task-list fields (then at their defaults).
+  if (!r.task_list && r.grants.empty() && r.trace.empty()) return w.take();
   const auto& c = r.counts;
   w.u(r.task_list ? 1 : 0)
       .i(c.total)
@@ -355,7 +355,8 @@ std::string encode_job(const job_record& r) {
   w.s(r.ingest_path).i(r.ingest_offset).u(r.errors.size());
   for (const auto& e : r.errors) w.s(e.code).s(e.message).s(e.param).i(e.line);
   w.i(r.run).u(r.deleted ? 1 : 0).u(r.task_events ? 1 : 0);
-  if (!r.grants.empty()) w.s(r.grants);
+  if (!r.grants.empty() || !r.trace.empty()) w.s(r.grants);
+  if (!r.trace.empty()) w.s(r.trace).s(r.trace_state);
   return w.take();
 }
 
@@ -391,7 +392,7 @@ std::optional<job_record> decode_job(std::string_view value) {
     in.s(e.code).s(e.message).s(e.param).i(e.line);
   }
   uint64_t deleted = 0, task_events = 0;
-  in.i(r.run).u(deleted).u(task_events).s(r.grants);
+  in.i(r.run).u(deleted).u(task_events).s(r.grants).s(r.trace).s(r.trace_state);
   r.deleted = deleted != 0;
   r.task_events = task_events != 0;
   if (in.corrupt()) return std::nullopt;

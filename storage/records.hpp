@@ -112,6 +112,11 @@ struct job_record {
   bool task_events = false;  ///< publish an event on NATS for each task's transition
   /// A runtime job's storage grants as canonical JSON (config::s3_grants_json); empty: none
   std::string grants;
+  /// The job's span as a W3C traceparent ("00-<trace>-<span>-<flags>"; runtime/trace.hpp), a
+  /// child of the client's when it sent one; and the client's tracestate. Empty in jobs stored
+  /// before tracing.
+  std::string trace;
+  std::string trace_state;
 
   /// Whether `t`'s requests see this job (its tenant's, and not deleted).
   bool owned_by(std::string_view t) const { return !deleted && tenant == t; }

@@ -97,6 +97,10 @@ struct batch_state {
   std::string id;
   std::array<uint64_t, 2> id_seed{};  ///< request ids
   std::string endpoint;
+  /// The batch's span (runtime/trace.hpp), sent to the gateway with every line as the parent of
+  /// the gateway's spans; and the client's tracestate. Empty: a batch stored before tracing.
+  std::string traceparent;
+  std::string tracestate;
   std::string input_file_id;
   std::string stop_code;       ///< set when dispatch must stop (cancel, expiry, failure)
   bool shutting_down = false;  ///< release: stop and resume at the next start

@@ -254,6 +254,7 @@ boost::asio::awaitable<response> request_handler::create_batch(const request& re
                           req);
     r.output_expires_after = o["seconds"].get<int64_t>();
   }
+  r.trace = trace::parse(req["traceparent"], req["tracestate"]).value_or(trace::context{});
   auto b = co_await batches_->create_batch(std::move(r));
   if (!b) co_return error_for(b.error(), req);
   co_return json_response(http::status::ok, batch_to_json(*b), req);

@@ -43,7 +43,11 @@ result<actors::submission> to_submission(const intake_input& in, std::string_vie
   if (!doc) return doc.error();
   auto key = idempotency_key(in.msg_id);
   if (!key) return key.error();
-  return actors::parse_submission(std::move(*doc), std::move(*tenant), std::move(*key));
+  auto sub = actors::parse_submission(std::move(*doc), std::move(*tenant), std::move(*key));
+  if (sub && in.traceparent)
+    sub->trace =
+        trace::parse(*in.traceparent, in.tracestate.value_or("")).value_or(trace::context{});
+  return sub;
 }
 
 bool is_transient(const sy::error& e) {

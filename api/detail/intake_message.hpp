@@ -19,6 +19,8 @@ struct intake_input {
   std::string_view data;                     ///< the payload: a `POST /v1/jobs` document
   std::optional<std::string> authorization;  ///< header `Authorization`
   std::optional<std::string> msg_id;         ///< header `Nats-Msg-Id`: the idempotency key
+  std::optional<std::string> traceparent;    ///< header `traceparent` (W3C trace context)
+  std::optional<std::string> tracestate;     ///< header `tracestate`
 };
 
 /// Authenticates, parses and validates one message exactly as `POST /v1/jobs` does (same order:

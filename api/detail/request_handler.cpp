@@ -186,7 +186,8 @@ result<request_handler::submit_input> request_handler::read_submit_input(const r
   if (!doc) return doc.error();
   auto key = idempotency_key(req);
   if (!key) return key.error();
-  return submit_input{std::move(*tenant), std::move(*doc), std::move(*key)};
+  auto trace = trace::parse(req["traceparent"], req["tracestate"]).value_or(trace::context{});
+  return submit_input{std::move(*tenant), std::move(*doc), std::move(*key), std::move(trace)};
 }
 
 boost::asio::awaitable<response> request_handler::submit_job(const request& req) {
@@ -196,6 +197,7 @@ boost::asio::awaitable<response> request_handler::submit_job(const request& req)
   auto sub = actors::parse_submission(std::move(in->doc), std::move(in->tenant),
                                       std::move(in->idempotency_key));
   if (!sub) co_return error_for(sub.error(), req);
+  sub->trace = std::move(in->trace);
   auto outcome = co_await service_.submit(std::move(*sub));
   if (!outcome) co_return error_for(outcome.error(), req);
   storage::job_record job = std::move(outcome->job);

@@ -27,6 +27,7 @@
 #include "api/detail/upload.hpp"
 #include "api/router.hpp"
 #include "config/settings.hpp"
+#include "runtime/trace.hpp"
 
 namespace sy::api::detail {
 
@@ -70,6 +71,7 @@ class request_handler {
     std::string tenant;
     nlohmann::json doc;
     std::string idempotency_key;
+    trace::context trace;  ///< the client's traceparent/tracestate (not valid: none, or bad)
   };
   result<submit_input> read_submit_input(const request& req) const;
 

@@ -71,6 +71,7 @@ boost::asio::awaitable<response> request_handler::sync_call(const request& req,
   auto sub = sync_submission(std::move(endpoint), std::move(in->doc), std::move(in->tenant),
                              std::move(in->idempotency_key));
   if (!sub) co_return error_for(sub.error(), req);
+  sub->trace = std::move(in->trace);
   auto outcome = co_await service_.submit(std::move(*sub));
   if (!outcome) co_return error_for(outcome.error(), req);
   storage::job_record job = std::move(outcome->job);

@@ -46,14 +46,17 @@ result<int64_t> bounded(const json& j, const char* name, int64_t lo, int64_t hi,
 }
 
 json leased_json(const actors::leased_task& t) {
-  return {{"task_id", t.task_id},
-          {"job_id", t.job_id},
-          {"attempt", t.attempt},
-          {"input", json::parse(t.input, nullptr, false)},
-          {"lease_expires_at", t.lease_expires_at_ms / 1000},
-          {"lease_expires_at_ms", t.lease_expires_at_ms},
-          {"lease_ttl_ms", t.lease_ttl_ms},
-          {"capability_token", t.capability_token}};
+  json j = {{"task_id", t.task_id},
+            {"job_id", t.job_id},
+            {"attempt", t.attempt},
+            {"input", json::parse(t.input, nullptr, false)},
+            {"lease_expires_at", t.lease_expires_at_ms / 1000},
+            {"lease_expires_at_ms", t.lease_expires_at_ms},
+            {"lease_ttl_ms", t.lease_ttl_ms},
+            {"capability_token", t.capability_token}};
+  if (!t.traceparent.empty()) j["traceparent"] = t.traceparent;
+  if (!t.tracestate.empty()) j["tracestate"] = t.tracestate;
+  return j;
 }
 
 /// A worker's `error`: a code of letters, digits, '_', '-' and '.', and a message.

@@ -187,6 +187,8 @@ struct fake_gateway::state {
   std::map<uint64_t, socket_ptr> sessions;
   std::vector<received_request> received;
   std::map<std::string, int64_t> by_key;
+  /// The `traceparent` header of the last request of each fake.key that had one.
+  std::map<std::string, std::string> traceparent_by_key;
   std::function<void(const received_request&)> callback;
 
   std::string open_listener(uint16_t at_port);
@@ -307,6 +309,8 @@ plan fake_gateway::state::decide(const http_request& req) {
     if (options.record_requests) received.push_back(seen);
     p.latency_ms = latency_ms + d.latency_ms;
     const int64_t key_count = d.key.empty() ? 0 : ++by_key[d.key];
+    if (!d.key.empty() && req.count("traceparent") != 0)
+      traceparent_by_key[d.key] = std::string(req["traceparent"]);
     if (drop_next_n > 0) {
       --drop_next_n;
       p.drop = true;
@@ -346,6 +350,7 @@ void fake_gateway::state::reset() {
   peak_in_flight = in_flight;
   received.clear();
   by_key.clear();
+  traceparent_by_key.clear();
 }
 
 fake_answer fake_gateway::state::control(const http_request& req) {
@@ -354,7 +359,8 @@ fake_answer fake_gateway::state::control(const http_request& req) {
     json out = {{"requests", requests},
                 {"connections", connections},
                 {"tls_handshake_failures", tls_handshake_failures},
-                {"by_key", by_key}};
+                {"by_key", by_key},
+                {"traceparent_by_key", traceparent_by_key}};
     return {200, out.dump(), {}};
   }
   if (req.target() != "/_fake/control") return error_answer(404, "Unknown fake control path");
