@@ -22,6 +22,16 @@ namespace sy::runtime {
 
 /// One request to a gateway.
 struct gateway_request {
+  gateway_request() = default;
+  /// The path and body; the rest is optional (a test's request needs neither).
+  gateway_request(std::string p, std::string b, std::string m = {}, std::string tp = {},
+                  std::string ts = {})
+      : path(std::move(p)),
+        body(std::move(b)),
+        model(std::move(m)),
+        traceparent(std::move(tp)),
+        tracestate(std::move(ts)) {}
+
   std::string path;   ///< e.g. /v1/chat/completions, appended to the gateway URL's path prefix
   std::string body;   ///< JSON text, sent as is
   std::string model;  ///< for the metrics only (by model); not sent

@@ -95,9 +95,12 @@ TEST(Otlp, EncodesSpansAsOtlpJson) {
 
 TEST(Exporter, RefusesAnEndpointItCannotReach) {
   std::string why;
-  EXPECT_FALSE(start_exporter({"https://collector:4318"}, &why));
+  exporter_options o;
+  o.endpoint = "https://collector:4318";
+  EXPECT_FALSE(start_exporter(o, &why));
   EXPECT_FALSE(why.empty());
-  EXPECT_FALSE(start_exporter({"not a url"}, &why));
+  o.endpoint = "not a url";
+  EXPECT_FALSE(start_exporter(o, &why));
   EXPECT_FALSE(enabled());
 }
 
