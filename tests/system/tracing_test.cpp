@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <sstream>
 
 #include "tests/fakes/otlp_collector.hpp"
@@ -62,12 +63,12 @@ TEST(tracing, a_clients_trace_runs_through_the_job_the_gateway_and_the_webhook) 
   const std::string own = env.submit(c, "untraced");
   ASSERT_EQ(env.wait_terminal(c, id), "completed");
   ASSERT_EQ(env.wait_terminal(c, own), "completed");
-  ASSERT_TRUE(hooks.wait_delivered(1, 30'000));
+  ASSERT_TRUE(hooks.wait_delivered(2, 30'000));
 
   // The job's span ends with the job; the webhook's after its delivery: wait for both.
   ASSERT_TRUE(wait_for(
       [&] {
-        return collector.named("job").size() == 2 && !collector.named("webhook.deliver").empty();
+        return collector.named("job").size() == 2;
       },
       std::chrono::seconds(30)))
       << collector.spans().size() << " spans";
@@ -99,13 +100,19 @@ TEST(tracing, a_clients_trace_runs_through_the_job_the_gateway_and_the_webhook) 
   auto stats = http_client(env.gateway_port()).get("/_fake/stats").json();
   EXPECT_EQ(stats["traceparent_by_key"]["traced"],
             "00-" + client_trace + "-" + calls[0].span_id + "-01");
-  const auto hook = one(collector, "webhook.deliver", "job.id", id);
-  EXPECT_EQ(hook.parent_span_id, job.span_id);
-  const auto deliveries = hooks.deliveries();
-  ASSERT_FALSE(deliveries.empty());
-  EXPECT_EQ(deliveries.front().headers.at("traceparent"),
-            "00-" + client_trace + "-" + hook.span_id + "-01");
-  EXPECT_EQ(deliveries.front().headers.at("tracestate"), "vendor=x1");
+  // One delivery per transition, each its own span under the job's, named in its header.
+  ASSERT_TRUE(wait_for([&] { return collector.named("webhook.deliver").size() == 2; }));
+  std::set<std::string> sent, recorded;
+  for (const auto& d : hooks.deliveries()) {
+    sent.insert(d.headers.at("traceparent"));
+    EXPECT_EQ(d.headers.at("tracestate"), "vendor=x1");
+  }
+  for (const auto& s : collector.named("webhook.deliver")) {
+    EXPECT_EQ(s.attributes.at("job.id"), id);
+    EXPECT_EQ(s.parent_span_id, job.span_id);
+    recorded.insert("00-" + client_trace + "-" + s.span_id + "-01");
+  }
+  EXPECT_EQ(sent, recorded);
 
   const auto root = one(collector, "job", "job.id", own);
   EXPECT_EQ(root.parent_span_id, "");

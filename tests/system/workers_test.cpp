@@ -63,6 +63,28 @@ class workers_system : public ::testing::Test {
   int workers_ = 0;
 };
 
+TEST_F(workers_system, a_leased_task_carries_the_jobs_trace_to_the_worker) {
+  http_client c(env_.port());
+  const std::string trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+  auto created = c.post_json("/v1/jobs", {{"runtime", "demo"}, {"input", {{"text", "traced"}}}},
+                             {{"traceparent", "00-" + trace + "-00f067aa0ba902b7-01"}});
+  ASSERT_EQ(created.status, 202) << created.body;
+  http_client w(env_.internal_port());
+  json tasks;
+  ASSERT_TRUE(wait_for([&] {
+    auto r = w.post_json("/v1/task/lease", {{"runtime", "demo"}, {"wait_ms", 1'000}});
+    tasks = r.json()["tasks"];
+    return r.status == 200 && tasks.size() == 1;
+  }));
+  const std::string tp = tasks[0].value("traceparent", "");
+  ASSERT_EQ(tp.size(), 55U) << tasks.dump();
+  EXPECT_EQ(tp.substr(0, 35), "00-" + trace);
+  EXPECT_NE(tp.substr(36, 16), "00f067aa0ba902b7");  // the attempt's own span, under the job's
+  auto r = w.post_json("/v1/task/complete", {{"output", "done"}},
+                       {{"X-Switchyard-Task-Capability", tasks[0]["capability_token"]}});
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
 TEST_F(workers_system, a_worker_killed_mid_task_loses_nothing_and_the_task_runs_once_more) {
   http_client c(env_.port());
   const std::string id = submit(c, {{"text", "slow"}, {"sleep_ms", 2'000}});

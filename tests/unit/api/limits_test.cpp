@@ -100,6 +100,25 @@ TEST(model_limit, sync_calls_accept_the_limit_and_refuse_one_byte_more) {
   EXPECT_EQ(over.error().param, "model");
 }
 
+TEST(trace_context, nats_intake_reads_traceparent_and_tracestate_headers) {
+  authenticator auth(std::vector<config::api_key_entry>{});
+  intake_input in;
+  in.subject = "sy.submit.job";
+  const std::string data = with_model("m").dump();
+  in.data = data;
+  in.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  in.tracestate = "k=v";
+  auto s = to_submission(in, in.subject, auth, int64_t{1} << 20);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->trace.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(s->trace.span_id, "00f067aa0ba902b7");
+  EXPECT_EQ(s->trace.state, "k=v");
+  in.traceparent = "00-not-a-trace-context";  // ignored: the job starts its own trace
+  auto bad = to_submission(in, in.subject, auth, int64_t{1} << 20);
+  ASSERT_TRUE(bad.ok());
+  EXPECT_FALSE(bad->trace.valid());
+}
+
 TEST(model_limit, nats_intake_applies_the_same_limits) {
   authenticator auth(std::vector<config::api_key_entry>{});
   const std::string subject = "sy.submit.job";

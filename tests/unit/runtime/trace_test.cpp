@@ -1,5 +1,7 @@
 #include "runtime/trace.hpp"
 
+#include <vector>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -20,7 +22,7 @@ TEST(Traceparent, ReadsTheW3CExample) {
 }
 
 TEST(Traceparent, RefusesWhatTheStandardRefuses) {
-  for (const std::string bad : {
+  for (const std::string& bad : std::vector<std::string>{
            "",
            "00-" + tid + "-" + sid,                               // no flags
            "00-" + tid + "-" + sid + "-01-extra",                 // version 00 is exact
