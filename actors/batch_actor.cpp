@@ -134,10 +134,9 @@ void start(batch_ptr self) {
   auto b = st.mgr->get_batch_any(st.id);
   if (!b || storage::is_terminal(b->status)) return end(self);
   st.endpoint = b->endpoint;
-  if (auto at = trace::load(b->trace, b->trace_state)) {
-    st.traceparent = at->self.traceparent();
-    st.tracestate = at->self.state;
-  }
+  const auto at = trace::of(b->id, b->trace, b->trace_state);
+  st.traceparent = at.self.traceparent();
+  st.tracestate = at.self.state;
   st.input_file_id = b->input_file_id;
   st.stop_code = b->stop_code;
   // Only this actor records the batch's lines (its claim), so the counts stay as read here.

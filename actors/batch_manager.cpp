@@ -233,16 +233,15 @@ asio::awaitable<result<storage::batch_record>> batch_manager::create_batch(batch
   b.expires_at = b.deadline_ms / 1000;
   b.metadata = req.metadata;
   b.output_expires_after = req.output_expires_after;
-  const auto span = trace::begin(req.trace);
-  b.trace = trace::store(span);
-  b.trace_state = span.self.state;
+  b.trace = trace::to_keep(req.trace);
+  b.trace_state = req.trace.state;
   storage::create_batch_op op{b};
   auto r = co_await commit(std::move(op));
   if (!r) co_return r.error();
   if (r->what == storage::op_reply::kind::not_found)
     co_return make_error(errc::file_not_found, "No such file: '" + req.input_file_id + "'.",
                          "input_file_id");
-  trace::record_child(b.trace, "submit", trace::span_kind::server, now, ctx_.clock.now_ms());
+  trace::record_child(b.id, b.trace, "submit", trace::span_kind::server, now, ctx_.clock.now_ms());
   log::info("batch", "batch created",
             {{"batch_id", b.id},
              {"input_file_id", b.input_file_id},

@@ -266,8 +266,8 @@ boost::asio::awaitable<result<submit_outcome>> engine::commit_create(write_reque
                              rep.job->id + ")",
                          "Idempotency-Key");
   if (rep.what == kind::done)
-    trace::record_child(rep.job->trace, "submit", trace::span_kind::server, rep.job->created_at_ms,
-                        deps_.clock.now_ms());
+    trace::record_child(rep.job->id, rep.job->trace, "submit", trace::span_kind::server,
+                        rep.job->created_at_ms, deps_.clock.now_ms());
   co_return submit_outcome{std::move(*rep.job), rep.what == kind::done};
 }
 

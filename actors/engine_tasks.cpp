@@ -316,9 +316,8 @@ storage::job_record engine::new_job(const submission& s, std::string webhook_url
   job.deadline_ms = s.timeout_ms > 0 ? now + s.timeout_ms : 0;
   if (!s.grants.empty()) job.grants = config::s3_grants_json(s.grants).dump();
   // The job's span: a child of the client's when it sent one, else the root of a new trace.
-  const auto span = trace::begin(s.trace);
-  job.trace = trace::store(span);
-  job.trace_state = span.self.state;
+  job.trace = trace::to_keep(s.trace);
+  job.trace_state = s.trace.state;
   return job;
 }
 

@@ -265,10 +265,9 @@ void on_started(job_ptr self, write_reply& r) {
       return end(self);
     case start_verdict::send:
       st.job = std::move(r.reply->job);
-      if ((st.trace = trace::load(st.job->trace, st.job->trace_state))) {
-        st.attempt_span = st.trace->self.child();
-        st.call_span = st.attempt_span.child();
-      }
+      st.trace = trace::of(st.job->id, st.job->trace, st.job->trace_state);
+      st.attempt_span = st.trace->self.child();
+      st.call_span = st.attempt_span.child();
       if (st.job->task_list && r.reply->task) st.list_body = std::move(r.reply->task->body);
       return send_request(self);
   }

@@ -66,9 +66,8 @@ void add_batch_attributes(trace::span& s, const storage::batch_record& b) {
 
 /// The spans a committed change closes.
 void trace_change(const storage::status_change& c, const storage::op_reply& r) {
-  auto at = trace::load(c.trace);
-  if (!at) return;
-  const auto& self = at->self;
+  const auto at = trace::of(c.id, c.trace);
+  const auto& self = at.self;
   auto child = [&](const char* name, int64_t from_ms) {
     trace::record(trace::make_span(self.child(), self.span_id, name, trace::span_kind::internal,
                                    from_ms, c.at_ms));
@@ -78,7 +77,7 @@ void trace_change(const storage::status_change& c, const storage::op_reply& r) {
     if (const char* phase = batch_phase(c.from)) child(phase, c.since_ms);
   }
   if (!is_terminal(c.to)) return;
-  auto own = trace::make_span(self, at->parent_span_id, c.batch ? "process-batch" : "job",
+  auto own = trace::make_span(self, at.parent_span_id, c.batch ? "process-batch" : "job",
                               trace::span_kind::internal, c.created_at_ms, c.at_ms);
   if (c.batch && r.batch && r.batch->id == c.id) {
     add_batch_attributes(own, *r.batch);

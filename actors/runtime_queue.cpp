@@ -91,12 +91,13 @@ void sign(queue_ptr self, const waiter_ptr& w, leased_task t, std::string lease,
   c.attempt = t.attempt;
   c.lease = std::move(lease);
   c.exp_s = (t.lease_expires_at_ms + 999) / 1000;
-  if (auto at = trace::load(job.trace, job.trace_state)) {  // the attempt's span, under the job's
-    auto attempt = at->self.child();
+  {  // the attempt's span, under the job's
+    const auto at = trace::of(job.id, job.trace, job.trace_state);
+    auto attempt = at.self.child();
     t.traceparent = attempt.traceparent();
     t.tracestate = attempt.state;
     auto s =
-        trace::make_span(attempt, at->self.span_id, "worker.lease", trace::span_kind::server,
+        trace::make_span(attempt, at.self.span_id, "worker.lease", trace::span_kind::server,
                          t.lease_expires_at_ms - t.lease_ttl_ms, self->state.ctx->clock.now_ms());
     s.attributes = {{"job.id", job.id}, {"task.id", t.task_id}, {"runtime", self->state.runtime}};
     s.int_attributes = {{"attempt", t.attempt}};

@@ -178,6 +178,7 @@ void flush(writer_ptr self) {
   for (auto& r : outcomes.value()) {
     if (!r) continue;
     observe_changes(*r);
+    r->changes = {};  // counted: the reply's copies on their way to the callers need none
     wake_relay = wake_relay || r->outbox_appended;
     wake_webhooks = wake_webhooks || r->webhooks_appended;
     changed.insert(changed.end(), r->changed_jobs.begin(), r->changed_jobs.end());

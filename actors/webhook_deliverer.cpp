@@ -103,7 +103,7 @@ std::optional<trace::stored> job_trace(const engine_context& ctx, const std::str
   auto txn = ctx.env->begin_read();
   auto job = storage::get_job(txn, job_id);
   if (!job) return std::nullopt;
-  return trace::load(job->trace, job->trace_state);
+  return trace::of(job->id, job->trace, job->trace_state);
 }
 
 asio::awaitable<void> deliver(std::shared_ptr<delivery_context> dc, storage::webhook_record w) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -63,8 +64,6 @@ struct model_meters {
   pm::Counter& retries;
   pm::Counter& prompt_tokens;
   pm::Counter& generation_tokens;
-  std::map<std::string, pm::Counter*, std::less<>>
-      responses;  ///< by class; under the registry lock
 };
 
 namespace {
@@ -187,15 +186,9 @@ struct registry {
     auto it = models.find(m);
     if (it != models.end()) return *it->second;
     const pm::Labels l{{"model", m}};
-    auto made =
-        std::unique_ptr<model_meters>(new model_meters{m,
-                                                       model_inflight.Add(l),
-                                                       request_duration.Add(l, request_buckets),
-                                                       request_errors.Add(l),
-                                                       gateway_retries.Add(l),
-                                                       prompt_tokens.Add(l),
-                                                       generation_tokens.Add(l),
-                                                       {}});
+    auto made = std::unique_ptr<model_meters>(new model_meters{
+        m, model_inflight.Add(l), request_duration.Add(l, request_buckets), request_errors.Add(l),
+        gateway_retries.Add(l), prompt_tokens.Add(l), generation_tokens.Add(l)});
     return *models.emplace(m, std::move(made)).first->second;
   }
 };
@@ -206,6 +199,39 @@ registry& reg() {
 }
 
 void add(pm::Family<pm::Counter>& f, const pm::Labels& l, double by = 1) { f.Add(l).Increment(by); }
+
+struct key_hash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+/// A labelled child found once per thread and call site: Family::Add builds a label map, hashes
+/// it and takes the family's lock, which the hot paths (every request, every job) should not
+/// pay each time. `make` runs on the first use of a key on this thread; the registry is never
+/// destroyed, so the children outlive every cache. Each call site (its lambda's type) has a
+/// cache of its own, so keys need only tell that site's label values apart.
+template <class T, class Make>
+T& cached(std::string_view a, std::string_view b, Make&& make) {
+  thread_local std::unordered_map<std::string, T*, key_hash, std::equal_to<>> cache;
+  thread_local std::string key;
+  key.assign(a).push_back('\x1f');
+  key.append(b);
+  if (auto it = cache.find(std::string_view(key)); it != cache.end()) return *it->second;
+  T& made = make();
+  cache.emplace(key, &made);
+  return made;
+}
+
+/// A status code as label text, without allocating.
+struct code_text {
+  explicit code_text(int status) {
+    auto r = std::to_chars(buf, buf + sizeof buf, status);
+    len = static_cast<size_t>(r.ptr - buf);
+  }
+  std::string_view view() const { return {buf, len}; }
+  char buf[12];
+  size_t len = 0;
+};
 
 /// process_* as Prometheus's client libraries name them, from /proc/self.
 void process_families(std::vector<pm::MetricFamily>& out) {
@@ -326,13 +352,17 @@ std::string_view size_bucket(int64_t size) {
 }
 
 void job_processed(std::string_view result, std::string_view reason) {
-  add(reg().jobs_processed, {{"result", std::string(result)}, {"reason", std::string(reason)}});
+  cached<pm::Counter>(result, reason, [&]() -> pm::Counter& {
+    return reg().jobs_processed.Add(
+        {{"result", std::string(result)}, {"reason", std::string(reason)}});
+  }).Increment();
 }
 
 void job_processing(double seconds, int64_t size) {
-  reg()
-      .job_processing.Add({{"size_bucket", std::string(size_bucket(size))}}, job_buckets)
-      .Observe(seconds);
+  const auto bucket = size_bucket(size);
+  cached<pm::Histogram>(bucket, "", [&]() -> pm::Histogram& {
+    return reg().job_processing.Add({{"size_bucket", std::string(bucket)}}, job_buckets);
+  }).Observe(seconds);
 }
 
 void job_queue_wait(double seconds) { reg().queue_wait.Observe(seconds); }
@@ -363,7 +393,7 @@ void file_operation(std::string_view operation, std::string_view component,
 }
 
 void batch_tokens(const std::string& model, int64_t prompt, int64_t generation) {
-  auto& m = reg().model(model);
+  auto& m = cached<model_meters>(model, "", [&]() -> model_meters& { return reg().model(model); });
   if (prompt > 0) m.prompt_tokens.Increment(static_cast<double>(prompt));
   if (generation > 0) m.generation_tokens.Increment(static_cast<double>(generation));
 }
@@ -374,7 +404,9 @@ void commit(double seconds, size_t operations) {
 }
 
 void attempt_ended(const std::string& model, std::string_view outcome) {
-  add(reg().attempts, {{"model", model}, {"outcome", std::string(outcome)}});
+  cached<pm::Counter>(model, outcome, [&]() -> pm::Counter& {
+    return reg().attempts.Add({{"model", model}, {"outcome", std::string(outcome)}});
+  }).Increment();
 }
 
 void set_global_limit(int64_t slots) {
@@ -415,7 +447,8 @@ void set_outbox_blocked(bool blocked) {
 }
 
 request_meter::request_meter(const std::string& model)
-    : m_(&reg().model(model)), start_ns_(now_ns()) {
+    : m_(&cached<model_meters>(model, "", [&]() -> model_meters& { return reg().model(model); })),
+      start_ns_(now_ns()) {
   reg().inflight.Increment();
   m_->inflight.Increment();
 }
@@ -436,29 +469,28 @@ void request_meter::finish(bool got_response, int status, int tries, bool aborte
                          : status < 500  ? "4xx"
                                          : "5xx";
   if (cls != "2xx" && cls != "aborted") m_->errors.Increment();
-  pm::Counter* c = nullptr;
-  {
-    auto& r = reg();
-    std::lock_guard lock(r.mu);
-    auto it = m_->responses.find(cls);
-    if (it == m_->responses.end()) {
-      pm::Counter& made =
-          r.gateway_responses.Add({{"model", m_->name}, {"class", std::string(cls)}});
-      it = m_->responses.emplace(std::string(cls), &made).first;
-    }
-    c = it->second;
-  }
-  c->Increment();
+  cached<pm::Counter>(m_->name, cls, [&]() -> pm::Counter& {
+    return reg().gateway_responses.Add({{"model", m_->name}, {"class", std::string(cls)}});
+  }).Increment();
 }
 
 void submission(std::string_view surface, int status) {
-  add(reg().submissions, {{"surface", std::string(surface)}, {"status", std::to_string(status)}});
+  const code_text code(status);
+  cached<pm::Counter>(surface, code.view(), [&]() -> pm::Counter& {
+    return reg().submissions.Add(
+        {{"surface", std::string(surface)}, {"status", std::string(code.view())}});
+  }).Increment();
 }
 
 void http_request(std::string_view route, int status, double seconds) {
-  auto& r = reg();
-  add(r.http_requests, {{"route", std::string(route)}, {"code", std::to_string(status)}});
-  r.http_duration.Add({{"route", std::string(route)}}, http_buckets).Observe(seconds);
+  const code_text code(status);
+  cached<pm::Counter>(route, code.view(), [&]() -> pm::Counter& {
+    return reg().http_requests.Add(
+        {{"route", std::string(route)}, {"code", std::string(code.view())}});
+  }).Increment();
+  cached<pm::Histogram>(route, "", [&]() -> pm::Histogram& {
+    return reg().http_duration.Add({{"route", std::string(route)}}, http_buckets);
+  }).Observe(seconds);
 }
 
 void spans_exported(size_t n) { reg().spans_exported.Increment(static_cast<double>(n)); }

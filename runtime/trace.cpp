@@ -200,6 +200,37 @@ std::string store(const stored& s) {
   return out;
 }
 
+namespace {
+
+/// FNV-1a, 64 bits, from an offset of our own per use: stable across builds and processes.
+uint64_t fnv(std::string_view s, uint64_t seed) {
+  uint64_t h = 14695981039346656037ULL ^ (seed * 0x9E3779B97F4A7C15ULL);
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h == 0 ? 1 : h;  // an id is never all zero
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+std::string to_keep(const context& client) {
+  return client.valid() ? store(begin(client)) : std::string();
+}
+
+stored of(std::string_view id, std::string_view kept, std::string_view state) {
+  if (!kept.empty()) {
+    if (auto s = load(kept, state)) return std::move(*s);
+  }
+  return stored{context{hex64(fnv(id, 1)) + hex64(fnv(id, 2)), hex64(fnv(id, 3)), 1, {}}, {}};
+}
+
 std::optional<stored> load(std::string_view text, std::string_view state) {
   if (text.size() < 55) return std::nullopt;
   auto self = parse(text.substr(0, 55), state);
@@ -228,12 +259,11 @@ span make_span(const context& at, std::string_view parent_span_id, std::string n
 
 bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
-void record_child(std::string_view stored, std::string name, span_kind kind, int64_t start_ms,
-                  int64_t end_ms) {
+void record_child(std::string_view id, std::string_view kept, std::string name, span_kind kind,
+                  int64_t start_ms, int64_t end_ms) {
   if (!enabled()) return;
-  auto at = load(stored);
-  if (!at) return;
-  record(make_span(at->self.child(), at->self.span_id, std::move(name), kind, start_ms, end_ms));
+  const auto at = of(id, kept);
+  record(make_span(at.self.child(), at.self.span_id, std::move(name), kind, start_ms, end_ms));
 }
 
 void record(span s) {

@@ -53,6 +53,14 @@ stored begin(const context& client);
 std::string store(const stored& s);
 /// The record's fields back (nullopt: empty or not of store's making).
 std::optional<stored> load(std::string_view text, std::string_view state = {});
+/// What a new job or batch keeps in its record's `trace`: its span under the client's, or
+/// nothing when the client sent no context — then `of` derives the trace from the id, so the
+/// common case stores nothing and copies nothing.
+std::string to_keep(const context& client);
+/// The trace of the job or batch `id` whose record keeps `kept` (to_keep's) and `state`: what
+/// `kept` says, else a root span whose trace and span ids are derived from `id` (stable, so every
+/// part of the engine and every restart finds the same ones).
+stored of(std::string_view id, std::string_view kept, std::string_view state = {});
 
 /// Random span and trace ids (16 and 32 hex digits).
 std::string new_span_id();
@@ -81,10 +89,10 @@ struct span {
 span make_span(const context& at, std::string_view parent_span_id, std::string name, span_kind kind,
                int64_t start_ms, int64_t end_ms);
 
-/// Records a span `name` under the job or batch whose record's `trace` is `stored` (nothing
-/// when spans are not exported or `stored` is empty).
-void record_child(std::string_view stored, std::string name, span_kind kind, int64_t start_ms,
-                  int64_t end_ms);
+/// Records a span `name` under the job or batch `id` whose record keeps `kept` (nothing when
+/// spans are not exported).
+void record_child(std::string_view id, std::string_view kept, std::string name, span_kind kind,
+                  int64_t start_ms, int64_t end_ms);
 
 /// Queues `s` for export; dropped (and counted) when the queue is full. A no-op without an
 /// exporter.

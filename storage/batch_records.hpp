@@ -83,8 +83,8 @@ struct batch_record {
   /// Why dispatch stopped before every line ran: "" (it did not), or the code undispatched lines
   /// get — batch_cancelled, batch_expired, batch_failed.
   std::string stop_code;
-  /// The batch's span as a W3C traceparent ("00-<trace>-<span>-<flags>"; runtime/trace.hpp), a
-  /// child of the client's when it sent one; and the client's tracestate. Empty before tracing.
+  /// The batch's span under the client's, when the client sent a traceparent (runtime/trace.hpp's
+  /// to_keep), and the client's tracestate. Empty otherwise: the trace is derived from the id.
   std::string trace;
   std::string trace_state;
 

@@ -112,9 +112,8 @@ struct job_record {
   bool task_events = false;  ///< publish an event on NATS for each task's transition
   /// A runtime job's storage grants as canonical JSON (config::s3_grants_json); empty: none
   std::string grants;
-  /// The job's span as a W3C traceparent ("00-<trace>-<span>-<flags>"; runtime/trace.hpp), a
-  /// child of the client's when it sent one; and the client's tracestate. Empty in jobs stored
-  /// before tracing.
+  /// The job's span under the client's, when the client sent a traceparent (runtime/trace.hpp's
+  /// to_keep), and the client's tracestate. Empty otherwise: the trace is derived from the id.
   std::string trace;
   std::string trace_state;
 

@@ -62,6 +62,22 @@ TEST(StoredTrace, KeepsTheJobsSpanAndItsParent) {
   EXPECT_FALSE(load(""));
 }
 
+TEST(StoredTrace, AJobWithoutAClientTraceKeepsNothingAndDerivesItsOwn) {
+  EXPECT_EQ(to_keep(context{}), "");
+  auto a = of("job_01HX", "");
+  auto b = of("job_01HX", "");
+  EXPECT_TRUE(a.self.valid());
+  EXPECT_EQ(a.self.traceparent(), b.self.traceparent());  // every reader finds the same ids
+  EXPECT_EQ(a.parent_span_id, "");
+  EXPECT_NE(of("job_01HY", "").self.trace_id, a.self.trace_id);
+  // With a client's context, what is kept wins.
+  auto client = *parse("00-" + tid + "-" + sid + "-01");
+  auto kept = of("job_01HX", to_keep(client), "s=1");
+  EXPECT_EQ(kept.self.trace_id, tid);
+  EXPECT_EQ(kept.parent_span_id, sid);
+  EXPECT_EQ(kept.self.state, "s=1");
+}
+
 TEST(StoredTrace, ChildrenShareTheTraceAndGetNewSpans) {
   auto a = start();
   auto b = a.child();
