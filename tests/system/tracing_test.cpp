@@ -66,11 +66,8 @@ TEST(tracing, a_clients_trace_runs_through_the_job_the_gateway_and_the_webhook) 
   ASSERT_TRUE(hooks.wait_delivered(2, 30'000));
 
   // The job's span ends with the job; the webhook's after its delivery: wait for both.
-  ASSERT_TRUE(wait_for(
-      [&] {
-        return collector.named("job").size() == 2;
-      },
-      std::chrono::seconds(30)))
+  ASSERT_TRUE(
+      wait_for([&] { return collector.named("job").size() == 2; }, std::chrono::seconds(30)))
       << collector.spans().size() << " spans";
   EXPECT_EQ(collector.link_problems({client_span}), "");
   EXPECT_EQ(collector.malformed(), 0);
