@@ -235,7 +235,8 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
                   {"fenced", r.reply->what == storage::op_reply::kind::stale}};
             });
             const auto outcome = attempt_outcome(*r.reply, code.empty(), released);
-            metrics::attempt_ended(s.model, outcome);
+            metrics::attempt_ended(
+                s.model, outcome, static_cast<double>(s.ctx->clock.now_ms() - s.started_ms) / 1000);
             trace_attempt(s, outcome, s.ctx->clock.now_ms());
             runtime::failpoint("attempt_result_committed");
             (void)(released ? s.ctx->js.nak(s.msg, 0) : s.ctx->js.ack(s.msg));

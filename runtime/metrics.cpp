@@ -136,6 +136,9 @@ struct registry {
       family(pm::BuildCounter(), r, "switchyard_attempts_total",
              "Attempts, by model and how they ended (succeeded, retried, failed, released, "
              "cancelled, expired).");
+  pm::Family<pm::Histogram>& attempt_duration =
+      family(pm::BuildHistogram(), r, "switchyard_attempt_duration_seconds",
+             "Attempts from their lease to their outcome's commit, by model.");
   pm::Family<pm::Counter>& gateway_responses =
       family(pm::BuildCounter(), r, "switchyard_gateway_responses_total",
              "Gateway requests by model and outcome class (2xx, 4xx, 5xx, transport, aborted).");
@@ -403,7 +406,10 @@ void commit(double seconds, size_t operations) {
   reg().commit_ops.Observe(static_cast<double>(operations));
 }
 
-void attempt_ended(const std::string& model, std::string_view outcome) {
+void attempt_ended(const std::string& model, std::string_view outcome, double seconds) {
+  cached<pm::Histogram>(model, "", [&]() -> pm::Histogram& {
+    return reg().attempt_duration.Add({{"model", model}}, request_buckets);
+  }).Observe(seconds);
   cached<pm::Counter>(model, outcome, [&]() -> pm::Counter& {
     return reg().attempts.Add({{"model", model}, {"outcome", std::string(outcome)}});
   }).Increment();

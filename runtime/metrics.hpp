@@ -78,8 +78,9 @@ inline std::string_view once(bool ok) { return ok ? "success" : "exhausted"; }
 void batch_tokens(const std::string& model, int64_t prompt, int64_t generation);
 /// `switchyard_storage_commit_duration_seconds`, `switchyard_storage_commit_operations`.
 void commit(double seconds, size_t operations);
-/// `switchyard_attempts_total{model,outcome}`: how attempts ended, as committed.
-void attempt_ended(const std::string& model, std::string_view outcome);
+/// `switchyard_attempts_total{model,outcome}`: how attempts ended, as committed; and
+/// `switchyard_attempt_duration_seconds{model}`: from the lease to the outcome's commit.
+void attempt_ended(const std::string& model, std::string_view outcome, double seconds);
 
 // --- capacity ---------------------------------------------------------------------------------
 

@@ -99,6 +99,7 @@ TEST(metrics, counts_equal_the_jobs_run_and_gauges_return_to_zero_when_idle) {
   EXPECT_EQ(value(after, "switchyard_attempts_total", {model, R"(outcome="succeeded")"}), jobs - 2);
   EXPECT_EQ(value(after, "switchyard_attempts_total", {model, R"(outcome="failed")"}), 2);
   EXPECT_EQ(value(after, "model_request_execution_duration_seconds_count", {model}), jobs);
+  EXPECT_EQ(value(after, "switchyard_attempt_duration_seconds_count", {model}), jobs);
   EXPECT_EQ(value(after, "request_errors_by_model_total", {model}), 2);
   EXPECT_EQ(value(after, "switchyard_gateway_responses_total", {model, R"(class="4xx")"}), 2);
   EXPECT_EQ(value(after, "switchyard_gateway_responses_total", {model, R"(class="2xx")"}),
