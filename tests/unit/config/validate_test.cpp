@@ -374,8 +374,12 @@ TEST(Validate, RuntimesAndWorkerKeys) {
   EXPECT_TRUE(validate(s).ok());
   s.api_keys[1].tenant = "acme";
   expect_invalid(s, "api_keys[1].tenant", "an admin key has no tenant");
+  s.api_keys[1] = {std::string(64, 'c'), "", "metrics"};  // GET /metrics only
+  EXPECT_TRUE(validate(s).ok());
+  s.api_keys[1].tenant = "acme";
+  expect_invalid(s, "api_keys[1].tenant", "a metrics key has no tenant");
   s.api_keys[1] = {std::string(64, 'c'), "", "root"};
-  expect_invalid(s, "api_keys[1].role", "client, worker or admin");
+  expect_invalid(s, "api_keys[1].role", "client, worker, admin or metrics");
   s.api_keys.clear();
   s.internal_listen = "0.0.0.0:8081";
   expect_invalid(s, "internal_listen", "without api_keys");
