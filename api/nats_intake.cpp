@@ -181,7 +181,7 @@ void nats_intake::finish(pending& p) {
   if (*outcome) {
     auto reply = detail::reply_for(outcome->value());
     answer(p, reply.status, reply.body);
-    metrics::submission("nats", reply.status);
+    metrics::submission("nats", static_cast<int>(reply.status));
     done = p.msg.ack();  // after the reply: a lost ack means a redelivery and a second reply
     fields["job_id"] = outcome->value().job.id;
     fields["created"] = outcome->value().created;
@@ -200,7 +200,7 @@ void nats_intake::finish(pending& p) {
   } else {
     auto reply = detail::reply_for(e);
     answer(p, reply.status, reply.body);
-    metrics::submission("nats", reply.status);
+    metrics::submission("nats", static_cast<int>(reply.status));
     done = p.msg.term();
     fields["code"] = e.code;
     fields["error"] = e.message;
