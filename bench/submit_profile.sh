@@ -7,7 +7,8 @@
 # Environment: SWITCHYARD (the binary to measure; default BUILD_DIR/switchyard), CONNS (64),
 # N (30000), MODE (parked: the gateway holds every request, so only submissions cost CPU;
 # e2e: a fast fake, and the run lasts until every job completed), SLOTS (per-model and
-# global concurrency, 100). Prints the load generator's result and, per thread of the engine
+# global concurrency, 100), PERF_OUT (a file: `perf record -g` of the engine and its nats-server
+# during the measured run; PERF_CALLGRAPH=dwarf for binaries built without frame pointers). Prints the load generator's result and, per thread of the engine
 # and of its nats-server that did noticeable work, context switches (voluntary + involuntary)
 # per request and CPU clock ticks. Every process it starts is stopped on exit.
 set -euo pipefail
@@ -52,7 +53,15 @@ thread_snapshot "$engine" $nats >"$work/before"
 args=(--requests "$N")
 [[ $MODE == e2e ]] && args+=(--e2e-fake "$fake_port")
 m0=$(awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat)
+perf_pid=""
+if [[ -n ${PERF_OUT:-} ]]; then  # a call-graph profile of the engine and its nats-server
+  graph=(-g)
+  [[ -z ${PERF_CALLGRAPH:-} ]] || graph=(--call-graph "$PERF_CALLGRAPH")
+  perf record -q "${graph[@]}" -F 499 -o "$PERF_OUT" -p "$engine${nats:+,$nats}" >/dev/null 2>&1 &
+  perf_pid=$!
+fi
 /usr/bin/time -f "  load generator: %U s user %S s system" "${loadgen[@]}" "${args[@]}"
+[[ -z $perf_pid ]] || { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
 m1=$(awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat)
 read -r b0 i0 <<<"$m0"; read -r b1 i1 <<<"$m1"
 echo "  machine busy: $(( 200 * (b1 - b0) / (b1 - b0 + i1 - i0 + 1) ))% of 200%"
