@@ -128,6 +128,10 @@ void engine::spawn_storage_actors() {
   policy.retention_completed_ms = deps_.cfg.retention_completed_ms;
   policy.retention_failed_ms = deps_.cfg.retention_failed_ms;
   policy.retain_inputs = deps_.cfg.retain_inputs;
+  using events = storage::store_policy::nats_events;
+  policy.events = deps_.cfg.nats_events == "all"    ? events::all
+                  : deps_.cfg.nats_events == "none" ? events::none
+                                                    : events::terminal;
   policy.task_subject = [&js = deps_.js](std::string_view model) { return js.task_subject(model); };
   policy.dlq_subject = [&js = deps_.js](std::string_view model) { return js.dlq_subject(model); };
   policy.results = results_;

@@ -1,5 +1,7 @@
 #include "actors/outbox_relay.hpp"
 
+#include <array>
+
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -24,6 +26,27 @@ struct relay_state {
 
 using relay_ptr = outbox_relay_actor::stateful_pointer<relay_state>;
 
+/// Counts the acked records by kind, from their message ids (storage/ops.cpp: "event:<job>:<seq>",
+/// "task-event:...", "dlq:...", and task messages).
+void count_published(const std::vector<storage::outbox_record>& records,
+                     const std::vector<uint64_t>& acked) {
+  if (acked.empty()) return;
+  std::array<int64_t, 4> n{};
+  static constexpr std::array<std::string_view, 4> kinds = {"task", "event", "task_event", "dlq"};
+  size_t next = 0;  // both are in sequence order
+  for (const auto& r : records) {
+    if (next == acked.size()) break;
+    if (r.seq != acked[next]) continue;
+    ++next;
+    const std::string_view id = r.msg_id;
+    ++n[id.starts_with("event:")        ? 1
+        : id.starts_with("task-event:") ? 2
+        : id.starts_with("dlq:")        ? 3
+                                        : 0];
+  }
+  for (size_t k = 0; k < kinds.size(); ++k) metrics::outbox_published(kinds[k], n[k]);
+}
+
 /// Publishes batches until the outbox is empty (true) or a publish fails (false).
 bool drain(relay_ptr self) {
   auto& st = self->state;
@@ -43,6 +66,7 @@ bool drain(relay_ptr self) {
     for (const auto& r : records) msgs.push_back({r.subject, r.msg_id, r.payload});
     auto sorted = sort_acks(records, st.js->publish_batch(msgs, st.opts.publish_timeout_ms));
     st.cursor = sorted.next_cursor;
+    count_published(records, sorted.acked_seqs);
     storage::outbox_ack_op done;
     done.seqs = std::move(sorted.acked_seqs);
     if (!done.seqs.empty()) {

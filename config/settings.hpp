@@ -159,8 +159,9 @@ struct settings {
   // --- retention
   int64_t retention_completed_ms = int64_t{24} * 3'600'000;
   int64_t retention_failed_ms = int64_t{7} * 24 * 3'600'000;  ///< failed, expired, cancelled
-  bool retain_inputs = true;  ///< false: drop request bodies once a job is terminal
-  int retention_batch = 100;  ///< jobs deleted per reaper tick at most
+  bool retain_inputs = true;             ///< false: drop request bodies once a job is terminal
+  std::string nats_events = "terminal";  ///< job events on NATS: all, terminal or none
+  int retention_batch = 100;             ///< jobs deleted per reaper tick at most
 
   // --- storage
   int64_t lmdb_initial_map_bytes = int64_t{1} << 30;

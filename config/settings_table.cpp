@@ -495,6 +495,13 @@ std::vector<setting_def> build_settings_table() {
          .max = 1,
          .description = "Keep request bodies after a job is terminal; false drops them at once.",
          .field = &settings::retain_inputs},
+      sd{.name = "nats_events",
+         .flag = "--nats-events",
+         .type = vt::text,
+         .description = "Which job state changes are published on NATS (sy.jobs.<id>.<state>, "
+                        "stream SY_EVENTS): all, terminal (the last one only) or none. Server-sent "
+                        "events and webhooks see every change whatever this says.",
+         .field = &settings::nats_events},
       sd{.name = "retention_batch",
          .flag = "--retention-batch",
          .type = vt::integer,

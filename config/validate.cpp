@@ -62,6 +62,10 @@ status check_server(const settings& s) {
     return invalid("log_level", "must be one of trace, debug, info, warn, error, got " +
                                     detail::quoted(s.log_level));
   }
+  if (s.nats_events != "all" && s.nats_events != "terminal" && s.nats_events != "none") {
+    return invalid("nats_events",
+                   "must be one of all, terminal, none, got " + detail::quoted(s.nats_events));
+  }
   return ok;
 }
 

@@ -154,6 +154,9 @@ struct registry {
              "Operations per group commit.")
           .Add({}, ops_buckets);
   std::atomic<int64_t> outbox_since_ms{0};  ///< made an age at scrape time
+  pm::Family<pm::Counter>& outbox_published =
+      family(pm::BuildCounter(), r, "switchyard_outbox_published_total",
+             "Messages JetStream stored from the outbox, by kind (task, event, task_event, dlq).");
   pm::Family<pm::Counter>& webhooks =
       family(pm::BuildCounter(), r, "switchyard_webhook_deliveries_total",
              "Webhook deliveries, by outcome (delivered, retried, dropped).");
@@ -503,6 +506,13 @@ void spans_exported(size_t n) { reg().spans_exported.Increment(static_cast<doubl
 
 void spans_dropped(std::string_view reason, size_t n) {
   add(reg().spans_dropped, {{"reason", std::string(reason)}}, static_cast<double>(n));
+}
+
+void outbox_published(std::string_view kind, int64_t n) {
+  if (n <= 0) return;
+  cached<pm::Counter>(kind, "", [&]() -> pm::Counter& {
+    return reg().outbox_published.Add({{"kind", std::string(kind)}});
+  }).Increment(static_cast<double>(n));
 }
 
 void webhook_delivery(std::string_view outcome) {

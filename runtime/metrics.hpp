@@ -100,6 +100,9 @@ void set_queues(const std::map<std::string, queue_state>& queues);
 /// `switchyard_outbox_oldest_age_seconds`: how long ago the relay first failed to empty the
 /// outbox (blocked), until it empties it again (not blocked: zero).
 void set_outbox_blocked(bool blocked);
+/// `switchyard_outbox_published_total{kind}`: messages JetStream stored from the outbox, by kind
+/// (task, event, task_event, dlq): what a job costs in JetStream messages.
+void outbox_published(std::string_view kind, int64_t n);
 
 // --- gateway requests (the gateway client) ----------------------------------------------------
 

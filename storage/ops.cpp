@@ -33,12 +33,16 @@ status record_event(op_ctx& c, job_record& job, std::optional<job_status> previo
   ev.attempt = job.attempts;
   ev.error = std::move(why);
   SY_TRY(put_event(c.txn, ev));
-  append_outbox(c.txn, outbox_record{0, "event:" + job.id + ":" + std::to_string(ev.seq),
-                                     event_subject(c.policy.subject_prefix, ev),
-                                     event_payload(job, ev,
-                                                   std::min(c.policy.inline_result_bytes,
-                                                            max_nats_inline_result_bytes))});
-  c.reply.outbox_appended = true;
+  using mode = store_policy::nats_events;
+  if (c.policy.events == mode::all ||
+      (c.policy.events == mode::terminal && is_terminal(job.status))) {
+    append_outbox(c.txn, outbox_record{0, "event:" + job.id + ":" + std::to_string(ev.seq),
+                                       event_subject(c.policy.subject_prefix, ev),
+                                       event_payload(job, ev,
+                                                     std::min(c.policy.inline_result_bytes,
+                                                              max_nats_inline_result_bytes))});
+    c.reply.outbox_appended = true;
+  }
   // The creation event is the client's own 202; webhooks start with the first transition.
   if (!job.webhook_url.empty() && previous) {
     webhook_record w;

@@ -256,6 +256,8 @@ struct store_policy {
   int64_t retention_completed_ms = int64_t{24} * 3'600'000;
   int64_t retention_failed_ms = int64_t{7} * 24 * 3'600'000;  ///< failed, expired, cancelled
   bool retain_inputs = true;  ///< false: drop the request body when the job ends
+  /// Which job events go to NATS through the outbox (every event is still stored for SSE).
+  enum class nats_events { all, terminal, none } events = nats_events::all;
   /// The JetStream subject of a model's task messages (a task list publishes its next tasks as
   /// earlier ones finish, whatever their model). Empty: `<subject_prefix>.tasks.<model>`.
   std::function<std::string(std::string_view model)> task_subject;

@@ -121,8 +121,9 @@ TEST(lifecycle, retain_inputs_false_drops_the_request_body_once_terminal) {
   EXPECT_TRUE(job->input_dropped);
 }
 
-TEST(lifecycle, every_state_change_is_published_on_nats) {
+TEST(lifecycle, every_state_change_is_published_on_nats_when_asked) {
   engine_env env;
+  env.settings().nats_events = "all";
   env.start();
   nats_subscriber sub(env.nats().url(), "sy.jobs.>");
   http_client c(env.port());

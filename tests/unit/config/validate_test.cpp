@@ -275,6 +275,9 @@ TEST(Validate, TextSettings) {
   settings s;
   s.log_level = "verbose";
   expect_invalid(s, "log_level", "'verbose'");
+  s.log_level = "info";
+  s.nats_events = "some";
+  expect_invalid(s, "nats_events", "'some'");
   s = settings{};
   s.data_dir = "";
   expect_invalid(s, "data_dir", "must not be empty");

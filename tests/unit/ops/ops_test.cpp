@@ -230,6 +230,29 @@ TEST_F(ops_test, every_state_change_is_an_event_and_a_nats_message) {
   EXPECT_TRUE(read_events(txn, "j1", 5).empty());
 }
 
+TEST_F(ops_test, nats_events_terminal_publishes_only_the_last_state_and_none_nothing) {
+  policy_.events = store_policy::nats_events::terminal;
+  run(make_job("j1"));
+  run(start(task_of("j1"), 1, "tok"));
+  run(finish(task_of("j1"), 1, "tok", attempt_end::retry, 2000));
+  run(start(task_of("j1"), 2, "tok2", 3000));
+  run(finish(task_of("j1"), 2, "tok2", attempt_end::succeeded, 4000));
+  EXPECT_EQ(events("j1").size(), 5u);  // every change is still stored (SSE, webhooks)
+  auto msgs = event_messages();
+  ASSERT_EQ(msgs.size(), 1u);
+  EXPECT_EQ(msgs[0].subject, "sy.jobs.j1.completed");
+  EXPECT_EQ(msgs[0].msg_id, "event:j1:5");
+
+  policy_.events = store_policy::nats_events::none;
+  const size_t tasks_before = outbox_size();
+  run(make_job("j2"));
+  run(start(task_of("j2"), 1, "tok"));
+  run(finish(task_of("j2"), 1, "tok", attempt_end::succeeded, 2000));
+  EXPECT_EQ(events("j2").size(), 3u);
+  EXPECT_EQ(event_messages().size(), 1u);      // still only j1's
+  EXPECT_EQ(outbox_size(), tasks_before + 1);  // the task is published whatever the setting
+}
+
 TEST_F(ops_test, webhooks_are_queued_for_transitions_only_when_the_job_has_one) {
   auto op = make_job("j1");
   op.job.webhook_url = "http://hooks.example/x";
