@@ -32,6 +32,7 @@ TEST(outbox_relay, a_record_stays_until_jetstream_acks_it_and_is_deleted_after) 
   // The relay logs its first failed publish; capture stderr to wait for that moment.
   stderr_capture log;
   engine_env env;
+  env.settings().nats_events = "all";  // the creation event is an outbox record too
   env.start();
   http_client c(env.port());
   env.nats().kill9();
