@@ -7,10 +7,12 @@
 # Environment: SWITCHYARD (the binary to measure; default BUILD_DIR/switchyard), CONNS (64),
 # N (30000), MODE (parked: the gateway holds every request, so only submissions cost CPU;
 # e2e: a fast fake, and the run lasts until every job completed), SLOTS (per-model and
-# global concurrency, 100), PERF_OUT (a file: `perf record -g` of the engine and its nats-server
-# during the measured run; PERF_CALLGRAPH=dwarf for binaries built without frame pointers). Prints the load generator's result and, per thread of the engine
-# and of its nats-server that did noticeable work, context switches (voluntary + involuntary)
-# per request and CPU clock ticks. Every process it starts is stopped on exit.
+# global concurrency, 100), RAW_TARGET (POST to this route instead of submitting, e.g.
+# /healthz: the HTTP server's own cost per request), PERF_OUT (a file: `perf record` of the
+# engine and its nats-server during the measured run; PERF_CALLGRAPH=dwarf for binaries built
+# without frame pointers). Prints the load generator's result and, per thread of the engine and
+# of its nats-server that did noticeable work, context switches (voluntary + involuntary) per
+# request and CPU clock ticks. Every process it starts is stopped on exit.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -52,6 +54,9 @@ loadgen=("$build/bench/sy_bench_submit" --port "$port" --connections "$CONNS")
 thread_snapshot "$engine" $nats >"$work/before"
 args=(--requests "$N")
 [[ $MODE == e2e ]] && args+=(--e2e-fake "$fake_port")
+# RAW_TARGET: the same connections POST to another route (its answers are not checked), e.g.
+# /healthz: what the HTTP server itself costs per request, without a submission's work.
+[[ -z ${RAW_TARGET:-} ]] || args+=(--raw --target "$RAW_TARGET")
 m0=$(awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat)
 perf_pid=""
 if [[ -n ${PERF_OUT:-} ]]; then  # a call-graph profile of the engine and its nats-server
@@ -60,7 +65,7 @@ if [[ -n ${PERF_OUT:-} ]]; then  # a call-graph profile of the engine and its na
   perf record -q "${graph[@]}" -F 499 -o "$PERF_OUT" -p "$engine${nats:+,$nats}" >/dev/null 2>&1 &
   perf_pid=$!
 fi
-/usr/bin/time -f "  load generator: %U s user %S s system" "${loadgen[@]}" "${args[@]}"
+/usr/bin/time -f "  load generator: %U s user %S s system" "${loadgen[@]}" "${args[@]}" || [[ -n ${RAW_TARGET:-} ]]
 [[ -z $perf_pid ]] || { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
 m1=$(awk '/^cpu / {print $2+$3+$4+$7+$8+$9, $5+$6}' /proc/stat)
 read -r b0 i0 <<<"$m0"; read -r b1 i1 <<<"$m1"
