@@ -45,6 +45,17 @@ void router::add(boost::beast::http::verb method, std::string_view pattern, int 
   entries_.push_back(entry{method, split_path(pattern), route, std::string(pattern)});
 }
 
+std::vector<std::string> router::listing() const {
+  std::vector<std::string> out;
+  out.reserve(entries_.size());
+  for (const auto& e : entries_) {
+    std::string line(boost::beast::http::to_string(e.method));
+    line.append(" ").append(e.pattern);
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
 route_match router::match(boost::beast::http::verb method, std::string_view target) const {
   std::string_view path = target.substr(0, target.find('?'));
   auto segments = split_path(path);

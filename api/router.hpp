@@ -32,6 +32,10 @@ class router {
   /// Matches a request target (the query string, if any, is ignored).
   route_match match(boost::beast::http::verb method, std::string_view target) const;
 
+  /// Every route as "METHOD pattern" (e.g. "GET /v1/jobs/{id}"), in the order they were added:
+  /// what docs/openapi.yaml must describe (tests/unit/api/openapi_test.cpp).
+  std::vector<std::string> listing() const;
+
  private:
   struct entry {
     boost::beast::http::verb method;

@@ -136,5 +136,9 @@ TEST_F(js_clients_test, OpenaiPackageRunsBatches) { run_node_test("batches.test.
 
 TEST_F(js_clients_test, NatsPackageUsesTheMicroService) { run_node_test("service.test.mjs"); }
 
+// docs/openapi.yaml against the OpenAPI 3.1 schema (an npm validator), the router's table, the
+// error catalogue and the endpoint list; it needs no engine, the fixture's is only idle.
+TEST_F(js_clients_test, OpenapiDocumentIsValid) { run_node_test("openapi.test.mjs"); }
+
 }  // namespace SY_UNITY_ID
 }  // namespace sy::test
