@@ -230,7 +230,9 @@ TEST(Cli, ClientUsageErrors) {
                                                                 {"jobs", "export", "j"}}) {
     auto r = run(args);
     EXPECT_FALSE(r.ok()) << args.back();
-    if (!r.ok()) EXPECT_EQ(r.error().code, "invalid_arguments");
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().code, "invalid_arguments");
+    }
   }
   auto help = run({"jobs", "submit", "--help"});
   ASSERT_TRUE(help.ok());
