@@ -210,7 +210,8 @@ TEST_F(cli, submit_from_a_file_with_wait_and_from_stdin_then_get_and_list) {
                    "--status", "completed"});
   ASSERT_EQ(next.code, 0) << next.err;
   bool found = false;
-  for (const auto& j : json::parse(next.out)["data"]) found = found || j["id"] == job["id"];
+  const auto older = json::parse(next.out);
+  for (const auto& j : older["data"]) found = found || j["id"] == job["id"];
   EXPECT_TRUE(found) << next.out;
   auto table = run({"jobs", "list"});
   EXPECT_EQ(table.code, 0);
