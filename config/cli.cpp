@@ -206,7 +206,7 @@ result<command> parse_command_line(int argc, const char* const* argv, const env_
   } catch (const CLI::ParseError& e) {
     return make_error(errc::invalid_arguments, std::string(e.what()) +
                                                    "\nRun 'switchyard --help' or "
-                                                   "'switchyard serve --help' for usage.");
+                                                   "'switchyard <command> --help' for usage.");
   }
   if (version->parsed()) return text_command(command::kind::version, version_string());
   if (hash->parsed()) return text_command(command::kind::hash_key, key);

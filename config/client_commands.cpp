@@ -31,7 +31,7 @@ CLI::App* add_leaf(CLI::App& noun, client_flags& f, const std::string& verb,
 }
 
 void add_wait(CLI::App& leaf, client_flags& f, const std::string& what) {
-  leaf.add_flag("--wait{forever}", f.wait_text,
+  leaf.add_flag("--wait", f.wait_text,
                 "Wait until the " + what +
                     " has ended (--wait=SECONDS: at most that long; exit code 4 if it is still "
                     "running then)")
@@ -132,7 +132,8 @@ result<client_args> finish_client_command(client_flags& flags, const env_map& en
     out.api_key = env_value(env, "SWITCHYARD_API_KEY");
   }
   out.wait = !flags.wait_text.empty();
-  if (out.wait && flags.wait_text != "forever" &&
+  // CLI11 gives a flag without a value the text "true".
+  if (out.wait && flags.wait_text != "true" &&
       (!parse_int64(flags.wait_text, out.wait_s) || out.wait_s < 0))
     return make_error(errc::invalid_arguments,
                       "--wait=" + flags.wait_text + ": the wait must be a whole number of seconds");

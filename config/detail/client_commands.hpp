@@ -18,7 +18,7 @@ namespace sy::config::detail {
 struct client_flags {
   client_args args;
   std::string api_key_file;
-  std::string wait_text;  ///< --wait's value: "" (not given), "forever" (no value) or SECONDS
+  std::string wait_text;  ///< --wait's value: "" (not given), "true" (no value) or SECONDS
   /// Every leaf subcommand with its noun and verb.
   std::vector<std::pair<CLI::App*, std::pair<std::string, std::string>>> leaves;
 };
