@@ -134,21 +134,51 @@ class cli : public ::testing::Test {
       ::_exit(127);
     }
     cli_run r;
-    // Read until the terminal closes (EIO once the child and its descendants are gone).
-    wait_for(
-        [&] {
-          pollfd p{master, POLLIN, 0};
-          if (::poll(&p, 1, 50) <= 0) return false;
-          char buf[4096];
-          const ssize_t n = ::read(master, buf, sizeof buf);
-          if (n <= 0) return true;
-          r.out.append(buf, static_cast<size_t>(n));
-          return false;
-        },
-        std::chrono::seconds(90));
+    r.out = read_until_closed(master);
     ::close(master);
     r.code = reap(pid, std::chrono::seconds(10));
     return r;
+  }
+
+  /// Runs `switchyard args...` with stdout a pipe that the test reads (stdin: /dev/null).
+  cli_run run_piped(std::vector<std::string> args) {
+    args.insert(args.begin(), SY_BINARY_DIR "/switchyard");
+    auto envs = child_env(default_env());
+    auto argv = pointers(args);
+    auto envp = pointers(envs);
+    int fds[2];
+    if (::pipe(fds) != 0) return {};
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::dup2(::open("/dev/null", O_RDONLY), 0);
+      ::dup2(fds[1], 1);
+      ::close(fds[0]);
+      ::execve(argv[0], argv.data(), envp.data());
+      ::_exit(127);
+    }
+    ::close(fds[1]);
+    cli_run r;
+    r.out = read_until_closed(fds[0]);
+    ::close(fds[0]);
+    r.code = reap(pid, std::chrono::seconds(10));
+    return r;
+  }
+
+  /// Everything written to `fd` until its writers are gone (EOF, or EIO on a terminal).
+  static std::string read_until_closed(int fd) {
+    std::string out;
+    wait_for(
+        [&] {
+          pollfd p{fd, POLLIN, 0};
+          if (::poll(&p, 1, 50) <= 0) return false;
+          char buf[4096];
+          const ssize_t n = ::read(fd, buf, sizeof buf);
+          if (n <= 0) return true;
+          out.append(buf, static_cast<size_t>(n));
+          return false;
+        },
+        std::chrono::seconds(90));
+    return out;
   }
 
   static std::string write_file(const std::string& name, const std::string& text) {
@@ -335,6 +365,12 @@ TEST_F(cli, batches_create_waits_and_downloads_the_output_then_get_list_cancel) 
   EXPECT_EQ(cancel.code, 1);
   EXPECT_NE(cancel.err.find("batch_not_cancellable"), std::string::npos) << cancel.err;
 
+  // stdout a pipe: no bar either.
+  auto piped = run_piped({"batches", "create", "--file", input, "--wait"});
+  EXPECT_EQ(piped.code, 0) << piped.out;
+  EXPECT_EQ(piped.out.find("] 3/3"), std::string::npos) << piped.out;
+  EXPECT_NE(piped.out.find("status       completed"), std::string::npos) << piped.out;
+
   auto quick = run({"batches", "create", "--file", input, "--json"});
   ASSERT_EQ(quick.code, 0) << quick.err;
   EXPECT_EQ(json::parse(quick.out)["object"], "batch") << quick.out;
@@ -376,6 +412,12 @@ TEST_F(cli, watch_prints_each_event_and_export_writes_the_task_outcomes) {
   auto bar = run_on_tty({"jobs", "watch", list_id});
   EXPECT_EQ(bar.code, 0) << bar.out;
   EXPECT_NE(bar.out.find("] 3/3  completed 3  failed 0"), std::string::npos) << bar.out;
+
+  // On a pipe, the same watch prints the job's events.
+  auto events_piped = run_piped({"jobs", "watch", list_id});
+  EXPECT_EQ(events_piped.code, 0) << events_piped.out;
+  EXPECT_EQ(events_piped.out.find("] 3/3"), std::string::npos) << events_piped.out;
+  EXPECT_NE(events_piped.out.find("  completed"), std::string::npos) << events_piped.out;
 
   auto exported = run({"jobs", "export", list_id, "--output", path("tasks.jsonl")});
   ASSERT_EQ(exported.code, 0) << exported.err;
