@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "config/detail/client_commands.hpp"
 #include "config/detail/text.hpp"
 #include "config/duration.hpp"
 #include "config/settings_table.hpp"
@@ -97,7 +98,8 @@ result<command> build_serve(const serve_flags& flags, const env_map& env) {
               .text = {},
               .warnings = {},
               .url = {},
-              .key = {}};
+              .key = {},
+              .client = {}};
   out.warnings = warnings(out.s);
   for (const auto& name : unknown_env_names(env)) {
     out.warnings.push_back("environment variable " + name + " names no setting; ignored");
@@ -106,8 +108,13 @@ result<command> build_serve(const serve_flags& flags, const env_map& env) {
 }
 
 command text_command(command::kind what, std::string text) {
-  return command{
-      .what = what, .s = {}, .text = std::move(text), .warnings = {}, .url = {}, .key = {}};
+  return command{.what = what,
+                 .s = {},
+                 .text = std::move(text),
+                 .warnings = {},
+                 .url = {},
+                 .key = {},
+                 .client = {}};
 }
 
 struct admin_flags {
@@ -118,7 +125,8 @@ struct admin_flags {
 
 /// An admin command: where the internal listener is and the admin key to present.
 result<command> admin_command(command::kind what, const admin_flags& f, const env_map& env) {
-  command out{.what = what, .s = {}, .text = {}, .warnings = {}, .url = {}, .key = {}};
+  command out{
+      .what = what, .s = {}, .text = {}, .warnings = {}, .url = {}, .key = {}, .client = {}};
   auto from_env = [&env](const char* name) {
     auto it = env.find(name);
     return it == env.end() ? std::string() : it->second;
@@ -142,6 +150,15 @@ result<command> admin_command(command::kind what, const admin_flags& f, const en
   } else {
     out.key = from_env("SWITCHYARD_ADMIN_KEY");
   }
+  return out;
+}
+
+/// A client command (`switchyard jobs ...`, `switchyard batches ...`).
+result<command> client_command(detail::client_flags& flags, const env_map& env) {
+  auto args = detail::finish_client_command(flags, env);
+  if (!args) return args.error();
+  command out = text_command(command::kind::client, {});
+  out.client = std::move(*args);
   return out;
 }
 
@@ -175,6 +192,8 @@ result<command> parse_command_line(int argc, const char* const* argv, const env_
   rotate->add_option("--url", admin.url, "The internal listener, http://HOST:PORT (instead)");
   rotate->add_option("--key-file", admin.key_file,
                      "File holding an admin key (default: SWITCHYARD_ADMIN_KEY, if set)");
+  detail::client_flags client;
+  detail::add_client_commands(app, client);
   if (argc <= 1) return text_command(command::kind::help, app.help());
   try {
     app.parse(argc, argv);
@@ -187,11 +206,12 @@ result<command> parse_command_line(int argc, const char* const* argv, const env_
   } catch (const CLI::ParseError& e) {
     return make_error(errc::invalid_arguments, std::string(e.what()) +
                                                    "\nRun 'switchyard --help' or "
-                                                   "'switchyard serve --help' for usage.");
+                                                   "'switchyard <command> --help' for usage.");
   }
   if (version->parsed()) return text_command(command::kind::version, version_string());
   if (hash->parsed()) return text_command(command::kind::hash_key, key);
   if (rotate->parsed()) return admin_command(command::kind::keys_rotate, admin, env);
+  if (detail::client_command_parsed(client)) return client_command(client, env);
   return build_serve(flags, env);
 }
 

@@ -39,7 +39,10 @@ std::vector<std::string> unknown_env_names(const env_map& env) {
   std::vector<std::string> unknown;
   for (auto it = env.lower_bound("SWITCHYARD_"); it != env.end(); ++it) {
     if (it->first.rfind("SWITCHYARD_", 0) != 0) break;
-    if (it->first == config_env) continue;
+    // Read by other commands than serve (config/cli.hpp, config/client_args.hpp).
+    if (it->first == config_env || it->first == "SWITCHYARD_URL" ||
+        it->first == "SWITCHYARD_API_KEY" || it->first == "SWITCHYARD_ADMIN_KEY")
+      continue;
     bool known = false;
     for (const auto& option : text_options()) known = known || option.env == it->first;
     if (!known) unknown.push_back(it->first);

@@ -23,6 +23,7 @@
 #include "config/cli.hpp"
 #include "config/sha256.hpp"
 #include "runtime/admin_client.hpp"
+#include "runtime/client_cli.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/jetstream.hpp"
 #include "runtime/js_layout_keeper.hpp"
@@ -308,6 +309,8 @@ int main(int argc, char** argv) {
       return 0;
     case config::command::kind::keys_rotate:
       return runtime::keys_rotate(cmd->url, cmd->key);
+    case config::command::kind::client:
+      return runtime::run_client(cmd->client);
     case config::command::kind::serve:
       return serve(cmd->s, cmd->warnings);
   }

@@ -166,5 +166,79 @@ TEST(Cli, EnvironmentMap) {
   EXPECT_TRUE(environment_map(nullptr).empty());
 }
 
+TEST(Cli, ClientCommandsTakeTheServerAndKeyFromFlagsThenEnvironment) {
+  auto d = run({"jobs", "get", "job_1"});
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->what, command::kind::client);
+  EXPECT_EQ(d->client.noun, "jobs");
+  EXPECT_EQ(d->client.verb, "get");
+  EXPECT_EQ(d->client.id, "job_1");
+  EXPECT_EQ(d->client.server, "http://127.0.0.1:8080");
+  EXPECT_EQ(d->client.api_key, "");
+  EXPECT_FALSE(d->client.json);
+  const env_map env = {{"SWITCHYARD_URL", "http://e:1"}, {"SWITCHYARD_API_KEY", "k-env"}};
+  auto e =
+      run({"jobs", "list", "--json", "--status", "failed", "--limit", "5", "--after", "j"}, env);
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->client.server, "http://e:1");
+  EXPECT_EQ(e->client.api_key, "k-env");
+  EXPECT_TRUE(e->client.json);
+  EXPECT_EQ(e->client.status, "failed");
+  EXPECT_EQ(e->client.limit, 5);
+  EXPECT_EQ(e->client.after, "j");
+  test::temp_dir dir;
+  auto key = dir.write("api.key", "  k-file\n");
+  auto f = run({"batches", "cancel", "b", "--server", "http://f:2", "--api-key-file", key}, env);
+  ASSERT_TRUE(f.ok()) << f.error().message;
+  EXPECT_EQ(f->client.server, "http://f:2");
+  EXPECT_EQ(f->client.api_key, "k-file");
+  EXPECT_FALSE(run({"jobs", "list", "--api-key-file", dir.path("none")}).ok());
+}
+
+TEST(Cli, ClientWaitTakesAnOptionalNumberOfSeconds) {
+  auto none = run({"jobs", "submit", "req.json"});
+  ASSERT_TRUE(none.ok()) << none.error().message;
+  EXPECT_FALSE(none->client.wait);
+  EXPECT_EQ(none->client.file, "req.json");
+  auto forever = run({"jobs", "submit", "--wait", "req.json"});
+  ASSERT_TRUE(forever.ok()) << forever.error().message;
+  EXPECT_TRUE(forever->client.wait);
+  EXPECT_EQ(forever->client.wait_s, -1);
+  EXPECT_EQ(forever->client.file, "req.json");
+  auto bounded = run({"jobs", "submit", "--wait=30"});
+  ASSERT_TRUE(bounded.ok()) << bounded.error().message;
+  EXPECT_TRUE(bounded->client.wait);
+  EXPECT_EQ(bounded->client.wait_s, 30);
+  EXPECT_EQ(bounded->client.file, "");
+  EXPECT_FALSE(run({"jobs", "submit", "--wait=soon"}).ok());
+  EXPECT_FALSE(run({"jobs", "submit", "--wait=-1"}).ok());
+  auto batch = run({"batches", "create", "--file", "in.jsonl", "--wait", "--output", "o"});
+  ASSERT_TRUE(batch.ok()) << batch.error().message;
+  EXPECT_EQ(batch->client.file, "in.jsonl");
+  EXPECT_EQ(batch->client.output, "o");
+  EXPECT_EQ(batch->client.endpoint, "/v1/chat/completions");
+  EXPECT_EQ(batch->client.completion_window, "24h");
+  EXPECT_FALSE(run({"batches", "create", "--file", "in.jsonl", "--output", "o"}).ok());
+}
+
+TEST(Cli, ClientUsageErrors) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"jobs"},
+                                                                {"jobs", "get"},
+                                                                {"jobs", "nope"},
+                                                                {"jobs", "list", "--limit", "0"},
+                                                                {"batches", "create"},
+                                                                {"jobs", "export", "j"}}) {
+    auto r = run(args);
+    EXPECT_FALSE(r.ok()) << args.back();
+    if (!r.ok()) {
+      EXPECT_EQ(r.error().code, "invalid_arguments");
+    }
+  }
+  auto help = run({"jobs", "submit", "--help"});
+  ASSERT_TRUE(help.ok());
+  EXPECT_EQ(help->what, command::kind::help);
+  EXPECT_NE(help->text.find("--wait"), std::string::npos) << help->text;
+}
+
 }  // namespace SY_UNITY_ID
 }  // namespace sy::config

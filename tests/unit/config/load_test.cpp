@@ -93,7 +93,9 @@ TEST(UnknownEnv, ListsOnlyUnknownSwitchyardNames) {
                  {"SWITCHYARD_CONFIG", "f"},
                  {"SWITCHYARD_PER_MODEL_CONCURENCY", "3"},
                  {"PATH", "/bin"},
-                 {"SWITCHYARD_GATEWAY_MAX_RETRIES", "1"}};
+                 {"SWITCHYARD_GATEWAY_MAX_RETRIES", "1"},
+                 {"SWITCHYARD_URL", "http://h:1"},  // read by the client commands
+                 {"SWITCHYARD_API_KEY", "k"}};
   auto unknown = unknown_env_names(env);
   ASSERT_EQ(unknown.size(), 1u);
   EXPECT_EQ(unknown[0], "SWITCHYARD_PER_MODEL_CONCURENCY");
