@@ -54,16 +54,7 @@ reply upload(const session& s, const std::string& path, const std::string& conte
 /// Draws the bar over the last one (\r, then clear to the end of the line).
 void draw_bar(const json& batch, std::chrono::steady_clock::time_point start) {
   const auto counts = batch.is_object() ? batch.value("request_counts", json()) : json();
-  auto count = [&counts](const char* key) -> int64_t {
-    return counts.is_object() && counts.contains(key) && counts[key].is_number_integer()
-               ? counts[key].get<int64_t>()
-               : 0;
-  };
-  const progress p{.completed = count("completed"),
-                   .failed = count("failed"),
-                   .total = count("total"),
-                   .elapsed_s = seconds_since(start)};
-  std::printf("\r%s\033[K", progress_line(p).c_str());
+  std::printf("\r%s\033[K", progress_line(progress_of(counts, seconds_since(start))).c_str());
   std::fflush(stdout);
 }
 

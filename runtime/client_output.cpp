@@ -197,6 +197,18 @@ std::string batch_details(const json& batch) {
   return out;
 }
 
+progress progress_of(const nlohmann::json& counts, double elapsed_s) {
+  auto count = [&counts](const char* key) -> int64_t {
+    return counts.is_object() && counts.contains(key) && counts[key].is_number_integer()
+               ? counts[key].get<int64_t>()
+               : 0;
+  };
+  return progress{.completed = count("completed"),
+                  .failed = count("failed"),
+                  .total = count("total"),
+                  .elapsed_s = elapsed_s};
+}
+
 std::string progress_line(const progress& p, int width) {
   const int64_t done = p.completed + p.failed;
   const double fraction =

@@ -53,6 +53,10 @@ struct progress {
 /// The rate and ETA appear once something has finished.
 std::string progress_line(const progress& p, int width = 30);
 
+/// Where work stands from a counts object (a batch's `request_counts`, a job's `task_counts`:
+/// `completed`, `failed`, `total`; a missing or odd field counts 0).
+progress progress_of(const nlohmann::json& counts, double elapsed_s);
+
 /// The text of an OpenAI error envelope answer: "<message> (code <code>)"; the raw body when it
 /// is not one.
 std::string error_text(std::string_view body);

@@ -124,18 +124,9 @@ int follow_counts(const session& s, const std::string& id) {
     if (r.exit != exit_ok) return r.exit;
     const std::string status = r.doc.is_object() ? r.doc.value("status", std::string()) : "";
     const auto counts = r.doc.is_object() ? r.doc.value("task_counts", json()) : json();
-    auto count = [&counts](const char* key) -> int64_t {
-      return counts.is_object() && counts.contains(key) && counts[key].is_number_integer()
-                 ? counts[key].get<int64_t>()
-                 : 0;
-    };
     if (status != shown) std::printf("\r\033[K%s\n", status.c_str());
     shown = status;
-    const progress p{.completed = count("completed"),
-                     .failed = count("failed"),
-                     .total = count("total"),
-                     .elapsed_s = seconds_since(start)};
-    std::printf("\r%s\033[K", progress_line(p).c_str());
+    std::printf("\r%s\033[K", progress_line(progress_of(counts, seconds_since(start))).c_str());
     std::fflush(stdout);
     if (is_terminal(status)) {
       std::printf("\n");
