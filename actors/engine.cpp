@@ -201,6 +201,8 @@ result<std::string> engine::job_webhook(const submission& s) const {
 
 status engine::queue_models(const std::vector<std::string>& models,
                             const std::vector<std::string>& params) {
+  // After shutdown began, no dispatcher is spawned: stop_actors has taken the directory.
+  if (ctx_->stopping) return make_error(errc::shutting_down, "the server is shutting down");
   for (size_t i = 0; i < models.size(); ++i) {
     if (!is_http_queue(models[i]) && !ctx_->gateway_for(models[i]))
       return make_error(errc::model_not_found,
@@ -432,6 +434,10 @@ void engine::drain_webhooks() {
 void engine::stop_actors() {
   auto& ctx = *ctx_;
   stop_workers();
+  // Ingests read the context and call this engine: they end before either goes (they check
+  // `stopping` between lines and chunks, and a write they wait for fails once the writer goes).
+  while (!wait_until([&] { return ctx.ingests.load() == 0; }, std::chrono::seconds(5)))
+    log::warn("engine", "waiting for task-list ingests to stop", {{"running", ctx.ingests.load()}});
   std::map<std::string, model_entry> dispatchers;
   {
     std::lock_guard lock{models_mu_};

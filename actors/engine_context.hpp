@@ -49,6 +49,8 @@ struct engine_context {
   job_registry_actor jobs;            ///< the jobs with work in flight here (set once at start)
   job_watch watch;                    ///< wakes waiters (Prefer: wait, SSE) when a job changes
   std::atomic<bool> stopping{false};  ///< shutdown began: dispatchers fetch no more
+  /// Task-list ingest actors alive: shutdown waits for them before this context is destroyed.
+  std::atomic<int> ingests{0};
   /// The dispatcher of `model` (spawned on first use; it owns the model's budget, which batch
   /// lanes ask for slots). Set once at start by the engine, which keeps the directory.
   std::function<slot_owner_actor(const std::string& model)> dispatcher_for;

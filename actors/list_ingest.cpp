@@ -94,8 +94,12 @@ bool check(ingest_ptr self) {
                         "body.model");
     return ok;
   };
-  auto checked =
-      check_task_file(st.job.ingest_path, ctx.cfg.max_tasks_per_job, task_ok, max_errors);
+  auto checked = check_task_file(st.job.ingest_path, ctx.cfg.max_tasks_per_job, task_ok, max_errors,
+                                 &ctx.stopping);
+  if (!checked && checked.error().code == errc::shutting_down) {
+    self->quit();  // the next start checks it again
+    return false;
+  }
   if (!checked) {
     failed_io(self, checked.error());
     return false;
@@ -147,6 +151,7 @@ void next_chunk(ingest_ptr self) {
   auto st_models = kind.runtime_queue.empty()
                        ? st.queue_models({distinct.begin(), distinct.end()})
                        : status(ok);  // a runtime's queue is its workers', not a dispatcher's
+  if (!st_models && st.ctx->stopping) return self->quit();  // the next start resumes it
   if (!st_models) return fail(self, {st_models.error().code, st_models.error().message}, {});
   storage::ingest_chunk_op op;
   op.job_id = st.job.id;
@@ -188,6 +193,7 @@ void step(ingest_ptr self) {
 list_ingest_actor::behavior_type ingest(ingest_ptr self, engine_context* ctx, std::string job_id,
                                         queue_models_fn queue_models) {
   runtime::name_this_thread("sy-ingest");
+  self->attach_functor([ctx] { --ctx->ingests; });  // counted up by spawn_list_ingest
   self->state.ctx = ctx;
   self->state.job.id = std::move(job_id);
   self->state.queue_models = std::move(queue_models);
@@ -199,6 +205,7 @@ list_ingest_actor::behavior_type ingest(ingest_ptr self, engine_context* ctx, st
 
 list_ingest_actor spawn_list_ingest(engine_context& ctx, std::string job_id,
                                     queue_models_fn queue_models) {
+  ++ctx.ingests;  // before the spawn: shutdown must never see zero while one starts
   return ctx.sys.spawn<caf::detached>(ingest, &ctx, std::move(job_id), std::move(queue_models));
 }
 

@@ -152,7 +152,7 @@ storage::batch_error line_error(const sy::error& e, int64_t line) {
 
 result<task_file_check> check_task_file(const std::string& path, int64_t max_tasks,
                                         const std::function<status(task_input&)>& task_ok,
-                                        size_t max_errors) {
+                                        size_t max_errors, const std::atomic<bool>* stop) {
   auto f = open_at(path, 0);
   if (!f) return f.error();
   task_file_check out;
@@ -166,6 +166,8 @@ result<task_file_check> check_task_file(const std::string& path, int64_t max_tas
   std::string_view line;
   bool too_long = false;
   for (int64_t number = 1; in.next(line, too_long); ++number) {
+    if (stop != nullptr && stop->load())
+      return make_error(errc::shutting_down, "the check stopped: the server is shutting down");
     if (!too_long && blank(line)) continue;
     if (++out.tasks > max_tasks) {
       add({std::string(errc::too_many_tasks),

@@ -4,6 +4,7 @@
 /// `\n` (`\r\n` is taken; a last line without one counts); blank lines are skipped but keep their
 /// numbers. Blocking file I/O: call from the ingest actor's own thread.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -29,10 +30,11 @@ struct task_file_check {
 /// pass stops), none (`empty_file` on line 0). `task_ok` judges each parsed task as its job
 /// needs (its kind, its model served, an http task's URL); its error is its line's. Memory: one
 /// line at a time, plus 16 bytes per task with a custom_id. Errors (the pass could not run):
-/// storage_error.
+/// storage_error; shutting_down when `stop` became true (checked before each line).
 result<task_file_check> check_task_file(const std::string& path, int64_t max_tasks,
                                         const std::function<status(task_input&)>& task_ok,
-                                        size_t max_errors = 100);
+                                        size_t max_errors = 100,
+                                        const std::atomic<bool>* stop = nullptr);
 
 /// The next tasks of a checked file, from byte `offset`.
 struct task_chunk {

@@ -1,0 +1,50 @@
+// The staged task list's checking pass (actors/task_file.hpp): what it counts, and that a
+// shutdown stops it between lines.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <fstream>
+
+#include "actors/task_file.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace sy::test {
+namespace SY_UNITY_ID {
+
+std::string write_tasks(const std::string& dir, int n) {
+  const std::string path = dir + "/tasks.jsonl";
+  std::ofstream out(path);
+  for (int i = 0; i < n; ++i)
+    out << R"({"body":{"model":"m","messages":[{"role":"user","content":"t"}]}})" << '\n';
+  return path;
+}
+
+status any_task(actors::task_input&) { return ok; }
+
+TEST(task_file, the_check_counts_every_task_and_model) {
+  temp_dir dir;
+  auto checked = actors::check_task_file(write_tasks(dir.path(), 3), 10, any_task);
+  ASSERT_TRUE(checked) << checked.error().message;
+  EXPECT_EQ(checked->tasks, 3);
+  EXPECT_EQ(checked->error_count, 0);
+  EXPECT_EQ(checked->models, std::vector<std::string>{"m"});
+}
+
+TEST(task_file, a_shutdown_stops_the_check_between_lines) {
+  temp_dir dir;
+  const auto path = write_tasks(dir.path(), 3);
+  std::atomic<bool> stop{false};
+  int seen = 0;
+  auto stop_after_first = [&](actors::task_input&) -> status {
+    if (++seen == 1) stop = true;
+    return ok;
+  };
+  auto checked = actors::check_task_file(path, 10, stop_after_first, 100, &stop);
+  ASSERT_FALSE(checked);
+  EXPECT_EQ(checked.error().code, "shutting_down");
+  EXPECT_EQ(seen, 1);
+}
+
+}  // namespace SY_UNITY_ID
+}  // namespace sy::test
