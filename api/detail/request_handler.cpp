@@ -11,6 +11,7 @@
 #include "api/detail/prefer.hpp"
 #include "api/detail/query.hpp"
 #include "api/detail/responses.hpp"
+#include "api/detail/ui.hpp"
 #include "api/errors.hpp"
 #include "api/job_json.hpp"
 #include "runtime/metrics.hpp"
@@ -142,6 +143,10 @@ boost::asio::awaitable<reply> request_handler::handle(request req) {
     out = job_events(req, m.params.at(0));
   } else if (m.route >= route_inference && m.route <= route_inference_last) {
     res = co_await sync_call(req, std::string(endpoints::all[m.route - route_inference].path));
+  } else if (m.route == route_ui_redirect) {
+    res = ui_redirect(req);
+  } else if (m.route == route_ui_index || m.route == route_ui_asset) {
+    res = ui_file(m.route == route_ui_index ? "" : m.params.at(0), req);
   } else if (m.route >= route_upload_file && !batches_) {
     res =
         error_for(make_error(errc::not_found, "The Files and Batch API is not enabled here."), req);

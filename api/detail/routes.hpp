@@ -27,6 +27,9 @@ enum route_id : int {
   route_healthz,
   route_readyz,
   route_metrics,
+  route_ui_redirect,  ///< GET /ui → /ui/
+  route_ui_index,     ///< the dashboard (api/detail/ui.hpp)
+  route_ui_asset,
   route_upload_file,
   route_list_files,
   route_get_file,

@@ -28,6 +28,8 @@ namespace fs = std::filesystem;
 
 constexpr const char* api_key = "sk-js-clients-test";
 constexpr const char* worker_key = "wk-js-clients-test";
+constexpr const char* metrics_key = "mk-js-clients-test";
+constexpr const char* chromium = "/usr/bin/chromium";
 
 /// The executable `name` on PATH, or empty.
 std::string find_on_path(const std::string& name) {
@@ -68,6 +70,8 @@ class js_clients_test : public ::testing::Test {
           << "    tenant: js\n"
           << "  - sha256: " << config::sha256_hex(worker_key) << "\n"
           << "    role: worker\n"
+          << "  - sha256: " << config::sha256_hex(metrics_key) << "\n"
+          << "    role: metrics\n"
           << "runtimes:\n  demo: {lease_ttl_ms: 5s, max_attempts: 3}\n";
     }
     env_.start_gateway(0);
@@ -95,6 +99,9 @@ class js_clients_test : public ::testing::Test {
                                      "SY_BASE_URL=http://127.0.0.1:" + std::to_string(env_.port()),
                                      "SY_API_KEY=" + std::string(api_key),
                                      "SY_WORKER_KEY=" + std::string(worker_key),
+                                     "SY_METRICS_KEY=" + std::string(metrics_key),
+                                     "SY_SCREENSHOT_DIR=" SY_BINARY_DIR "/dashboard-screenshots",
+                                     "SY_CHROMIUM=" + std::string(chromium),
                                      "SY_MODEL=test-model",
                                      node_,
                                      "--test",
@@ -139,6 +146,17 @@ TEST_F(js_clients_test, NatsPackageUsesTheMicroService) { run_node_test("service
 // docs/openapi.yaml against the OpenAPI 3.1 schema (an npm validator), the router's table, the
 // error catalogue and the endpoint list; it needs no engine, the fixture's is only idle.
 TEST_F(js_clients_test, OpenapiDocumentIsValid) { run_node_test("openapi.test.mjs"); }
+
+// The dashboard (/ui/) in Debian's Chromium, driven by playwright-core: sign in, a batch's
+// progress moving, a running job cancelled from its page; screenshots under
+// build/dashboard-screenshots/ (CI keeps them as artifacts).
+TEST_F(js_clients_test, DashboardWorksInChromium) {
+  ASSERT_EQ(::access(chromium, X_OK), 0)
+      << chromium << " is missing: scripts/setup installs Debian's chromium package.";
+  ASSERT_TRUE(fs::is_directory(js_dir() / "node_modules" / "playwright-core"))
+      << "tests/js/node_modules/playwright-core is missing: run scripts/setup.";
+  run_node_test("dashboard.test.mjs");
+}
 
 }  // namespace SY_UNITY_ID
 }  // namespace sy::test

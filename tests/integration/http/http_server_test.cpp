@@ -200,6 +200,31 @@ TEST_F(http_server_test, health_and_readiness) {
   EXPECT_EQ(not_ready[http::field::content_type], "application/json");
 }
 
+TEST_F(http_server_test, the_dashboard_is_served_from_the_binary_at_ui) {
+  auto page = call(make_request(http::verb::get, "/ui/"));
+  ASSERT_EQ(page.result(), http::status::ok) << page.body();
+  EXPECT_EQ(page[http::field::content_type], "text/html; charset=utf-8");
+  EXPECT_NE(page.body().find("<script type=\"module\" src=\"app.js\""), std::string::npos)
+      << page.body();
+  // Only the engine's own origin: no inline script, no other host.
+  EXPECT_NE(page["Content-Security-Policy"].find("default-src 'self'"), std::string::npos);
+  EXPECT_EQ(page["X-Content-Type-Options"], "nosniff");
+  auto script = call(make_request(http::verb::get, "/ui/app.js"));
+  ASSERT_EQ(script.result(), http::status::ok);
+  EXPECT_EQ(script[http::field::content_type], "text/javascript; charset=utf-8");
+  EXPECT_GT(script.body().size(), 1000u);
+  auto style = call(make_request(http::verb::get, "/ui/app.css?v=1"));
+  EXPECT_EQ(style[http::field::content_type], "text/css; charset=utf-8");
+  auto bare = call(make_request(http::verb::get, "/ui"));
+  EXPECT_EQ(bare.result(), http::status::permanent_redirect);
+  EXPECT_EQ(bare[http::field::location], "/ui/");
+  auto missing = call(make_request(http::verb::get, "/ui/secrets.txt"));
+  EXPECT_EQ(missing.result(), http::status::not_found);
+  EXPECT_EQ(error_of(missing)["code"], "not_found");
+  auto up = call(make_request(http::verb::get, "/ui/..%2Fapi%2Fauth.cpp"));
+  EXPECT_EQ(up.result(), http::status::not_found);
+}
+
 TEST_F(http_server_test, keep_alive_serves_several_requests_on_one_connection) {
   http_client client(server_->port());
   ASSERT_FALSE(client.connect());
