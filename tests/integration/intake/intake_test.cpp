@@ -146,6 +146,8 @@ TEST_F(intake_test, ValidSubmissionCreatesAJobThatCompletesAndTheReplyCarriesIt)
   EXPECT_EQ(job["status"], "completed") << job;
   EXPECT_EQ(job["result"]["body"]["object"], "chat.completion") << job;
   EXPECT_TRUE(wait_for([&] { return drained(); }, 10s)) << "the submission was not acked";
+  // Counted just after the ack.
+  EXPECT_TRUE(wait_for([&] { return intake_->counters().accepted == 1; }, 10s));
   auto n = intake_->counters();
   EXPECT_EQ(n.received, 1u);
   EXPECT_EQ(n.accepted, 1u);
@@ -199,6 +201,8 @@ TEST_F(intake_test, SameMsgIdWithAnotherRequestIsAConflict) {
 TEST_F(intake_test, InvalidJsonIsAnsweredAndTerminated) {
   start();
   expect_rejected(submit("{\"endpoint\": ", "intake-badjson"), "400", "invalid_json");
+  // The reply goes out before the intake counts the rejection: wait for the count.
+  EXPECT_TRUE(wait_for([&] { return intake_->counters().rejected == 1; }, 10s));
   auto n = intake_->counters();
   EXPECT_EQ(n.received, 1u);
   EXPECT_EQ(n.rejected, 1u);
@@ -318,6 +322,8 @@ TEST_F(intake_test, TransientErrorsAreRetriedThenAnsweredOnTheLastDelivery) {
   // Only the last allowed delivery is answered, so this reply comes after every retry.
   EXPECT_EQ(down_.submits.load(), max_deliver);
   expect_rejected(r, "503", "storage_unavailable");
+  // The reply goes out before the intake counts the rejection (and before its term): wait.
+  EXPECT_TRUE(wait_for([&] { return intake_->counters().rejected == 1; }, 10s));
   auto n = intake_->counters();
   EXPECT_EQ(n.received, static_cast<uint64_t>(max_deliver));
   EXPECT_EQ(n.deferred, static_cast<uint64_t>(max_deliver - 1));
