@@ -66,7 +66,8 @@ boost::asio::awaitable<void> request_handler::stream_events(stream_writer& out, 
       chunk += sse_event(ev.seq, storage::to_string(ev.state),
                          storage::event_payload(batch->job, ev, inline_result_bytes_));
       after_seq = ev.seq;
-      if (storage::is_terminal(ev.state)) {
+      // A task list that was rerun has a terminal event per run: only the last one ends it.
+      if (storage::is_terminal(ev.state) && ev.seq >= batch->job.event_seq) {
         terminal = true;
         break;
       }

@@ -57,6 +57,15 @@ TEST(task_list_manage, rerun_runs_the_failed_tasks_again_as_a_new_run) {
   auto flaky = c.get("/v1/jobs/" + id + "/tasks/flaky1").json();
   EXPECT_EQ(flaky["status"], "completed");
   EXPECT_TRUE(flaky["error"].is_null());
+  // A fresh event stream replays both runs: it ends at the job's last terminal event, not at
+  // the first run's.
+  const std::string events = c.get("/v1/jobs/" + id + "/events").body;
+  size_t completed_events = 0;
+  for (auto at = events.find("event: completed\n"); at != std::string::npos;
+       at = events.find("event: completed\n", at + 1))
+    ++completed_events;
+  EXPECT_EQ(completed_events, 2u) << events;
+  EXPECT_EQ(events.rfind("event: "), events.rfind("event: completed\n")) << events;
 }
 
 TEST(task_list_manage, rerun_after_a_cancel_runs_what_the_cancel_stopped) {
