@@ -657,14 +657,12 @@ async function* sseEvents(body) {
 
 /// Follows GET /v1/jobs/{id}/events until the terminal event, reconnecting with Last-Event-ID
 /// (the API resumes without repeats) when the connection drops; a 4xx stops it (banner).
-/// A stream ends at the first terminal event, also when replaying the history of a task list
-/// that was rerun since, so after a terminal event it resumes once more: only a resumed stream
-/// that ends without an event means the job is finished. Resolves with the last event id seen.
+/// The API ends a stream after the job's last terminal event (a rerun task list's replay goes
+/// on through every run). Resolves with the last event id seen.
 async function followEvents(ctx, id, lastId, onEvent, onState) {
   let delay = 1000;
   let terminal = false;
   while (ctx.live) {
-    let received = 0;
     try {
       if (!terminal) onState(lastId ? 'resuming…' : 'connecting…', '');
       const res = await request(`/v1/jobs/${encodeURIComponent(id)}/events`,
@@ -674,14 +672,12 @@ async function followEvents(ctx, id, lastId, onEvent, onState) {
       for await (const ev of sseEvents(res.body)) {
         if (ev.id) lastId = ev.id;
         const data = JSON.parse(ev.data);
-        received++;
         onEvent(data);
         terminal = TERMINAL.has(data.state);
         if (terminal) onState('stream ended: the job is finished', '');
         else onState('● live', 'live');
       }
-      if (terminal && received === 0) return lastId;
-      if (terminal) continue; // resume after it at once: a rerun's events may follow
+      if (terminal) return lastId;
       onState(`connection closed; reconnecting in ${delay / 1000} s`, 'retrying');
     } catch (err) {
       if (!ctx.live) return lastId;
