@@ -727,28 +727,42 @@ function renderJob(ctx, id) {
   const taskBody = h('tbody', {});
   const taskFilter = h('select', { 'aria-label': 'Task status' }, h('option', { value: '' },
     'All tasks'), TASK_STATUSES.map((s) => h('option', { value: s }, s)));
+  // A task id or custom_id finds one task (GET /v1/jobs/{id}/tasks/{task_id} takes either).
+  const taskSearch = h('input', { type: 'search', placeholder: 'task id or custom_id',
+    'aria-label': 'Find a task', 'data-testid': 'tasks-search' });
   const taskPages = pager(() => ctx.guard(loadTasks), 'tasks');
   taskFilter.addEventListener('change', () => { taskPages.reset(); ctx.guard(loadTasks); });
+  taskSearch.addEventListener('change', () => { taskPages.reset(); ctx.guard(loadTasks); });
   tasksSection.append(h('h2', {}, 'Tasks'),
     h('div', { class: 'progress' }, taskBar, taskCount), h('div', { class: 'legend' }),
-    h('div', { class: 'toolbar' }, taskFilter),
+    h('div', { class: 'toolbar' }, taskFilter, taskSearch),
     table({}, [['#', 'num'], 'custom_id', 'Status', 'Model', ['Attempts', 'num'], 'Finished',
       'Result / error'], taskBody),
     taskPages.el);
 
+  const taskRow = (t) => h('tr', { 'data-testid': 'task-row' },
+    h('td', { class: 'num' }, t.index), h('td', { class: 'mono' }, t.custom_id ?? ''),
+    h('td', {}, badge(t.status)), h('td', {}, t.model ?? t.runtime ?? ''),
+    h('td', { class: 'num' }, `${t.attempts} / ${t.max_attempts}`),
+    h('td', {}, fmtTime(t.finished_at)),
+    h('td', {}, t.error ? h('span', { class: 'bad' }, `${t.error.code}: ${t.error.message}`)
+      : null, t.result ? jsonBlock(`status ${t.result.status_code}`, t.result) : null));
+
   async function loadTasks() {
+    const wanted = taskSearch.value.trim();
+    if (wanted) {
+      const t = await getJSON(`${path}/tasks/${encodeURIComponent(wanted)}`,
+        { signal: ctx.signal });
+      taskPages.update({ last_id: null, has_more: false });
+      taskBody.replaceChildren(taskRow(t));
+      return;
+    }
     const q = new URLSearchParams({ limit: '20' });
     if (taskFilter.value) q.set('status', taskFilter.value);
     if (taskPages.after) q.set('after', taskPages.after);
     const list = await getJSON(`${path}/tasks?${q}`, { signal: ctx.signal });
     taskPages.update(list);
-    taskBody.replaceChildren(...list.data.map((t) => h('tr', { 'data-testid': 'task-row' },
-      h('td', { class: 'num' }, t.index), h('td', { class: 'mono' }, t.custom_id ?? ''),
-      h('td', {}, badge(t.status)), h('td', {}, t.model ?? t.runtime ?? ''),
-      h('td', { class: 'num' }, `${t.attempts} / ${t.max_attempts}`),
-      h('td', {}, fmtTime(t.finished_at)),
-      h('td', {}, t.error ? h('span', { class: 'bad' }, `${t.error.code}: ${t.error.message}`)
-        : null, t.result ? jsonBlock(`status ${t.result.status_code}`, t.result) : null))));
+    taskBody.replaceChildren(...list.data.map(taskRow));
     if (!list.data.length) taskBody.append(emptyRow(7, 'No tasks.'));
   }
 

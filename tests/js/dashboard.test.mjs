@@ -1,8 +1,9 @@
 // The web dashboard (api/ui/, served at /ui/) in a real Chromium driven by playwright-core:
 // sign-in, the overview's queue row from /metrics, a batch whose progress moves on screen
 // without a reload, a job whose badge follows its event stream through a cancel, the jobs list
-// and its status filter, and an API error in the banner. Every wait has a deadline (no fixed
-// sleeps), and a console error on the page fails the test: CSP violations are reported there.
+// and its status filter, a task list's task found by its custom_id, and an API error in the
+// banner. Every wait has a deadline (no fixed sleeps), and a console error on the page fails
+// the test: CSP violations are reported there.
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 
-import { API_KEY, BASE_URL, MODEL } from './env.mjs';
+import { API_KEY, BASE_URL, MODEL, waitTerminal } from './env.mjs';
 
 const METRICS_KEY = process.env.SY_METRICS_KEY ?? '';
 const SHOTS = process.env.SY_SCREENSHOT_DIR ?? path.join(os.tmpdir(), 'switchyard-dashboard');
@@ -227,6 +228,22 @@ test('the jobs list shows the job and filters it by status', { timeout: 60_000 }
   await byTestId('queue-row', `[data-queue="${MODEL}"]`).waitFor();
   await page.locator('svg.spark polyline').first().waitFor(); // two scrapes or more: rates drawn
   await screenshot('overview.png');
+  assertNoConsoleErrors();
+});
+
+test('a task list\'s page finds a task by its custom_id', { timeout: 60_000 }, async () => {
+  const tasks = ['alpha', 'beta', 'gamma'].map((key) => ({ custom_id: `dash-task-${key}`,
+    body: chat(`task ${key}`, 0) }));
+  const list = await waitTerminal((await api('POST', '/v1/jobs', { endpoint: ENDPOINT, tasks })).id);
+  assert.equal(list.status, 'completed', JSON.stringify(list));
+  await page.evaluate((id) => { location.hash = `#/jobs/${id}`; }, list.id);
+  await see(byTestId('task-progress', '[data-completed="3"]'), 'the list\'s counts 3 of 3');
+  assert.equal(await byTestId('task-row').count(), 3);
+  await byTestId('tasks-search').fill('dash-task-beta');
+  await byTestId('tasks-search').press('Enter');
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="task-row"]').length
+    === 1, null, { timeout: 15_000, polling: 100 });
+  assert.match(await byTestId('task-row').innerText(), /dash-task-beta/);
   assertNoConsoleErrors();
 });
 
