@@ -93,7 +93,12 @@ class nats_intake {
   std::unique_ptr<runtime::pull_subscription> sub_;  // fetch thread only (after start)
   uint64_t bound_generation_ = 0;  ///< js layout generation sub_ was bound under (fetch thread)
 
-  boost::asio::io_context io_;
+  /// Never destroyed, on purpose: the engine's writer answers a submission by posting to it, and
+  /// Asio signals the context's condition variable after unlocking its mutex, so a context
+  /// destroyed right after it ran that answer races with the poster still inside post()
+  /// (ThreadSanitizer saw pthread_cond_signal against pthread_cond_destroy when a test stopped
+  /// the intake). One small object per intake started; a process starts one.
+  boost::asio::io_context& io_ = *new boost::asio::io_context;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::thread io_thread_;
   std::thread fetch_thread_;
