@@ -22,6 +22,7 @@ using slot_atom = caf::atom_constant<caf::atom("slot")>;
 using yield_atom = caf::atom_constant<caf::atom("yield")>;
 using model_atom = caf::atom_constant<caf::atom("model")>;
 using lease_atom = caf::atom_constant<caf::atom("lease")>;
+using withdraw_atom = caf::atom_constant<caf::atom("withdraw")>;
 using mint_atom = caf::atom_constant<caf::atom("mint")>;
 using verify_atom = caf::atom_constant<caf::atom("verify")>;
 using jwks_atom = caf::atom_constant<caf::atom("jwks")>;

@@ -77,8 +77,9 @@ class engine final : public job_service, public worker_service {
                                                              std::string idempotency_key) override;
 
   // The worker protocol (engine_workers.cpp, docs/workers.md).
-  boost::asio::awaitable<result<lease_reply>> lease(std::string runtime, int max_tasks,
-                                                    int64_t wait_ms) override;
+  boost::asio::awaitable<result<lease_reply>> lease(
+      std::string runtime, int max_tasks, int64_t wait_ms,
+      std::shared_ptr<caller_presence> caller) override;
   boost::asio::awaitable<result<heartbeat_answer>> heartbeat(std::string token) override;
   boost::asio::awaitable<status> complete(std::string token, std::string output) override;
   boost::asio::awaitable<status> fail(std::string token, worker_failure f) override;
@@ -194,6 +195,7 @@ class engine final : public job_service, public worker_service {
   std::atomic<bool> shut_down_{false};
   credential_minter_actor minter_;                       ///< set once at start
   std::map<std::string, runtime_queue_actor> runtimes_;  ///< by runtime name, set once at start
+  std::atomic<uint64_t> lease_calls_{0};                 ///< names long polls for `withdraw`
   /// tenant_storage_prefixes, parsed (validate() checked every one): set once at start.
   std::map<std::string, std::vector<config::s3_prefix>> storage_prefixes_;
   std::unique_ptr<runtime::outbound_client> sts_;       ///< sends the minter's STS calls

@@ -88,15 +88,22 @@ result<std::string> engine::runtime_model(submission& s) const {
 }
 
 boost::asio::awaitable<result<lease_reply>> engine::lease(std::string runtime, int max_tasks,
-                                                          int64_t wait_ms) {
+                                                          int64_t wait_ms,
+                                                          std::shared_ptr<caller_presence> caller) {
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   auto q = runtimes_.find(runtime);
   if (q == runtimes_.end())
     co_return make_error(errc::runtime_not_found,
                          "no runtime '" + runtime + "' is configured (docs/workers.md)", "runtime");
+  if (caller && caller->gone()) co_return lease_reply{};
+  const uint64_t call = ++lease_calls_;
+  if (caller)  // the worker left while waiting: the queue gives what it fetches to others
+    caller->on_left(
+        [queue = q->second, call] { caf::anon_send(queue, withdraw_atom::value, call); });
   auto r =
       co_await ask<lease_reply>(*sys_, q->second, std::chrono::milliseconds(wait_ms) + lease_slack,
-                                lease_atom::value, static_cast<int32_t>(max_tasks), wait_ms);
+                                lease_atom::value, static_cast<int32_t>(max_tasks), wait_ms, call);
+  if (caller) caller->on_left({});
   // The queue stops with the engine: a long poll then ends without tasks, as the server drains.
   if (!r && ctx_->stopping)
     co_return make_error(errc::shutting_down, "the server is shutting down");

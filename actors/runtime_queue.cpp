@@ -4,6 +4,7 @@
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <unordered_set>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -18,6 +19,7 @@ namespace {
 
 constexpr int32_t max_lease_tasks = 100;
 constexpr std::chrono::milliseconds queue_error_pause{500};
+constexpr size_t max_withdrawn_early = 1'024;
 
 /// One waiting lease request.
 struct waiter {
@@ -26,12 +28,14 @@ struct waiter {
   /// When its wait ends: wall time of the waiting HTTP or NATS request, not the engine's clock
   /// (which tests may hold still).
   std::chrono::steady_clock::time_point until;
-  int32_t pending = 0;   ///< its tasks being started or signed
-  bool fetched = false;  ///< a fetch ended since it came: an empty answer is now true
+  uint64_t call = 0;       ///< the sender's name for it, for `withdraw`
+  int32_t pending = 0;     ///< its tasks being started or signed
+  bool fetched = false;    ///< a fetch ended since it came: an empty answer is now true
+  bool withdrawn = false;  ///< its caller left: no more tasks, answered once it holds none pending
   bool answered = false;
   lease_reply got;
   int32_t room() const {
-    return answered ? 0 : max - static_cast<int32_t>(got.tasks.size()) - pending;
+    return answered || withdrawn ? 0 : max - static_cast<int32_t>(got.tasks.size()) - pending;
   }
 };
 using waiter_ptr = std::shared_ptr<waiter>;
@@ -45,6 +49,9 @@ struct queue_state {
   task_fetcher_actor fetcher;
   bool fetching = false;
   std::deque<waiter_ptr> waiting;
+  /// Leases withdrawn before they arrived (the lease comes through a helper actor, the
+  /// withdrawal straight from the caller's thread, so it can overtake): answered empty on arrival.
+  std::unordered_set<uint64_t> withdrawn_early;
   static inline const char* name = "runtime_queue";
 };
 
@@ -67,7 +74,7 @@ void sweep(queue_ptr self) {
   const auto now = std::chrono::steady_clock::now();
   for (auto& w : st.waiting) {
     if (w->answered || w->pending > 0) continue;
-    if (w->got.tasks.empty() && !(w->fetched && now >= w->until)) continue;
+    if (w->got.tasks.empty() && !w->withdrawn && !(w->fetched && now >= w->until)) continue;
     w->answered = true;
     w->rp.deliver(std::move(w->got));
   }
@@ -208,17 +215,37 @@ runtime_queue_actor::behavior_type queue(queue_ptr self, engine_context* ctx, st
   st.minter = minter;
   st.fetcher = spawn_task_fetcher(self, *ctx, st.queue, runtime_queue_actor{self}, nullptr, 0);
   return {
-      [=](lease_atom, int32_t max, int64_t wait_ms) {
+      [=](lease_atom, int32_t max, int64_t wait_ms, uint64_t call) {
         auto w = std::make_shared<waiter>();
         w->rp = self->make_response_promise<lease_reply>();
+        w->call = call;
+        w->withdrawn = call != 0 && self->state.withdrawn_early.erase(call) > 0;
         w->max = std::clamp(max, 1, max_lease_tasks);
         w->until = std::chrono::steady_clock::now() +
                    std::chrono::milliseconds(std::max<int64_t>(wait_ms, 0));
         self->state.waiting.push_back(w);
         if (wait_ms > 0)
           self->delayed_send(self, std::chrono::milliseconds(wait_ms), tick_atom::value);
-        pump(self);
+        sweep(self);  // answers it at once if withdrawn; fetches for it otherwise
         return w->rp;
+      },
+      [=](withdraw_atom, uint64_t call) {
+        // Tasks it already holds still go out (the answer is written to nobody, and their
+        // leases run out): only what a fetch brings from now on goes to another request.
+        if (call == 0) return;
+        auto& waiting = self->state.waiting;
+        auto it = std::find_if(waiting.begin(), waiting.end(),
+                               [call](const waiter_ptr& w) { return w->call == call; });
+        if (it == waiting.end()) {
+          // Not here yet, or answered already (its answer still on the way to a caller that
+          // left): bounded, since a withdrawal of an answered lease is never claimed.
+          auto& early = self->state.withdrawn_early;
+          if (early.size() >= max_withdrawn_early) early.clear();
+          early.insert(call);
+          return;
+        }
+        (*it)->withdrawn = true;
+        sweep(self);
       },
       [=](fetched_tasks& r) { on_fetched(self, r); },
       [=](tick_atom) { sweep(self); },

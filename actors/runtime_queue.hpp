@@ -53,11 +53,14 @@ typename Inspector::result_type inspect(Inspector& f, lease_reply& x) {
   return f(x.tasks);
 }
 
-/// Receives (`lease`, max_tasks, wait_ms) → lease_reply; `fetched_tasks` from its fetcher;
-/// `tick` (a wait may have ended).
+/// Receives (`lease`, max_tasks, wait_ms, call) → lease_reply; (`withdraw`, call): the caller of
+/// that lease left, so it takes no more tasks and, holding none, is answered empty at once;
+/// `fetched_tasks` from its fetcher; `tick` (a wait may have ended). `call` is a number the
+/// sender picks to name its lease (0: never withdrawn).
 using runtime_queue_actor =
-    caf::typed_actor<caf::replies_to<lease_atom, int32_t, int64_t>::with<lease_reply>,
-                     caf::reacts_to<fetched_tasks>, caf::reacts_to<tick_atom>>;
+    caf::typed_actor<caf::replies_to<lease_atom, int32_t, int64_t, uint64_t>::with<lease_reply>,
+                     caf::reacts_to<withdraw_atom, uint64_t>, caf::reacts_to<fetched_tasks>,
+                     caf::reacts_to<tick_atom>>;
 
 runtime_queue_actor spawn_runtime_queue(engine_context& ctx, std::string runtime,
                                         credential_minter_actor minter);

@@ -7,6 +7,8 @@
 #include <utility>  // before any Asio header
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
@@ -40,13 +42,36 @@ struct storage_credentials {
   std::string region;
 };
 
+/// A long poll's caller as its transport sees it. The HTTP server marks it gone when the worker
+/// closes its connection while the poll waits (api/http_server.cpp); the lease then withdraws
+/// its wait, so that no task fetched later is leased to a caller that cannot hear of it. Touched
+/// only on the caller's executor (the connection's), where the lease's coroutine runs too.
+class caller_presence {
+ public:
+  /// The caller left: runs the hook the waiting call set, once.
+  void left() {
+    if (gone_) return;
+    gone_ = true;
+    if (auto hook = std::move(on_left_)) hook();
+  }
+  bool gone() const { return gone_; }
+  /// What the waiting call does when the caller leaves; an empty function clears it.
+  void on_left(std::function<void()> hook) { on_left_ = std::move(hook); }
+
+ private:
+  bool gone_ = false;
+  std::function<void()> on_left_;
+};
+
 class worker_service {
  public:
   virtual ~worker_service() = default;
-  /// Up to `max_tasks` tasks of `runtime`, waiting up to `wait_ms` for the first.
+  /// Up to `max_tasks` tasks of `runtime`, waiting up to `wait_ms` for the first; the wait ends
+  /// early, without tasks, when `caller` (may be null: NATS) is gone.
   /// Errors: runtime_not_found, shutting_down.
-  virtual boost::asio::awaitable<result<lease_reply>> lease(std::string runtime, int max_tasks,
-                                                            int64_t wait_ms) = 0;
+  virtual boost::asio::awaitable<result<lease_reply>> lease(
+      std::string runtime, int max_tasks, int64_t wait_ms,
+      std::shared_ptr<caller_presence> caller) = 0;
   /// Errors (all calls below): invalid_capability_token (401), stale_attempt and lease_expired
   /// (409), storage_unavailable.
   virtual boost::asio::awaitable<result<heartbeat_answer>> heartbeat(std::string token) = 0;

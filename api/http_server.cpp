@@ -1,5 +1,8 @@
 #include "api/http_server.hpp"
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <future>
@@ -152,6 +155,20 @@ asio::awaitable<void> reject(connection& c, const sy::error& e, unsigned version
   while (!ec) co_await c.stream.async_read_some(asio::buffer(sink), use_ec(ec));
 }
 
+/// Marks `caller` gone when the client closes its connection while its request waits (a worker's
+/// long poll): the socket turns readable, and a peek reads its end (0 bytes) or an error. Bytes
+/// instead (a pipelined request) say the client is there; the watch then ends. The serve loop
+/// cancels the wait once the answer is ready.
+asio::awaitable<void> watch_caller(std::shared_ptr<connection> conn,
+                                   std::shared_ptr<actors::caller_presence> caller) {
+  beast::error_code ec;
+  co_await conn->stream.socket().async_wait(tcp::socket::wait_read, use_ec(ec));
+  if (ec) co_return;  // cancelled: answered
+  char byte = 0;
+  const auto n = ::recv(conn->stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) caller->left();
+}
+
 }  // namespace
 
 http_server::http_server(const config::settings& settings, actors::job_service& service,
@@ -281,11 +298,17 @@ asio::awaitable<void> http_server::serve(std::shared_ptr<connection> conn) {
     request_started();
     conn->stream.expires_never();  // the job service bounds its own time
     std::optional<detail::reply> rep;
+    std::shared_ptr<actors::caller_presence> caller;
+    if (handler_.watches_caller(parser.get().method(), parser.get().target())) {
+      caller = std::make_shared<actors::caller_presence>();
+      asio::co_spawn(conn->stream.get_executor(), watch_caller(conn, caller), asio::detached);
+    }
     try {
-      rep = co_await handler_.handle(parser.release());
+      rep = co_await handler_.handle(parser.release(), caller);
     } catch (const std::exception&) {
       // Our own bug or a throwing library call that escaped its adapter: answer, do not crash.
     }
+    if (caller) conn->stream.socket().cancel(ec);  // ends the watch; nothing else is pending
     if (!rep)
       rep = detail::reply{
           detail::request_handler::early_error(make_error(errc::internal_error, ""), 11,

@@ -94,7 +94,8 @@ micro_config nats_service::config(int64_t now_ms) {
                            prefix_ + ".task." + name,
                            [this, kind = kind](const micro_request& r, micro_responder out) {
                              worker_call call{kind, r.data, header_or_empty(r, "Authorization"),
-                                              header_or_empty(r, detail::capability_header)};
+                                              header_or_empty(r, detail::capability_header),
+                                              nullptr};  // NATS has no connection to watch
                              asio::co_spawn(
                                  io_, task_call(workers_, auth_, std::move(call), std::move(out)),
                                  asio::detached);

@@ -109,8 +109,9 @@ response request_handler::metrics_text(const request& req) const {
   return res;
 }
 
-boost::asio::awaitable<reply> request_handler::handle(request req) {
-  if (workers_) co_return co_await handle_internal(std::move(req));
+boost::asio::awaitable<reply> request_handler::handle(
+    request req, std::shared_ptr<actors::caller_presence> caller) {
+  if (workers_) co_return co_await handle_internal(std::move(req), std::move(caller));
   const auto t0 = std::chrono::steady_clock::now();
   auto m = routes().match(req.method(), req.target());
   reply out;

@@ -14,7 +14,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 
 #include <boost/asio/awaitable.hpp>
 #include <nlohmann/json.hpp>
@@ -48,8 +50,13 @@ class request_handler {
                   actors::batch_service* batches = nullptr,
                   actors::worker_service* workers = nullptr);
 
-  /// The reply to `req`, with Content-Type, x-request-id and keep-alive set.
-  boost::asio::awaitable<reply> handle(request req);
+  /// The reply to `req`, with Content-Type, x-request-id and keep-alive set. `caller` is set
+  /// for a request the server watches (watches_caller): gone when the client leaves meanwhile.
+  boost::asio::awaitable<reply> handle(request req,
+                                       std::shared_ptr<actors::caller_presence> caller = nullptr);
+  /// Whether the server should watch the client's connection while `req` waits: a worker's
+  /// lease, a long poll that must not lease tasks to a worker that left.
+  bool watches_caller(boost::beast::http::verb method, std::string_view target) const;
 
   /// A response for an error found before a request could be routed (413, 400, 408, 500).
   static response early_error(const sy::error& e, unsigned version, bool keep_alive);
@@ -94,9 +101,11 @@ class request_handler {
   static void count_request(const route_match& m, int status,
                             std::chrono::steady_clock::time_point t0, bool public_api);
   // The worker protocol (api/detail/worker_routes.cpp).
-  boost::asio::awaitable<reply> handle_internal(request req);
+  boost::asio::awaitable<reply> handle_internal(request req,
+                                                std::shared_ptr<actors::caller_presence> caller);
   /// Lease, heartbeat, complete or fail (api/detail/worker_calls.hpp).
-  boost::asio::awaitable<response> task_call(const request& req, int route);
+  boost::asio::awaitable<response> task_call(const request& req, int route,
+                                             std::shared_ptr<actors::caller_presence> caller);
   boost::asio::awaitable<response> task_jwks(const request& req);
   /// POST /internal/keys/rotate (an admin key when API keys are configured).
   boost::asio::awaitable<response> rotate_keys(const request& req);

@@ -99,7 +99,8 @@ boost::asio::awaitable<result<json>> lease(actors::worker_service& workers,
   if (!max) co_return max.error();
   auto wait = bounded(*doc, "wait_ms", 0, max_lease_wait_ms, 0);
   if (!wait) co_return wait.error();
-  auto leased = co_await workers.lease(runtime->get<std::string>(), static_cast<int>(*max), *wait);
+  auto leased = co_await workers.lease(runtime->get<std::string>(), static_cast<int>(*max), *wait,
+                                       call.caller);
   if (!leased) co_return leased.error();
   json tasks = json::array();
   for (const auto& t : leased->tasks) tasks.push_back(leased_json(t));

@@ -5,6 +5,7 @@
 
 #include <utility>  // before any Asio header
 
+#include <memory>
 #include <string>
 
 #include <boost/asio/awaitable.hpp>
@@ -22,6 +23,8 @@ struct worker_call {
   std::string body;           ///< the JSON text of the request; empty reads as `{}`
   std::string authorization;  ///< lease: the `Authorization` value (a worker key)
   std::string token;          ///< the others: the `X-Switchyard-Task-Capability` value
+  /// lease over HTTP: the worker's connection, gone when it closes (null over NATS)
+  std::shared_ptr<actors::caller_presence> caller;
 };
 
 /// The header that carries the capability token, over HTTP and NATS.

@@ -28,7 +28,14 @@ worker_call::kind kind_of(int route) {
 
 }  // namespace
 
-boost::asio::awaitable<reply> request_handler::handle_internal(request req) {
+bool request_handler::watches_caller(http::verb method, std::string_view target) const {
+  if (!workers_) return false;
+  auto m = internal_routes().match(method, target);
+  return m.outcome == route_match::kind::found && m.route == route_task_lease;
+}
+
+boost::asio::awaitable<reply> request_handler::handle_internal(
+    request req, std::shared_ptr<actors::caller_presence> caller) {
   const auto t0 = std::chrono::steady_clock::now();
   auto m = internal_routes().match(req.method(), req.target());
   reply out;
@@ -46,21 +53,22 @@ boost::asio::awaitable<reply> request_handler::handle_internal(request req) {
   } else if (m.route == route_internal_metrics) {
     res = metrics_text(req);
   } else {
-    res = co_await task_call(req, m.route);
+    res = co_await task_call(req, m.route, std::move(caller));
   }
   out.res.set("x-request-id", new_request_id());
   count_request(m, static_cast<int>(out.res.result_int()), t0, false);
   co_return out;
 }
 
-boost::asio::awaitable<response> request_handler::task_call(const request& req, int route) {
+boost::asio::awaitable<response> request_handler::task_call(
+    const request& req, int route, std::shared_ptr<actors::caller_presence> caller) {
   if (!req.body().empty() && !is_json_media_type(req[http::field::content_type]))
     co_return error_for(make_error(errc::unsupported_media_type,
                                    "The request body must be sent with 'Content-Type: "
                                    "application/json'."),
                         req);
   worker_call call{kind_of(route), req.body(), std::string(req[http::field::authorization]),
-                   std::string(req[capability_header])};
+                   std::string(req[capability_header]), std::move(caller)};
   auto answer = co_await run(*workers_, auth_, std::move(call));
   if (!answer) co_return error_for(answer.error(), req);
   co_return json_response(http::status::ok, *answer, req);

@@ -4,8 +4,13 @@
 // NATS, real LMDB, both real listeners; the worker is this test speaking HTTP.
 
 #include <chrono>
+#include <string>
 
 #include <gtest/gtest.h>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
 
 #include "config/sha256.hpp"
 #include "runtime/es256.hpp"
@@ -276,6 +281,49 @@ TEST(workers, a_lease_waits_for_work_and_takes_several_tasks_at_once) {
   EXPECT_EQ(got.size(), 3u);
   for (auto& t : got)
     EXPECT_EQ(call(w, "complete", t["capability_token"], {{"output", t["input"]}}).status, 200);
+}
+
+/// Sends a lease that waits `wait_ms`, half-closes the connection (the worker is gone as far as
+/// the server can tell) and returns everything the server wrote until it closed.
+std::string lease_then_leave(uint16_t port, int wait_ms) {
+  namespace asio = boost::asio;
+  asio::io_context ioc;
+  asio::ip::tcp::socket s(ioc);
+  s.connect({asio::ip::make_address("127.0.0.1"), port});
+  const std::string body = json{{"runtime", "demo"}, {"max_tasks", 1}, {"wait_ms", wait_ms}}.dump();
+  const std::string req =
+      "POST /v1/task/lease HTTP/1.1\r\nHost: test\r\n"
+      "Content-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  asio::write(s, asio::buffer(req));
+  s.shutdown(asio::ip::tcp::socket::shutdown_send);
+  std::string got;
+  boost::system::error_code ec;
+  asio::read(s, asio::dynamic_buffer(got), ec);  // until the server closes (eof)
+  return got;
+}
+
+TEST(workers, a_worker_that_leaves_its_long_poll_is_leased_nothing) {
+  engine_env env;
+  use_runtime(env, 60'000);  // a task leased to nobody would stay away for a minute
+  env.start();
+  http_client c(env.port());
+  http_client w(env.internal_port());
+  // The server sees the worker leave while its poll waits: the poll ends at once, empty, well
+  // before its 10 s (before this fix it waited them out and took the next task).
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string answer = lease_then_leave(env.internal_port(), 10'000);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+  ASSERT_NE(answer.find("200 OK"), std::string::npos) << answer;
+  EXPECT_NE(answer.find(R"({"tasks":[]})"), std::string::npos) << answer;
+  // The next task goes to a worker that is there, on its first attempt.
+  auto job = submit(c, "after");
+  auto tasks = lease(w, 1, 10'000);
+  ASSERT_EQ(tasks.size(), 1u);
+  EXPECT_EQ(tasks[0]["job_id"], job["id"]);
+  EXPECT_EQ(tasks[0]["attempt"], 1);
+  EXPECT_EQ(call(w, "complete", tasks[0]["capability_token"], {{"output", "ok"}}).status, 200);
+  EXPECT_EQ(env.wait_terminal(c, job["id"])["attempts"], 1);
 }
 
 TEST(workers, the_jwks_publishes_the_key_that_signs_the_tokens) {
