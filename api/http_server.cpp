@@ -308,7 +308,10 @@ asio::awaitable<void> http_server::serve(std::shared_ptr<connection> conn) {
     } catch (const std::exception&) {
       // Our own bug or a throwing library call that escaped its adapter: answer, do not crash.
     }
-    if (caller) conn->stream.socket().cancel(ec);  // ends the watch; nothing else is pending
+    if (caller) {  // ends the watch; nothing else is pending on the socket now
+      beast::error_code ignored;
+      conn->stream.socket().cancel(ignored);
+    }
     if (!rep)
       rep = detail::reply{
           detail::request_handler::early_error(make_error(errc::internal_error, ""), 11,
