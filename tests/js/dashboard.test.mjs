@@ -238,7 +238,9 @@ test('a task list\'s page finds a task by its custom_id', { timeout: 60_000 }, a
   assert.equal(list.status, 'completed', JSON.stringify(list));
   await page.evaluate((id) => { location.hash = `#/jobs/${id}`; }, list.id);
   await see(byTestId('task-progress', '[data-completed="3"]'), 'the list\'s counts 3 of 3');
-  assert.equal(await byTestId('task-row').count(), 3);
+  // The counts come with the job, the rows with their own request: wait for the rows.
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="task-row"]').length
+    === 3, null, { timeout: 15_000, polling: 100 });
   await byTestId('tasks-search').fill('dash-task-beta');
   await byTestId('tasks-search').press('Enter');
   await page.waitForFunction(() => document.querySelectorAll('[data-testid="task-row"]').length
