@@ -13,7 +13,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
@@ -30,6 +29,7 @@
 #include "api/detail/connection.hpp"
 #include "api/detail/listen_address.hpp"
 #include "config/limits.hpp"
+#include "runtime/await_token.hpp"
 #include "runtime/thread_name.hpp"
 
 namespace sy::api {
@@ -42,7 +42,7 @@ using asio::ip::tcp;
 using detail::connection;
 using parser_t = http::request_parser<http::string_body>;
 
-auto use_ec(beast::error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+using runtime::use_ec;
 
 using header_parser_t = http::request_parser<http::empty_body>;
 using upload_parser_t = http::request_parser<http::buffer_body>;

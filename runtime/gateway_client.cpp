@@ -3,7 +3,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,6 +25,7 @@
 #include <vector>
 
 #include "config/address.hpp"
+#include "runtime/await_token.hpp"
 #include "runtime/backoff.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
@@ -88,9 +88,6 @@ void abort_handle::clear_canceller() {
 namespace {
 
 constexpr uint64_t kMaxResponseBytes = uint64_t{64} << 20;
-constexpr size_t kErrorBodyExcerpt = 200;
-
-auto use_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
 
 bool is_aborted(const abort_ptr& abort) { return abort && abort->aborted(); }
 
@@ -334,7 +331,7 @@ void gateway_client::impl::apply(gateway_outcome& out, exchange&& ex) const {
   out.error.clear();
   if (ex.status < 200 || ex.status > 299) {
     out.error = "gateway answered HTTP " + std::to_string(ex.status);
-    if (!ex.body.empty()) out.error += ": " + ex.body.substr(0, kErrorBodyExcerpt);
+    if (!ex.body.empty()) out.error += ": " + body_excerpt(ex.body);
   }
   out.body = std::move(ex.body);
 }

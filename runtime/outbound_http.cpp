@@ -1,5 +1,6 @@
 #include "runtime/outbound_http.hpp"
 
+#include "runtime/await_token.hpp"
 #include "runtime/tls.hpp"
 
 #include <openssl/ssl.h>
@@ -7,7 +8,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -32,10 +32,6 @@ using error_code = boost::system::error_code;
 
 namespace {
 
-constexpr size_t kErrorBodyExcerpt = 200;
-
-auto use_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
-
 std::string endpoint_text(const tcp::endpoint& ep) {
   const std::string a = ep.address().to_string();
   return (ep.address().is_v6() ? "[" + a + "]" : a) + ":" + std::to_string(ep.port());
@@ -46,15 +42,6 @@ bool has_control_chars(std::string_view text) {
     const auto u = static_cast<unsigned char>(c);
     return u < 0x20 || u == 0x7F;
   });
-}
-
-/// A printable excerpt of a response body for an error message.
-std::string excerpt(std::string_view body) {
-  std::string out(body.substr(0, kErrorBodyExcerpt));
-  for (char& c : out) {
-    if (static_cast<unsigned char>(c) < 0x20) c = ' ';
-  }
-  return out;
 }
 
 }  // namespace
@@ -159,7 +146,7 @@ asio::awaitable<void> exchange(Stream& stream, attempt& a,
   if (!success) {
     // The body of a failure is read for the error message; failing to read it changes nothing.
     out.error = o.peer_noun + " answered " + std::to_string(status);
-    if (!out.body.empty()) out.error += ": " + excerpt(out.body);
+    if (!out.body.empty()) out.error += ": " + body_excerpt(out.body);
   }
 }
 
