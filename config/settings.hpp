@@ -124,8 +124,9 @@ struct settings {
   int64_t credentials_ttl_ms = 900'000;    ///< lifetime of minted credentials
 
   // --- clients: waiting and live events
-  int64_t max_wait_ms = 60'000;       ///< cap of `Prefer: wait=N` on POST /v1/jobs
-  int64_t sync_timeout_ms = 600'000;  ///< how long POST /v1/chat/completions & co. wait
+  int64_t max_wait_ms = 60'000;          ///< cap of `Prefer: wait=N` on POST /v1/jobs
+  int64_t sync_timeout_ms = 600'000;     ///< how long POST /v1/chat/completions & co. wait
+  int64_t events_keepalive_ms = 15'000;  ///< a silent event stream sends a comment this often
 
   // --- webhooks
   std::string webhook_url;          ///< default target for jobs that name none; empty: none

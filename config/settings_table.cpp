@@ -331,6 +331,15 @@ std::vector<setting_def> build_settings_table() {
          .description = "How long POST /v1/chat/completions, /v1/embeddings and /v1/completions "
                         "wait for their job, in ms; then 504 with the job id to poll.",
          .field = &settings::sync_timeout_ms},
+      sd{.name = "events_keepalive_ms",
+         .flag = "--events-keepalive-ms",
+         .type = vt::duration_ms,
+         .min = 100,
+         .max = 30 * k_second,
+         .description = "After this long without an event, a job's event stream sends the "
+                        "comment `: keep-alive`, in ms (for proxies that close idle "
+                        "connections; the CLI's watch gives up after 60 s without a byte).",
+         .field = &settings::events_keepalive_ms},
       // --- webhooks
       sd{.name = "webhook_url",
          .flag = "--webhook-url",

@@ -16,7 +16,8 @@ namespace {
 
 using json = nlohmann::json;
 
-/// How long a watch waits for the next bytes; the server sends a keep-alive every 15 s.
+/// How long a watch waits for the next bytes; the server sends a keep-alive every 15 s by
+/// default (at most 30 s: `events_keepalive_ms`).
 constexpr std::chrono::seconds event_read_timeout{60};
 /// How often a watched task list is read for its counts.
 constexpr std::chrono::milliseconds counts_poll_interval{500};

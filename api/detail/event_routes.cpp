@@ -55,8 +55,8 @@ boost::asio::awaitable<void> request_handler::stream_events(stream_writer& out, 
   int64_t last_write = clock.now_ms();
   while (!out.stopping()) {
     const milliseconds silent{clock.now_ms() - last_write};
-    milliseconds wait =
-        std::clamp(milliseconds(sse_keepalive_ms) - silent, milliseconds(0), stop_check_interval);
+    milliseconds wait = std::clamp(milliseconds(events_keepalive_ms_) - silent, milliseconds(0),
+                                   stop_check_interval);
     auto batch = co_await service_.next_events(tenant, id, after_seq, wait);
     if (!batch) co_return;  // the job is gone (retention) or storage failed: end the stream
     std::string chunk;
@@ -76,7 +76,7 @@ boost::asio::awaitable<void> request_handler::stream_events(stream_writer& out, 
     if (chunk.empty() && storage::is_terminal(batch->job.status) &&
         after_seq >= batch->job.event_seq)
       co_return;
-    if (chunk.empty() && clock.now_ms() - last_write >= sse_keepalive_ms) chunk = sse_keepalive;
+    if (chunk.empty() && clock.now_ms() - last_write >= events_keepalive_ms_) chunk = sse_keepalive;
     if (!chunk.empty()) {
       if (!co_await out.write(std::move(chunk))) co_return;
       last_write = clock.now_ms();

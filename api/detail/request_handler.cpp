@@ -68,6 +68,7 @@ request_handler::request_handler(const config::settings& settings, actors::job_s
       stopping_(stopping),
       max_wait_ms_(settings.max_wait_ms),
       sync_timeout_ms_(settings.sync_timeout_ms),
+      events_keepalive_ms_(settings.events_keepalive_ms),
       inline_result_bytes_(settings.webhook_inline_result_bytes) {}
 
 bool request_handler::is_upload(http::verb method, std::string_view target) const {

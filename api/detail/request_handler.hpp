@@ -144,6 +144,7 @@ class request_handler {
   const std::atomic<bool>& stopping_;
   int64_t max_wait_ms_;
   int64_t sync_timeout_ms_;
+  int64_t events_keepalive_ms_;
   int64_t inline_result_bytes_;
 };
 

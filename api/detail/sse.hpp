@@ -9,11 +9,8 @@
 
 namespace sy::api::detail {
 
-/// Every this-long silence on an event stream is broken by a comment, so proxies and clients
-/// do not take the stream for dead.
-inline constexpr int64_t sse_keepalive_ms = 15'000;
-
-/// The comment sent after `sse_keepalive_ms` of silence.
+/// The comment that breaks every `events_keepalive_ms` (config/settings.hpp) of silence on an
+/// event stream, so proxies and clients do not take the stream for dead.
 inline constexpr std::string_view sse_keepalive = ": keep-alive\n\n";
 
 /// `id: <seq>\nevent: <event>\ndata: <data>\n\n`. `data` must be one line (compact JSON); any
