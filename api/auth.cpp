@@ -3,6 +3,7 @@
 #include <cctype>
 #include <utility>
 
+#include "api/detail/http_text.hpp"
 #include "config/api_keys.hpp"
 
 namespace sy::api {
@@ -17,20 +18,14 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 /// The key of a `Bearer <key>` header value (scheme case-insensitive), empty when malformed.
 std::string_view bearer_key(std::string_view header) {
-  header = trim(header);
+  header = detail::trim_ows(header);
   constexpr std::string_view scheme = "bearer";
   if (header.size() <= scheme.size() || !iequals(header.substr(0, scheme.size()), scheme))
     return {};
   if (header[scheme.size()] != ' ' && header[scheme.size()] != '\t') return {};
-  return trim(header.substr(scheme.size()));
+  return detail::trim_ows(header.substr(scheme.size()));
 }
 
 }  // namespace
@@ -39,7 +34,7 @@ authenticator::authenticator(std::vector<config::api_key_entry> keys) : keys_(st
 
 result<std::string> authenticator::tenant_for(std::string_view authorization_header) const {
   if (keys_.empty()) return std::string(default_tenant);
-  if (trim(authorization_header).empty())
+  if (detail::trim_ows(authorization_header).empty())
     return make_error(errc::missing_api_key,
                       "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");
   std::string_view key = bearer_key(authorization_header);
@@ -53,7 +48,7 @@ result<std::string> authenticator::tenant_for(std::string_view authorization_hea
 status authenticator::role(std::string_view authorization_header, std::string_view role,
                            std::string_view what) const {
   if (keys_.empty()) return ok;
-  if (trim(authorization_header).empty())
+  if (detail::trim_ows(authorization_header).empty())
     return make_error(errc::missing_api_key, "You didn't provide " + std::string(what) +
                                                  ". Send it as 'Authorization: Bearer <key>'.");
   std::string_view key = bearer_key(authorization_header);

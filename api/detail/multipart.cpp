@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "api/detail/http_text.hpp"
+
 namespace sy::api::detail {
 namespace {
 
@@ -10,12 +12,6 @@ std::string lower(std::string_view s) {
   std::string out(s);
   for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 /// The value of parameter `name` in a header value such as `form-data; name="file"` (quoted
@@ -27,7 +23,7 @@ std::optional<std::string> header_param(std::string_view value, std::string_view
     while (pos < value.size() && (value[pos] == ' ' || value[pos] == '\t')) ++pos;
     size_t eq = value.find('=', pos);
     if (eq == std::string_view::npos) return std::nullopt;
-    std::string key = lower(trim(value.substr(pos, eq - pos)));
+    std::string key = lower(trim_ows(value.substr(pos, eq - pos)));
     size_t v = eq + 1;
     std::string out;
     size_t next;
@@ -40,7 +36,7 @@ std::optional<std::string> header_param(std::string_view value, std::string_view
       next = value.find(';', i);
     } else {
       next = value.find(';', v);
-      out = std::string(trim(
+      out = std::string(trim_ows(
           value.substr(v, next == std::string_view::npos ? std::string_view::npos : next - v)));
     }
     if (key == name) return out;
@@ -53,7 +49,7 @@ std::optional<std::string> header_param(std::string_view value, std::string_view
 
 std::optional<std::string> multipart_boundary(std::string_view content_type) {
   auto semi = content_type.find(';');
-  if (lower(trim(content_type.substr(0, semi))) != "multipart/form-data") return std::nullopt;
+  if (lower(trim_ows(content_type.substr(0, semi))) != "multipart/form-data") return std::nullopt;
   auto b = header_param(content_type, "boundary");
   if (!b || b->empty() || b->size() > 70) return std::nullopt;
   return b;
@@ -86,10 +82,10 @@ status multipart_parser::parse_headers(std::string_view block) {
     if (line.empty()) continue;
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) return fail("a part header has no ':'");
-    std::string name = lower(trim(line.substr(0, colon)));
-    std::string_view value = trim(line.substr(colon + 1));
+    std::string name = lower(trim_ows(line.substr(0, colon)));
+    std::string_view value = trim_ows(line.substr(colon + 1));
     if (name == "content-disposition") {
-      if (lower(trim(value.substr(0, value.find(';')))) != "form-data")
+      if (lower(trim_ows(value.substr(0, value.find(';')))) != "form-data")
         return fail("a part is not form-data");
       auto n = header_param(value, "name");
       if (!n) return fail("a part's Content-Disposition has no name");

@@ -4,18 +4,12 @@
 
 #include <boost/beast/core/string.hpp>
 
+#include "api/detail/http_text.hpp"
+
 namespace sy::api::detail {
 namespace {
 
 constexpr size_t max_wait_digits = 18;  // fits an int64 without overflow
-
-bool is_space(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
 
 /// Splits `s` at `sep` characters that are outside quoted-strings.
 std::vector<std::string_view> split_unquoted(std::string_view s, char sep) {
@@ -66,11 +60,11 @@ std::optional<int64_t> prefer_wait_seconds(const std::vector<std::string_view>& 
       // preference = token [ BWS "=" BWS word ] *( OWS ";" [ OWS parameter ] )
       std::string_view head = split_unquoted(pref, ';').front();
       size_t eq = head.find('=');
-      std::string_view name = trim(head.substr(0, eq));
+      std::string_view name = trim_ows(head.substr(0, eq));
       if (!boost::beast::iequals(name, "wait")) continue;
       // The first `wait` decides, even when its value is unusable (RFC 7240 §2).
       if (eq == std::string_view::npos) return std::nullopt;
-      return delta_seconds(unquote(trim(head.substr(eq + 1))));
+      return delta_seconds(unquote(trim_ows(head.substr(eq + 1))));
     }
   }
   return std::nullopt;
