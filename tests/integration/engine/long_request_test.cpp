@@ -65,7 +65,16 @@ TEST(long_request, extends_its_lease_and_its_message_and_runs_exactly_once) {
   EXPECT_EQ(env.gateway().requests(), 1);
   // No redelivery: without progress acks JetStream delivers the unacked message again after
   // every ack wait, and each delivery advances the consumer's sequence.
-  auto stats = consumer_info(env.nats().url(), "SY_TASKS", "tasks_test-model");
+  // The message is acked after the terminal commit, so the ack may still be on its way to the
+  // server when the job reads terminal: wait for it (a missing ack never arrives in 10 s).
+  std::optional<consumer_stats> stats;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        stats = consumer_info(env.nats().url(), "SY_TASKS", "tasks_test-model");
+        return stats && stats->ack_pending == 0;
+      },
+      10s))
+      << "the task message was never acknowledged";
   ASSERT_TRUE(stats.has_value());
   EXPECT_EQ(stats->delivered, 1u) << "JetStream delivered the task message more than once";
   EXPECT_EQ(stats->redelivered, 0);

@@ -1,4 +1,6 @@
+#include <cctype>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -10,31 +12,40 @@
 namespace sy::storage {
 namespace SY_UNITY_ID {
 
-/// This process's file-backed resident bytes (RssFile in /proc/self/status).
-int64_t rss_file() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  int64_t kb = -1;
-  while (in >> key) {
-    if (key == "RssFile:") {
-      in >> kb;
-      return kb * 1024;
+/// The resident bytes of this process's mappings of `file` (their `Rss` in /proc/self/smaps).
+/// Whatever file system holds the store: a file on disk counts as RssFile in /proc/self/status,
+/// one on a tmpfs as RssShmem, and the mapping's own Rss is both.
+int64_t mapped_resident(const std::string& file) {
+  std::ifstream in("/proc/self/smaps");
+  std::string line;
+  bool in_file = false;
+  int64_t kb = 0;
+  bool found = false;
+  while (std::getline(in, line)) {
+    // A mapping's header: "start-end perms offset dev inode   path"; its fields follow.
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
+        line.find('-') < line.find(' ')) {
+      in_file = line.size() >= file.size() && line.compare(line.size() - file.size(),
+                                                           file.size(), file) == 0;
+      found = found || in_file;
+    } else if (in_file && line.rfind("Rss:", 0) == 0) {
+      kb += std::stoll(line.substr(4));
     }
-    in.ignore(1 << 12, '\n');
   }
-  return -1;
+  return found ? kb * 1024 : -1;
 }
 
 /// Reads every value of db::jobs in one snapshot; their bytes summed (so nothing is skipped).
-/// `rss_at_end`: RssFile before the snapshot ends (its end may trim).
-size_t read_all(const environment& env, int64_t* rss_at_end = nullptr) {
+/// `rss_at_end`: the store's resident bytes before the snapshot ends (its end may trim).
+size_t read_all(const environment& env, const std::string& file,
+                int64_t* rss_at_end = nullptr) {
   auto r = env.begin_read();
   size_t bytes = 0;
   r.scan(db::jobs, "", [&](std::string_view, std::string_view v) {
     bytes += v.size() + static_cast<unsigned char>(v[v.size() / 2]);
     return true;
   });
-  if (rss_at_end != nullptr) *rss_at_end = rss_file();
+  if (rss_at_end != nullptr) *rss_at_end = mapped_resident(file);
   return bytes;
 }
 
@@ -65,20 +76,24 @@ TEST(LmdbTrim, PagesReadFromABigStoreLeaveTheProcessOnceOverTheBudget) {
   }
   ASSERT_GT(env.map_bytes(), int64_t{1} << 20);  // grown: the map was moved at least once
 
+  const std::string file = std::filesystem::canonical(dir.path()).string() + "/data.mdb";
   int64_t after_read = -1;
-  const size_t expected = read_all(env, &after_read);
-  ASSERT_GT(after_read, 0);
+  const size_t expected = read_all(env, file, &after_read);
+  // The precondition: the read really took the store's pages in, well past the budget (so that a
+  // trim has something to drop, and the comparison below can only fail if it did not).
+  ASSERT_GT(after_read, 2 * environment::trim_budget_bytes)
+      << "reading the store left only " << after_read << " bytes of it resident (" << file << ")";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   int64_t now = after_read;
   while (std::chrono::steady_clock::now() < deadline) {
     { auto r = env.begin_read(); }  // a transaction ending checks (at most every 50 ms)
-    now = rss_file();
+    now = mapped_resident(file);
     if (now < after_read - environment::trim_budget_bytes) break;
   }
   EXPECT_LT(now, after_read - environment::trim_budget_bytes)
-      << "mapped pages were not dropped: RssFile " << now << " bytes after reading, " << after_read
-      << " right after";
-  EXPECT_EQ(read_all(env), expected);  // the data is untouched
+      << "mapped pages were not dropped: " << now << " bytes of the store resident after reading, "
+      << after_read << " right after";
+  EXPECT_EQ(read_all(env, file), expected);  // the data is untouched
 }
 
 }  // namespace SY_UNITY_ID
