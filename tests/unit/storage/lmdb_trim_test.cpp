@@ -25,8 +25,8 @@ int64_t mapped_resident(const std::string& file) {
     // A mapping's header: "start-end perms offset dev inode   path"; its fields follow.
     if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) &&
         line.find('-') < line.find(' ')) {
-      in_file = line.size() >= file.size() && line.compare(line.size() - file.size(),
-                                                           file.size(), file) == 0;
+      in_file = line.size() >= file.size() &&
+                line.compare(line.size() - file.size(), file.size(), file) == 0;
       found = found || in_file;
     } else if (in_file && line.rfind("Rss:", 0) == 0) {
       kb += std::stoll(line.substr(4));
@@ -37,8 +37,7 @@ int64_t mapped_resident(const std::string& file) {
 
 /// Reads every value of db::jobs in one snapshot; their bytes summed (so nothing is skipped).
 /// `rss_at_end`: the store's resident bytes before the snapshot ends (its end may trim).
-size_t read_all(const environment& env, const std::string& file,
-                int64_t* rss_at_end = nullptr) {
+size_t read_all(const environment& env, const std::string& file, int64_t* rss_at_end = nullptr) {
   auto r = env.begin_read();
   size_t bytes = 0;
   r.scan(db::jobs, "", [&](std::string_view, std::string_view v) {
