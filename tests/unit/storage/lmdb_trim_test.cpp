@@ -75,7 +75,8 @@ TEST(LmdbTrim, PagesReadFromABigStoreLeaveTheProcessOnceOverTheBudget) {
   }
   ASSERT_GT(env.map_bytes(), int64_t{1} << 20);  // grown: the map was moved at least once
 
-  const std::string file = std::filesystem::canonical(dir.path()).string() + "/data.mdb";
+  // environment::open keeps its store in <data_dir>/lmdb.
+  const std::string file = std::filesystem::canonical(dir.path()).string() + "/lmdb/data.mdb";
   int64_t after_read = -1;
   const size_t expected = read_all(env, file, &after_read);
   // The precondition: the read really took the store's pages in, well past the budget (so that a
