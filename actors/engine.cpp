@@ -227,7 +227,8 @@ status engine::queue_models(const std::vector<std::string>& models,
   return ok;
 }
 
-boost::asio::awaitable<result<submit_outcome>> engine::submit(submission s) {
+boost::asio::awaitable<result<submit_outcome>> engine::submit(admitted<submission> in) {
+  submission s = std::move(in).take();
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   if (s.task_list()) co_return co_await submit_list(std::move(s));
   auto model = s.runtime.empty() ? result<std::string>(s.body["model"].get<std::string>())

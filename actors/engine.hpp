@@ -52,7 +52,7 @@ class engine final : public job_service, public worker_service {
 
   const runtime::clock& clock() const override { return deps_.clock; }
 
-  boost::asio::awaitable<result<submit_outcome>> submit(submission s) override;
+  boost::asio::awaitable<result<submit_outcome>> submit(admitted<submission> in) override;
   result<storage::job_record> get(const std::string& tenant, const std::string& id) override;
   boost::asio::awaitable<result<storage::job_record>> wait_terminal(
       std::string tenant, std::string id, std::chrono::milliseconds timeout) override;
@@ -72,9 +72,8 @@ class engine final : public job_service, public worker_service {
                                                              std::string id) override;
   boost::asio::awaitable<result<storage::job_record>> rerun(std::string tenant,
                                                             std::string id) override;
-  boost::asio::awaitable<result<storage::job_record>> append(std::string tenant, std::string id,
-                                                             task_append a,
-                                                             std::string idempotency_key) override;
+  boost::asio::awaitable<result<storage::job_record>> append(std::string id,
+                                                             admitted<task_append> in) override;
 
   // The worker protocol (engine_workers.cpp, docs/workers.md).
   boost::asio::awaitable<result<lease_reply>> lease(

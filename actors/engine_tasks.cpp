@@ -126,9 +126,11 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit_list(submission s)
   co_return out;
 }
 
-boost::asio::awaitable<result<storage::job_record>> engine::append(std::string tenant,
-                                                                   std::string id, task_append a,
-                                                                   std::string idempotency_key) {
+boost::asio::awaitable<result<storage::job_record>> engine::append(std::string id,
+                                                                   admitted<task_append> in) {
+  task_append a = std::move(in).take();
+  std::string tenant = std::move(a.tenant);
+  std::string idempotency_key = std::move(a.idempotency_key);
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   if (static_cast<int64_t>(a.tasks.size()) > deps_.cfg.sync_tasks_max)
     co_return make_error(errc::too_many_tasks,

@@ -13,6 +13,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/admitted.hpp"
 #include "config/result.hpp"
 #include "config/s3_scope.hpp"
 #include "runtime/clock.hpp"
@@ -75,6 +76,8 @@ struct event_batch {
 struct task_append {
   std::vector<task_input> tasks;
   bool last_batch = false;
+  std::string tenant;           ///< whose job it appends to
+  std::string idempotency_key;  ///< empty when none
 };
 
 /// One page of a task list's tasks, in index order, with the job they belong to.
@@ -98,7 +101,8 @@ class job_service {
   virtual const runtime::clock& clock() const = 0;
   /// Durably creates the job (or returns the one its idempotency key already names).
   /// Errors: idempotency_conflict, model_not_found, storage_unavailable, shutting_down.
-  virtual boost::asio::awaitable<result<submit_outcome>> submit(submission s) = 0;
+  /// Takes only what admission (api/admission.hpp) let through.
+  virtual boost::asio::awaitable<result<submit_outcome>> submit(admitted<submission> s) = 0;
   /// Reads a job of `tenant`; another tenant's job is `job_not_found`.
   virtual result<storage::job_record> get(const std::string& tenant, const std::string& id) = 0;
 
@@ -135,13 +139,13 @@ class job_service {
     (void)tenant, (void)status, (void)limit, (void)after;
     return make_error(errc::job_not_found, "no task-list job with id '" + id + "'", "id");
   }
-  /// Appends to open task list `id` (and latches it with `last_batch`); with an idempotency key
-  /// a repeated append adds nothing. Errors: job_not_found, job_not_open, duplicate_custom_id,
-  /// too_many_tasks, idempotency_conflict, model_not_found, storage_unavailable, shutting_down.
-  virtual boost::asio::awaitable<result<storage::job_record>> append(std::string tenant,
-                                                                     std::string id, task_append a,
-                                                                     std::string idempotency_key) {
-    (void)tenant, (void)a, (void)idempotency_key;
+  /// Appends to open task list `id` of `a.tenant` (and latches it with `last_batch`); with an
+  /// idempotency key a repeated append adds nothing. Errors: job_not_found, job_not_open,
+  /// duplicate_custom_id, too_many_tasks, idempotency_conflict, model_not_found,
+  /// storage_unavailable, shutting_down.
+  virtual boost::asio::awaitable<result<storage::job_record>> append(std::string id,
+                                                                     admitted<task_append> a) {
+    (void)a;
     co_return make_error(errc::job_not_found, "no task-list job with id '" + id + "'", "id");
   }
   /// Deletes job `id`: stops it if it runs (its requests in flight are aborted), then removes it

@@ -8,6 +8,7 @@
 
 #include "actors/http_task.hpp"
 #include "actors/runtime_names.hpp"
+#include "config/client_text.hpp"
 #include "config/endpoints.hpp"
 #include "config/limits.hpp"
 #include "config/s3_scope.hpp"
@@ -70,7 +71,12 @@ status check_request_body(const json* body, const std::string& param) {
                           "the OpenAI request.",
                       param);
   if (auto st = check_model(*body, param + ".model"); !st) return st.error();
+  if (auto m = body->find("metadata"); m != body->end())
+    if (auto st = check_metadata(*m, param + ".metadata"); !st) return st.error();
   auto stream = body->find("stream");
+  if (stream != body->end() && !stream->is_boolean() && !stream->is_null())
+    return make_error(errc::invalid_request, "'" + param + ".stream' must be true or false.",
+                      param + ".stream");
   if (stream != body->end() && stream->is_boolean() && stream->get<bool>())
     return make_error(
         errc::streaming_unsupported,
@@ -143,6 +149,13 @@ result<list_kind> parse_list_kind(const json& j) {
     if (!f.is_string() || f.get_ref<const std::string&>().empty())
       return make_error(errc::invalid_tasks,
                         "'input_file_id' must be the id of a file uploaded with purpose 'tasks'.",
+                        "input_file_id");
+    // An id the engine issued is at most 64 bytes: a longer one is refused without a lookup.
+    if (f.get_ref<const std::string&>().size() > limits::issued_id_max_bytes)
+      return make_error(errc::string_above_max_length,
+                        "Invalid 'input_file_id': string too long. Expected at most " +
+                            std::to_string(limits::issued_id_max_bytes) + " bytes, got " +
+                            std::to_string(f.get_ref<const std::string&>().size()) + ".",
                         "input_file_id");
     k.input_file_id = f.get<std::string>();
     if (k.tasks || k.open)
@@ -248,6 +261,10 @@ result<task_input> parse_task(json& t, const std::string& at, std::optional<bool
           errc::invalid_tasks,
           "'" + param("custom_id") + "' must be a non-empty string of at most 512 bytes.",
           param("custom_id"));
+    if (has_control_character(id->get_ref<const std::string&>()))
+      return make_error(errc::invalid_value,
+                        "'" + param("custom_id") + "' may not hold a control character.",
+                        param("custom_id"));
     out.custom_id = id->get<std::string>();
   }
   if (auto input = t.find("input"); input != t.end()) {
@@ -364,6 +381,9 @@ result<submission> parse_runtime_job(json& j, submission s, int max_attempts_cap
     return make_error(errc::invalid_request,
                       "'runtime' must be the name of a configured runtime: a string of 1 to " +
                           std::to_string(limits::runtime_name_max_bytes) + " bytes.",
+                      "runtime");
+  if (has_control_character(name.get_ref<const std::string&>()))
+    return make_error(errc::invalid_value, "'runtime' may not hold a control character.",
                       "runtime");
   for (auto field : not_with_runtime) {
     if (j.contains(field))

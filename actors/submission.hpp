@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -22,8 +23,9 @@ status check_model(const nlohmann::json& body, const std::string& param);
 
 /// Checks `metadata` of a job or a batch: null or an object of at most 16 string values, keys
 /// at most 64 and values at most 512 characters (Unicode code points, as OpenAI counts them).
-/// Error invalid_metadata with param `metadata`, saying which rule broke.
-status check_metadata(const nlohmann::json& m);
+/// Error invalid_metadata with param `param`, saying which rule broke. The same limits hold for
+/// a `metadata` inside a request body (OpenAI's own: `body.metadata`, a sync call's `metadata`).
+status check_metadata(const nlohmann::json& m, const std::string& param = "metadata");
 
 /// Validates a `POST /v1/jobs` document and builds the submission for `tenant`.
 /// Errors (code, param): invalid_request (not an object), unknown_parameter (<field>),
@@ -49,6 +51,12 @@ result<submission> parse_submission(nlohmann::json j, std::string tenant,
 /// caller's (it sees the whole list).
 result<task_input> parse_task(nlohmann::json& t, const std::string& at,
                               std::optional<bool> http = std::nullopt);
+
+/// One line of a staged task file (JSONL, docs/task-lists.md), read by the parser of every
+/// client's JSON (storage/strict_json.hpp) as admission reads a body: too deep is
+/// json_too_deep, a key twice invalid_request (its path as param), what is not a JSON object
+/// (invalid UTF-8, an overflowing number, ...) invalid_json_line; then parse_task's rules.
+result<task_input> parse_task_line(std::string_view line);
 
 /// Validates the document of `POST /v1/jobs/{id}/tasks`: `{"tasks": [...], "last_batch"?}`
 /// (tasks may be empty only in a last batch). Errors as parse_submission's for tasks, and

@@ -6,10 +6,12 @@
 #include "actors/http_task.hpp"
 #include "actors/runtime_names.hpp"
 #include "actors/submission.hpp"
+#include "config/client_text.hpp"
 #include "config/limits.hpp"
 #include "config/s3_scope.hpp"
 #include "config/sha256.hpp"
 #include "storage/json_text.hpp"
+#include "storage/strict_json.hpp"
 
 namespace sy::actors {
 namespace {
@@ -29,10 +31,19 @@ std::string utf8_prefix(std::string_view s, size_t chars) {
 
 }  // namespace
 
-status check_metadata(const json& m) {
+result<task_input> parse_task_line(std::string_view line) {
+  auto j = storage::parse_strict_json(line, "the line");
+  if (!j && j.error().code == errc::invalid_json)
+    return make_error(errc::invalid_json_line, j.error().message);
+  if (!j) return j.error();
+  if (!j->is_object()) return make_error(errc::invalid_json_line, "The line is not a JSON object.");
+  return parse_task(*j, "");
+}
+
+status check_metadata(const json& m, const std::string& param) {
   if (m.is_null()) return ok;
-  auto bad = [](const std::string& why) {
-    return make_error(errc::invalid_metadata, "'metadata' " + why + ".", "metadata");
+  auto bad = [&](const std::string& why) {
+    return make_error(errc::invalid_metadata, "'" + param + "' " + why + ".", param);
   };
   if (!m.is_object()) return bad("must be an object of string values");
   if (m.size() > limits::metadata_max_keys) return bad("has more than 16 keys");
@@ -43,11 +54,11 @@ status check_metadata(const json& m) {
     if (*key_chars > limits::metadata_key_max_chars)
       return bad("key '" + utf8_prefix(k, limits::metadata_key_max_chars) +
                  "...' is longer than 64 characters");
-    if (!v.is_string()) return bad("value of '" + k + "' must be a string");
+    if (!v.is_string()) return bad("value of '" + quote_client(k) + "' must be a string");
     auto value_chars = storage::utf8_length(v.get_ref<const std::string&>());
-    if (!value_chars) return bad("value of '" + k + "' is not valid UTF-8");
+    if (!value_chars) return bad("value of '" + quote_client(k) + "' is not valid UTF-8");
     if (*value_chars > limits::metadata_value_max_chars)
-      return bad("value of '" + k + "' is longer than 512 characters");
+      return bad("value of '" + quote_client(k) + "' is longer than 512 characters");
   }
   return ok;
 }
@@ -66,6 +77,11 @@ status check_model(const json& body, const std::string& param) {
     return make_error(errc::invalid_body,
                       "'" + param + "' may not begin with '" + std::string(runtime_queue_prefix) +
                           "': such names are the queues of runtimes.",
+                      param);
+  if (has_control_character(model->get_ref<const std::string&>()))
+    return make_error(errc::invalid_value,
+                      "'" + param + "' may not hold a control character (U+0000-U+001F, " +
+                          "U+007F-U+009F): a model names a queue, a subject and a metric label.",
                       param);
   if (const size_t n = model->get_ref<const std::string&>().size(); n > limits::model_max_bytes)
     return make_error(errc::string_above_max_length,

@@ -125,14 +125,7 @@ result<task_input> parse_line(std::string_view line, bool too_long) {
   if (too_long)
     return make_error(errc::invalid_json_line,
                       "The line is longer than " + std::to_string(max_line_bytes) + " bytes.");
-  if (!storage::json_depth_within(line, limits::json_max_depth))
-    return make_error(errc::json_too_deep, "The line nests objects and arrays more than " +
-                                               std::to_string(limits::json_max_depth) +
-                                               " levels deep.");
-  json j = json::parse(line.begin(), line.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object())
-    return make_error(errc::invalid_json_line, "The line is not a JSON object.");
-  return parse_task(j, "");
+  return parse_task_line(line);
 }
 
 uint64_t fnv1a64(std::string_view s) {

@@ -4,8 +4,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/client_text.hpp"
+
 namespace sy::api {
 namespace {
+
+/// The longest message an error answer carries (its envelope adds a few hundred bytes at most).
+constexpr size_t error_message_max_bytes = 8 * 1024;
 
 constexpr std::string_view invalid_request = "invalid_request_error";
 constexpr std::string_view auth = "authentication_error";
@@ -203,11 +208,15 @@ std::string error_body(const sy::error& e) {
   const error_info& row = lookup_error(e.code);
   bool known = row.code == e.code;
   std::string message = known && !e.message.empty() ? e.message : std::string(row.default_message);
+  // The last guard of "no echo" (docs/limits.md): whatever a message quotes, no error answer
+  // grows past a few KiB (a message quotes each client value at most 256 bytes; this caps the
+  // sum), and a param names a client's key at most 256 bytes long.
   nlohmann::json env = {
       {"error",
-       {{"message", message},
+       {{"message", quote_client(message, error_message_max_bytes)},
         {"type", row.type},
-        {"param", e.param.empty() || !known ? nlohmann::json(nullptr) : nlohmann::json(e.param)},
+        {"param", e.param.empty() || !known ? nlohmann::json(nullptr)
+                                            : nlohmann::json(quote_client(e.param))},
         {"code", row.code}}}};
   return env.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

@@ -19,8 +19,8 @@ using outcome_t = result<actors::submit_outcome>;
 
 /// co_spawn's use_future needs a default-constructible value (it makes one when the coroutine
 /// throws), which `result` is not; an optional wraps it.
-boost::asio::awaitable<std::optional<outcome_t>> submit_one(actors::job_service& service,
-                                                            actors::submission s) {
+boost::asio::awaitable<std::optional<outcome_t>> submit_one(
+    actors::job_service& service, actors::admitted<actors::submission> s) {
   co_return co_await service.submit(std::move(s));
 }
 
@@ -63,12 +63,11 @@ result<std::unique_ptr<nats_intake>> nats_intake::start(const config::settings& 
 
 nats_intake::nats_intake(const config::settings& settings, actors::job_service& service,
                          runtime::js_client& js, nats_intake_options options)
-    : auth_(settings.api_keys),
+    : admission_(settings),
       service_(service),
       js_(js),
       options_(options),
       job_subject_(js.intake_subject("job")),
-      max_body_bytes_(settings.max_body_bytes),
       work_(boost::asio::make_work_guard(io_)) {}
 
 nats_intake::~nats_intake() { stop(); }
@@ -147,7 +146,7 @@ void nats_intake::process(std::vector<runtime::js_message>& batch) {
                             p.msg.header("Nats-Msg-Id"),
                             p.msg.header("traceparent"),
                             p.msg.header("tracestate")};
-    auto sub = detail::to_submission(in, job_subject_, auth_, max_body_bytes_);
+    auto sub = detail::to_submission(in, job_subject_, admission_);
     if (!sub) {
       p.error = sub.error();
     } else {

@@ -28,7 +28,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "actors/job_service.hpp"
-#include "api/auth.hpp"
+#include "api/admission.hpp"
 #include "config/result.hpp"
 #include "config/settings.hpp"
 #include "runtime/jetstream.hpp"
@@ -84,12 +84,11 @@ class nats_intake {
   /// bind() when connected; on failure the old subscription is kept.
   void resubscribe();
 
-  authenticator auth_;
+  admission admission_;  ///< every message goes through it, as an HTTP body does
   actors::job_service& service_;
   runtime::js_client& js_;
   nats_intake_options options_;
   std::string job_subject_;
-  int64_t max_body_bytes_;                           ///< the same limit as an HTTP body's
   std::unique_ptr<runtime::pull_subscription> sub_;  // fetch thread only (after start)
   uint64_t bound_generation_ = 0;  ///< js layout generation sub_ was bound under (fetch thread)
 

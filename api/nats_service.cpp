@@ -3,7 +3,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
-#include "actors/submission.hpp"
 #include "api/detail/worker_calls.hpp"
 #include "api/errors.hpp"
 #include "api/job_json.hpp"
@@ -31,35 +30,32 @@ std::string header_or_empty(const micro_request& r, std::string_view name) {
   return r.header(name).value_or("");
 }
 
-/// `POST /v1/jobs` over NATS: the same checks, the answer after the commit.
-asio::awaitable<void> create_job(actors::job_service& jobs, const authenticator& auth,
+/// `POST /v1/jobs` over NATS: through admission as an HTTP body goes (the payload judged as an
+/// HTTP body of the same bytes), the answer after the commit.
+asio::awaitable<void> create_job(actors::job_service& jobs, const admission& admit,
                                  micro_request req, micro_responder out) {
-  auto tenant = auth.tenant_for(header_or_empty(req, "Authorization"));
-  if (!tenant) {
-    (void)out.respond(error_reply(tenant.error()));
-    co_return;
-  }
-  auto doc = nlohmann::json::parse(req.data, nullptr, false);
-  if (doc.is_discarded()) {
-    (void)out.respond(error_reply(make_error(errc::invalid_json, "The request is not JSON.")));
-    co_return;
-  }
-  auto sub = actors::parse_submission(std::move(doc), std::move(*tenant),
-                                      header_or_empty(req, "Idempotency-Key"));
+  const auto authorization = req.header("Authorization");
+  const auto key = req.header("Idempotency-Key");
+  const auto traceparent = req.header("traceparent");
+  const auto tracestate = req.header("tracestate");
+  auto view = [](const std::optional<std::string>& h) {
+    return h ? std::optional<std::string_view>(*h) : std::nullopt;
+  };
+  client_request r{req.data,          view(authorization), view(key),
+                   "Idempotency-Key", view(traceparent),   view(tracestate)};
+  auto sub = admit.job(r);
   if (!sub) {
     (void)out.respond(error_reply(sub.error()));
     co_return;
   }
-  sub->trace = trace::parse(header_or_empty(req, "traceparent"), header_or_empty(req, "tracestate"))
-                   .value_or(trace::context{});
   auto made = co_await jobs.submit(std::move(*sub));
   (void)out.respond(made ? micro_reply{job_json(made->job), {}, std::nullopt}
                          : error_reply(made.error()));
 }
 
-asio::awaitable<void> task_call(actors::worker_service& workers, const authenticator& auth,
+asio::awaitable<void> task_call(actors::worker_service& workers, const admission& admit,
                                 worker_call call, micro_responder out) {
-  auto answer = co_await detail::run(workers, auth, std::move(call));
+  auto answer = co_await detail::run(workers, admit, std::move(call));
   (void)out.respond(answer ? micro_reply{answer->dump(), {}, std::nullopt}
                            : error_reply(answer.error()));
 }
@@ -68,7 +64,7 @@ asio::awaitable<void> task_call(actors::worker_service& workers, const authentic
 
 nats_service::nats_service(const config::settings& settings, actors::job_service& jobs,
                            actors::worker_service& workers)
-    : auth_(settings.api_keys), jobs_(jobs), workers_(workers), prefix_(settings.subject_prefix) {}
+    : admission_(settings), jobs_(jobs), workers_(workers), prefix_(settings.subject_prefix) {}
 
 micro_config nats_service::config(int64_t now_ms) {
   micro_config c;
@@ -79,7 +75,7 @@ micro_config nats_service::config(int64_t now_ms) {
   c.endpoints.push_back({"jobs_create",
                          prefix_ + ".api.jobs.create",
                          [this](const micro_request& r, micro_responder out) {
-                           asio::co_spawn(io_, create_job(jobs_, auth_, r, std::move(out)),
+                           asio::co_spawn(io_, create_job(jobs_, admission_, r, std::move(out)),
                                           asio::detached);
                          },
                          {}});
@@ -90,17 +86,17 @@ micro_config nats_service::config(int64_t now_ms) {
       {"fail", worker_call::kind::fail},
       {"credentials", worker_call::kind::credentials}};
   for (const auto& [name, kind] : calls) {
-    c.endpoints.push_back({std::string("task_") + name,
-                           prefix_ + ".task." + name,
-                           [this, kind = kind](const micro_request& r, micro_responder out) {
-                             worker_call call{kind, r.data, header_or_empty(r, "Authorization"),
-                                              header_or_empty(r, detail::capability_header),
-                                              nullptr};  // NATS has no connection to watch
-                             asio::co_spawn(
-                                 io_, task_call(workers_, auth_, std::move(call), std::move(out)),
-                                 asio::detached);
-                           },
-                           {}});
+    c.endpoints.push_back(
+        {std::string("task_") + name,
+         prefix_ + ".task." + name,
+         [this, kind = kind](const micro_request& r, micro_responder out) {
+           worker_call call{kind, r.data, header_or_empty(r, "Authorization"),
+                            header_or_empty(r, detail::capability_header),
+                            nullptr};  // NATS has no connection to watch
+           asio::co_spawn(io_, task_call(workers_, admission_, std::move(call), std::move(out)),
+                          asio::detached);
+         },
+         {}});
   }
   return c;
 }

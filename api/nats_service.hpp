@@ -30,6 +30,7 @@
 
 #include "actors/job_service.hpp"
 #include "actors/worker_service.hpp"
+#include "api/admission.hpp"
 #include "api/auth.hpp"
 #include "api/nats_micro.hpp"
 #include "config/settings.hpp"
@@ -63,7 +64,7 @@ class nats_service {
                actors::worker_service& workers);
   micro_config config(int64_t now_ms);
 
-  authenticator auth_;
+  admission admission_;  ///< every request goes through it, as an HTTP body does
   actors::job_service& jobs_;
   actors::worker_service& workers_;
   std::string prefix_;  ///< the subject prefix (`sy`)

@@ -38,6 +38,10 @@ inline constexpr size_t tenant_max_bytes = 64;
 /// (a NATS subject token as they are). Not client-reachable: the engine refuses to start.
 inline constexpr size_t runtime_name_max_bytes = 64;
 
+/// An id the engine issues (`input_file_id`, ...), in bytes, where a client sends one back:
+/// a longer value cannot name anything and is refused without a lookup.
+inline constexpr size_t issued_id_max_bytes = 64;
+
 /// A batch line's `custom_id`, in bytes.
 inline constexpr size_t custom_id_max_bytes = 512;
 
@@ -87,13 +91,14 @@ struct limit_info {
 };
 
 /// Every fixed limit above that a client can reach.
-inline constexpr std::array<limit_info, 13> all_limits() {
+inline constexpr std::array<limit_info, 14> all_limits() {
   return {{
       {"json_max_depth", json_max_depth, "levels", "json_too_deep"},
       {"model_max_bytes", model_max_bytes, "bytes", "string_above_max_length"},
       {"idempotency_key_max_chars", idempotency_key_max_chars, "characters",
        "invalid_idempotency_key"},
       {"tenant_max_bytes", tenant_max_bytes, "bytes", "the engine refuses to start"},
+      {"issued_id_max_bytes", issued_id_max_bytes, "bytes", "string_above_max_length"},
       {"custom_id_max_bytes", custom_id_max_bytes, "bytes", "string_above_max_length"},
       {"metadata_max_keys", metadata_max_keys, "keys", "invalid_metadata"},
       {"metadata_key_max_chars", metadata_key_max_chars, "characters", "invalid_metadata"},
@@ -101,7 +106,7 @@ inline constexpr std::array<limit_info, 13> all_limits() {
       {"webhook_url_max_bytes", webhook_url_max_bytes, "bytes", "invalid_webhook_url"},
       {"reply_subject_max_bytes", reply_subject_max_bytes, "bytes", "no reply is sent"},
       {"http_header_max_bytes", http_header_max_bytes, "bytes", "header_too_large"},
-      {"upload_field_max_bytes", upload_field_max_bytes, "bytes", "invalid_file"},
+      {"upload_field_max_bytes", upload_field_max_bytes, "bytes", "invalid_value"},
       {"multipart_part_header_max_bytes", multipart_part_header_max_bytes, "bytes", "invalid_file"},
   }};
 }

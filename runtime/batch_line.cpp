@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "config/client_text.hpp"
 #include "config/limits.hpp"
 
 namespace sy::runtime::batch {
@@ -46,9 +47,26 @@ namespace {
 // visits (and thereby checks) every value: numbers are parsed, strings unescaped, literals read.
 constexpr int kMaxDepth = limits::json_max_depth;
 
+/// Where the walk is (`body.messages[0]`), and the path of the first key found twice in one
+/// object (empty: none), which the walk reports as simdjson::UNEXPECTED_ERROR.
+struct walk_path {
+  std::string at;
+  std::string duplicate;
+};
+
+/// The keys of one object, checked for a repeat after the object was walked.
+bool record_duplicate(std::vector<std::string_view>& keys, walk_path& path) {
+  std::sort(keys.begin(), keys.end());
+  auto dup = std::adjacent_find(keys.begin(), keys.end());
+  if (dup == keys.end()) return false;
+  path.duplicate = path.at.empty() ? std::string(*dup) : path.at + "." + std::string(*dup);
+  return true;
+}
+
 /// `depth` is the nesting `v` has when it is an object or array (the line's object is 1); the
-/// walk recurses at most limits::json_max_depth deep.
-simdjson::error_code validate_value(od::value v, int depth) {
+/// walk recurses at most limits::json_max_depth deep. A key twice in one object, at any depth,
+/// stops it (`path.duplicate`).
+simdjson::error_code validate_value(od::value v, int depth, walk_path& path) {
   od::json_type type;
   if (auto e = v.type().get(type)) return e;
   if ((type == od::json_type::array || type == od::json_type::object) && depth > kMaxDepth)
@@ -57,24 +75,33 @@ simdjson::error_code validate_value(od::value v, int depth) {
     case od::json_type::array: {
       od::array a;
       if (auto e = v.get_array().get(a)) return e;
+      const size_t at = path.at.size();
+      size_t i = 0;
       for (auto element : a) {
         od::value x;
         if (auto e = element.get(x)) return e;
-        if (auto e = validate_value(x, depth + 1)) return e;
+        path.at += "[" + std::to_string(i++) + "]";
+        if (auto e = validate_value(x, depth + 1, path)) return e;
+        path.at.resize(at);
       }
       return simdjson::SUCCESS;
     }
     case od::json_type::object: {
       od::object o;
       if (auto e = v.get_object().get(o)) return e;
+      const size_t at = path.at.size();
+      std::vector<std::string_view> keys;  // unescaped: valid until the next line is parsed
       for (auto field : o) {
         std::string_view key;
         if (auto e = field.unescaped_key().get(key)) return e;
+        keys.push_back(key);
         od::value x;
         if (auto e = field.value().get(x)) return e;
-        if (auto e = validate_value(x, depth + 1)) return e;
+        path.at += (at == 0 ? "" : ".") + std::string(key);
+        if (auto e = validate_value(x, depth + 1, path)) return e;
+        path.at.resize(at);
       }
-      return simdjson::SUCCESS;
+      return record_duplicate(keys, path) ? simdjson::UNEXPECTED_ERROR : simdjson::SUCCESS;
     }
     case od::json_type::number: {
       double d;
@@ -98,35 +125,25 @@ simdjson::error_code validate_value(od::value v, int depth) {
 }
 
 /// Validates a whole document that is an object, including that nothing follows it.
-simdjson::error_code validate_object_document(od::document& doc) {
+simdjson::error_code validate_object_document(od::document& doc, walk_path& path) {
   od::object o;
   if (auto e = doc.get_object().get(o)) return e;
+  std::vector<std::string_view> keys;
   for (auto field : o) {
     std::string_view key;
     if (auto e = field.unescaped_key().get(key)) return e;
+    keys.push_back(key);
     od::value x;
     if (auto e = field.value().get(x)) return e;
-    if (auto e = validate_value(x, 2)) return e;
+    path.at = std::string(key);
+    if (auto e = validate_value(x, 2, path)) return e;
   }
+  path.at.clear();
+  if (record_duplicate(keys, path)) return simdjson::UNEXPECTED_ERROR;
   // current_location() fails with OUT_OF_BOUNDS exactly when the whole input was consumed.
   const char* rest = nullptr;
   if (doc.current_location().get(rest) == simdjson::SUCCESS) return simdjson::TRAILING_CONTENT;
   return simdjson::SUCCESS;
-}
-
-/// The first key of `o` that occurs more than once (compared unescaped), if any; `o` is reset.
-std::optional<std::string_view> duplicate_key(od::object& o) {
-  std::vector<std::string_view> keys;
-  for (auto field : o) {
-    std::string_view key;
-    if (field.unescaped_key().get(key) != simdjson::SUCCESS) break;  // validated before
-    keys.push_back(key);
-  }
-  (void)o.reset();
-  std::sort(keys.begin(), keys.end());
-  auto at = std::adjacent_find(keys.begin(), keys.end());
-  if (at == keys.end()) return std::nullopt;
-  return *at;
 }
 
 enum class field_state { ok, missing, wrong_type };
@@ -195,7 +212,11 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
                                      size_t capacity, std::string_view endpoint, endpoint_kind kind,
                                      int64_t line_no, line_facts& out) {
   out = line_facts{};
+  walk_path path;
   auto bad_json = [&](simdjson::error_code e) {
+    if (e == simdjson::UNEXPECTED_ERROR && !path.duplicate.empty())
+      return make_line_error(line_no, errc::invalid_request, quote_client(path.duplicate),
+                             "'" + quote_client(path.duplicate) + "' is given more than once.");
     if (e == simdjson::DEPTH_ERROR)
       return make_line_error(line_no, errc::json_too_deep, "",
                              "objects and arrays nest more than " + std::to_string(kMaxDepth) +
@@ -211,17 +232,7 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
     return make_line_error(line_no, errc::invalid_json_line, "",
                            "a request must be a JSON object.");
   }
-  if (auto e = validate_object_document(doc)) return bad_json(e);
-  doc.rewind();
-  // A top-level key given twice would be read here as one value and at dispatch as another
-  // (the lookups below start where the previous one stopped): such a line is refused.
-  if (od::object top; doc.get_object().get(top) == simdjson::SUCCESS) {
-    if (auto dup = duplicate_key(top)) {
-      const std::string param{*dup};
-      return make_line_error(line_no, errc::invalid_request, param,
-                             "'" + param + "' is given more than once.");
-    }
-  }
+  if (auto e = validate_object_document(doc, path)) return bad_json(e);
   doc.rewind();
 
   std::string_view custom_id, method, url;
@@ -249,6 +260,9 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
     return too_long("custom_id", custom_id.size(), limits::custom_id_max_bytes,
                     "custom_id_max_bytes");
   }
+  if (has_control_character(custom_id))
+    return make_line_error(line_no, errc::invalid_value, "custom_id",
+                           "'custom_id' may not hold a control character.");
   if (method_state != field_state::ok) return required(method_state, "method");
   if (url_state != field_state::ok) return required(url_state, "url");
   if (!body_ok) {
@@ -257,21 +271,12 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   }
   if (method != "POST") {
     return make_line_error(line_no, errc::invalid_request, "method",
-                           "'method' must be \"POST\", got \"" + std::string(method) + "\".");
+                           "'method' must be \"POST\", got \"" + quote_client(method) + "\".");
   }
   if (url != endpoint) {
     return make_line_error(line_no, errc::invalid_url, "url",
-                           "'url' is \"" + std::string(url) + "\" but the batch's endpoint is \"" +
+                           "'url' is \"" + quote_client(url) + "\" but the batch's endpoint is \"" +
                                std::string(endpoint) + "\".");
-  }
-
-  // A key given twice is read here (and for planning) as its first value but by most parsers —
-  // the gateway's among them — as its last: a line could be planned for one model and sent to
-  // another, or stream after passing the stream check. Such a body is refused.
-  if (auto dup = duplicate_key(body)) {
-    const std::string param = "body." + std::string(*dup);
-    return make_line_error(line_no, errc::invalid_request, param,
-                           "'" + param + "' is given more than once.");
   }
 
   std::string_view model;
@@ -283,6 +288,9 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
   if (model.size() > limits::model_max_bytes) {
     return too_long("body.model", model.size(), limits::model_max_bytes, "model_max_bytes");
   }
+  if (has_control_character(model))
+    return make_line_error(line_no, errc::invalid_value, "body.model",
+                           "'body.model' may not hold a control character.");
   out.model = model;
 
   if (kind) {

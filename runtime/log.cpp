@@ -6,6 +6,8 @@
 #include <chrono>
 #include <ctime>
 
+#include "config/client_text.hpp"
+
 namespace sy::log {
 namespace {
 
@@ -42,6 +44,21 @@ std::string timestamp() {
   return out;
 }
 
+/// No log line over 64 KiB whatever a client sent (docs/limits.md, "No echo"): a field's text
+/// is cut at 4 KiB on a character boundary, with its length.
+constexpr size_t field_max_bytes = 4 * 1024;
+constexpr size_t line_max_bytes = 64 * 1024;
+
+nlohmann::json bounded(const nlohmann::json& v) {
+  if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    return s.size() <= field_max_bytes ? v : nlohmann::json(quote_client(s, field_max_bytes));
+  }
+  if (!v.is_structured()) return v;
+  std::string text = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return text.size() <= field_max_bytes ? v : nlohmann::json(quote_client(text, field_max_bytes));
+}
+
 }  // namespace
 
 void set_level(std::string_view name) {
@@ -54,11 +71,20 @@ bool enabled(level l) { return static_cast<int>(l) >= min_level.load(std::memory
 void write(level l, std::string_view component, std::string_view msg,
            const nlohmann::json& fields) {
   if (!enabled(l)) return;
-  nlohmann::json line = {
-      {"ts", timestamp()}, {"level", name_of(l)}, {"component", component}, {"msg", msg}};
+  nlohmann::json line = {{"ts", timestamp()},
+                         {"level", name_of(l)},
+                         {"component", component},
+                         {"msg", quote_client(msg, field_max_bytes)}};
   if (fields.is_object())
-    for (auto it = fields.begin(); it != fields.end(); ++it) line[it.key()] = it.value();
+    for (auto it = fields.begin(); it != fields.end(); ++it) line[it.key()] = bounded(it.value());
   std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text.size() > line_max_bytes) {
+    // Many fields, each within its bound: the line keeps what says what happened.
+    nlohmann::json cut = {{"ts", line["ts"]},         {"level", line["level"]},
+                          {"component", component},    {"msg", line["msg"]},
+                          {"truncated_bytes", text.size()}};
+    text = cut.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
   text.push_back('\n');
   [[maybe_unused]] auto n = ::write(STDERR_FILENO, text.data(), text.size());
 }

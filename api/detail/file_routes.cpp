@@ -12,11 +12,11 @@
 
 #include "actors/submission.hpp"
 #include "api/batch_json.hpp"
-#include "api/detail/json_parse.hpp"
 #include "api/detail/query.hpp"
 #include "api/detail/request_handler.hpp"
 #include "api/detail/responses.hpp"
 #include "api/errors.hpp"
+#include "config/client_text.hpp"
 #include "config/endpoints.hpp"
 #include "config/validate.hpp"
 #include "storage/json_text.hpp"
@@ -184,7 +184,7 @@ boost::asio::awaitable<response> request_handler::create_batch(const request& re
         req);
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
   if (!tenant) co_return error_for(tenant.error(), req);
-  auto doc = parse_json_body(req.body());
+  auto doc = admission_.json(req.body());
   if (!doc) co_return error_for(doc.error(), req);
   if (!doc->is_object())
     co_return error_for(
@@ -193,9 +193,10 @@ boost::asio::awaitable<response> request_handler::create_batch(const request& re
   for (const auto& [k, v] : d.items())
     if (k != "input_file_id" && k != "endpoint" && k != "completion_window" && k != "metadata" &&
         k != "output_expires_after")
-      co_return error_for(make_error(errc::unknown_parameter,
-                                     "Unrecognized request argument supplied: " + k + ".", k),
-                          req);
+      co_return error_for(
+          make_error(errc::unknown_parameter,
+                     "Unrecognized request argument supplied: " + quote_client(k) + ".", k),
+          req);
   auto text = [&](const char* name) -> result<std::string> {
     auto it = d.find(name);
     if (it == d.end() || it->is_null())

@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "actors/job_service.hpp"
-#include "api/auth.hpp"
+#include "api/admission.hpp"
 #include "config/result.hpp"
 
 namespace sy::api::detail {
@@ -23,12 +23,12 @@ struct intake_input {
   std::optional<std::string> tracestate;     ///< header `tracestate`
 };
 
-/// Authenticates, parses and validates one message exactly as `POST /v1/jobs` does (same order:
-/// subject, API key, JSON, idempotency key, document). `job_subject` is the only accepted
-/// subject (`<sp>.submit.job`); another subject under `<sp>.submit.` is `not_found`; a payload
-/// over `max_body_bytes` (the HTTP body limit) is `body_too_large`.
-result<actors::submission> to_submission(const intake_input& in, std::string_view job_subject,
-                                         const authenticator& auth, int64_t max_body_bytes);
+/// One message through admission, exactly as `POST /v1/jobs` goes (api/admission.hpp: API key,
+/// size, JSON, idempotency key from `Nats-Msg-Id`, document). `job_subject` is the only accepted
+/// subject (`<sp>.submit.job`); another subject under `<sp>.submit.` is `not_found`.
+result<actors::admitted<actors::submission>> to_submission(const intake_input& in,
+                                                           std::string_view job_subject,
+                                                           const admission& admit);
 
 /// True when a later delivery may succeed (storage_unavailable, shutting_down, not_ready,
 /// internal_error): the message is nak'ed with a delay instead of answered and terminated.

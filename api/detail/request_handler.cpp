@@ -7,7 +7,6 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "actors/submission.hpp"
-#include "api/detail/json_parse.hpp"
 #include "api/detail/prefer.hpp"
 #include "api/detail/query.hpp"
 #include "api/detail/responses.hpp"
@@ -58,6 +57,7 @@ request_handler::request_handler(const config::settings& settings, actors::job_s
                                  std::function<bool()> ready, const std::atomic<bool>& stopping,
                                  actors::batch_service* batches, actors::worker_service* workers)
     : auth_(settings.api_keys),
+      admission_(settings),
       batches_(batches),
       workers_(workers),
       files_max_bytes_(settings.files_max_bytes),
@@ -183,28 +183,33 @@ boost::asio::awaitable<reply> request_handler::handle(
   co_return out;
 }
 
-result<request_handler::submit_input> request_handler::read_submit_input(const request& req) const {
+client_request request_handler::client_of(const request& req) {
+  auto header = [&](auto name) -> std::optional<std::string_view> {
+    auto it = req.find(name);
+    if (it == req.end()) return std::nullopt;
+    return std::string_view(it->value().data(), it->value().size());
+  };
+  client_request r;
+  r.body = req.body();
+  r.authorization = header(http::field::authorization);
+  r.idempotency_key = header("Idempotency-Key");
+  r.traceparent = header("traceparent");
+  r.tracestate = header("tracestate");
+  return r;
+}
+
+status request_handler::json_content_type(const request& req) {
   if (!is_json_media_type(req[http::field::content_type]))
     return make_error(errc::unsupported_media_type,
                       "The request body must be sent with 'Content-Type: application/json'.");
-  auto tenant = auth_.tenant_for(req[http::field::authorization]);
-  if (!tenant) return tenant.error();
-  auto doc = parse_json_body(req.body());
-  if (!doc) return doc.error();
-  auto key = idempotency_key(req);
-  if (!key) return key.error();
-  auto trace = trace::parse(req["traceparent"], req["tracestate"]).value_or(trace::context{});
-  return submit_input{std::move(*tenant), std::move(*doc), std::move(*key), std::move(trace)};
+  return ok;
 }
 
 boost::asio::awaitable<response> request_handler::submit_job(const request& req) {
-  auto in = read_submit_input(req);
-  if (!in) co_return error_for(in.error(), req);
-  std::string tenant = in->tenant;
-  auto sub = actors::parse_submission(std::move(in->doc), std::move(in->tenant),
-                                      std::move(in->idempotency_key));
+  if (auto st = json_content_type(req); !st) co_return error_for(st.error(), req);
+  auto sub = admission_.job(client_of(req));
   if (!sub) co_return error_for(sub.error(), req);
-  sub->trace = std::move(in->trace);
+  std::string tenant = (*sub)->tenant;
   auto outcome = co_await service_.submit(std::move(*sub));
   if (!outcome) co_return error_for(outcome.error(), req);
   storage::job_record job = std::move(outcome->job);
@@ -283,27 +288,12 @@ response request_handler::list_tasks(const request& req, const std::string& id) 
 
 boost::asio::awaitable<response> request_handler::append_tasks(const request& req, std::string id,
                                                                bool close) {
-  actors::task_append append;
-  append.last_batch = true;  // a close is an empty last batch, and takes no body
-  std::string tenant, key;
-  if (close) {
-    auto t = auth_.tenant_for(req[http::field::authorization]);
-    if (!t) co_return error_for(t.error(), req);
-    auto k = idempotency_key(req);
-    if (!k) co_return error_for(k.error(), req);
-    tenant = std::move(*t);
-    key = std::move(*k);
-  } else {
-    auto in = read_submit_input(req);
-    if (!in) co_return error_for(in.error(), req);
-    auto parsed = actors::parse_append(std::move(in->doc));
-    if (!parsed) co_return error_for(parsed.error(), req);
-    append = std::move(*parsed);
-    tenant = std::move(in->tenant);
-    key = std::move(in->idempotency_key);
+  if (!close) {
+    if (auto st = json_content_type(req); !st) co_return error_for(st.error(), req);
   }
-  auto job =
-      co_await service_.append(std::move(tenant), std::move(id), std::move(append), std::move(key));
+  auto append = admission_.append(client_of(req), close);
+  if (!append) co_return error_for(append.error(), req);
+  auto job = co_await service_.append(std::move(id), std::move(*append));
   if (!job) co_return error_for(job.error(), req);
   co_return json_response(http::status::ok, job_json(*job), req);
 }

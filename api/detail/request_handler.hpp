@@ -24,6 +24,7 @@
 #include "actors/batch_service.hpp"
 #include "actors/job_service.hpp"
 #include "actors/worker_service.hpp"
+#include "api/admission.hpp"
 #include "api/auth.hpp"
 #include "api/detail/stream.hpp"
 #include "api/detail/upload.hpp"
@@ -72,15 +73,10 @@ class request_handler {
   boost::asio::awaitable<response> finish_upload(std::unique_ptr<upload> u, request header);
 
  private:
-  /// What every submitting route checks first, in this order: Content-Type, API key, JSON body,
-  /// Idempotency-Key.
-  struct submit_input {
-    std::string tenant;
-    nlohmann::json doc;
-    std::string idempotency_key;
-    trace::context trace;  ///< the client's traceparent/tracestate (not valid: none, or bad)
-  };
-  result<submit_input> read_submit_input(const request& req) const;
+  /// What a request hands to admission: its body and the headers admission reads.
+  static client_request client_of(const request& req);
+  /// A submitting route's first check, before admission: `Content-Type: application/json`.
+  static status json_content_type(const request& req);
 
   boost::asio::awaitable<response> submit_job(const request& req);
   response get_job(const request& req, const std::string& id);
@@ -134,6 +130,7 @@ class request_handler {
   boost::asio::awaitable<response> cancel_batch(const request& req, std::string id);
 
   authenticator auth_;
+  admission admission_;  ///< every body a route reads goes through it (api/admission.hpp)
   actors::batch_service* batches_;
   actors::worker_service* workers_;  ///< set: this handler serves the internal listener
   int64_t files_max_bytes_;

@@ -64,17 +64,4 @@ bool is_json_media_type(std::string_view content_type) {
   return boost::beast::iequals(media, "application/json");
 }
 
-result<std::string> idempotency_key(const request& req) {
-  auto it = req.find("Idempotency-Key");
-  if (it == req.end()) return std::string();
-  std::string_view key = it->value();
-  bool valid = !key.empty() && key.size() <= limits::idempotency_key_max_chars;
-  for (char c : key) valid = valid && c >= 0x20 && c <= 0x7e;
-  if (!valid)
-    return make_error(errc::invalid_idempotency_key,
-                      "The Idempotency-Key header must be 1 to 255 printable ASCII characters.",
-                      "Idempotency-Key");
-  return std::string(key);
-}
-
 }  // namespace sy::api::detail

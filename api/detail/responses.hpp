@@ -33,8 +33,4 @@ response unmatched(const route_match& m, const request& req, std::string_view un
 /// `application/json`, optionally with parameters such as `; charset=utf-8`.
 bool is_json_media_type(std::string_view content_type);
 
-/// The Idempotency-Key header: absent → empty; present → 1..255 printable ASCII characters.
-/// Error: invalid_idempotency_key.
-result<std::string> idempotency_key(const request& req);
-
 }  // namespace sy::api::detail

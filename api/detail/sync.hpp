@@ -15,8 +15,9 @@
 
 namespace sy::api::detail {
 
-/// The job for an OpenAI request `body` sent to `endpoint`. Errors: invalid_request (not an
-/// object), missing_model (param `model`), streaming_unsupported (param `stream`).
+/// The job for an OpenAI request `body` sent to `endpoint` (admission's step for a sync call;
+/// defined in api/admission.cpp). Errors: invalid_request (not an object), missing_model and
+/// invalid_value (param `model`), streaming_unsupported (param `stream`).
 result<actors::submission> sync_submission(std::string endpoint, nlohmann::json body,
                                            std::string tenant, std::string idempotency_key);
 

@@ -1,4 +1,3 @@
-#include "actors/submission.hpp"
 #include "api/detail/request_handler.hpp"
 #include "api/detail/responses.hpp"
 #include "api/detail/sync.hpp"
@@ -11,23 +10,6 @@ namespace http = boost::beast::http;
 constexpr const char* job_id_header = "X-Switchyard-Job-Id";
 
 }  // namespace
-
-result<actors::submission> sync_submission(std::string endpoint, nlohmann::json body,
-                                           std::string tenant, std::string idempotency_key) {
-  if (!body.is_object())
-    return make_error(errc::invalid_request, "The request body must be a JSON object.");
-  if (auto st = actors::check_model(body, "model"); !st) return st.error();
-  auto stream = body.find("stream");
-  if (stream != body.end() && stream->is_boolean() && stream->get<bool>())
-    return make_error(errc::streaming_unsupported,
-                      "Streaming is not supported; remove 'stream' or set it to false.", "stream");
-  actors::submission s;
-  s.tenant = std::move(tenant);
-  s.endpoint = std::move(endpoint);
-  s.body = std::move(body);
-  s.idempotency_key = std::move(idempotency_key);
-  return s;
-}
 
 response sync_response(const storage::job_record& job, sync_cut cut, const request& req) {
   using storage::job_status;
@@ -65,13 +47,10 @@ response sync_response(const storage::job_record& job, sync_cut cut, const reque
 
 boost::asio::awaitable<response> request_handler::sync_call(const request& req,
                                                             std::string endpoint) {
-  auto in = read_submit_input(req);
-  if (!in) co_return error_for(in.error(), req);
-  std::string tenant = in->tenant;
-  auto sub = sync_submission(std::move(endpoint), std::move(in->doc), std::move(in->tenant),
-                             std::move(in->idempotency_key));
+  if (auto st = json_content_type(req); !st) co_return error_for(st.error(), req);
+  auto sub = admission_.sync_call(std::move(endpoint), client_of(req));
   if (!sub) co_return error_for(sub.error(), req);
-  sub->trace = std::move(in->trace);
+  std::string tenant = (*sub)->tenant;
   auto outcome = co_await service_.submit(std::move(*sub));
   if (!outcome) co_return error_for(outcome.error(), req);
   storage::job_record job = std::move(outcome->job);

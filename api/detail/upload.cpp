@@ -1,5 +1,4 @@
 #include "api/detail/upload.hpp"
-#include "config/limits.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,6 +9,10 @@
 #include <charconv>
 #include <cstring>
 #include <random>
+
+#include "config/client_text.hpp"
+#include "config/limits.hpp"
+#include "storage/json_text.hpp"
 
 namespace sy::api::detail {
 namespace {
@@ -75,6 +78,10 @@ status upload::on_part(const multipart_part& p) {
   if (p.name == "file" && p.filename) {
     if (have_file_)
       return make_error(errc::invalid_file, "The upload has more than one 'file' part.", "file");
+    // The filename is shown, listed and logged: valid UTF-8 without control characters.
+    if (!storage::utf8_length(*p.filename) || has_control_character(*p.filename))
+      return make_error(errc::invalid_file,
+                        "The file's name must be UTF-8 text without control characters.", "file");
     have_file_ = true;
     filename_ = *p.filename;
     sink_ = sink::file;
@@ -82,12 +89,18 @@ status upload::on_part(const multipart_part& p) {
   }
   if (p.name == "file")
     return make_error(errc::invalid_file, "The 'file' part must carry a filename.", "file");
+  const bool known = p.name == "purpose" || p.name == "expires_after[anchor]" ||
+                     p.name == "expires_after[seconds]";
+  if (known && p.filename)
+    return make_error(errc::invalid_file,
+                      "The '" + p.name + "' field was sent as a file part; send it as a field.",
+                      p.name);
+  if (known && !fields_seen_.insert(p.name).second)
+    return make_error(errc::invalid_file, "The upload has more than one '" + p.name + "' part.",
+                      p.name);
   field_name_ = p.name;
   field_value_.clear();
-  sink_ =
-      p.name == "purpose" || p.name == "expires_after[anchor]" || p.name == "expires_after[seconds]"
-          ? sink::field
-          : sink::skip;  // unknown fields are ignored, like OpenAI's
+  sink_ = known ? sink::field : sink::skip;  // unknown fields are ignored, like OpenAI's
   return ok;
 }
 
@@ -154,16 +167,16 @@ result<storage::file_record> upload::finish() {
   if (bytes_ > limit()) return too_large(limit());  // the purpose came after the file
   if (!is_file_purpose(*purpose_))
     return make_error(errc::invalid_value,
-                      "'" + *purpose_ +
+                      "'" + quote_client(*purpose_) +
                           "' is not a supported purpose; use one of batch, tasks, assistants, "
                           "fine-tune, vision, user_data, evals.",
                       "purpose");
   if ((*purpose_ == "batch" || *purpose_ == "tasks") &&
       (filename_.size() < 6 || filename_.compare(filename_.size() - 6, 6, ".jsonl") != 0))
-    return make_error(
-        errc::invalid_file,
-        "A file for purpose '" + *purpose_ + "' must be a .jsonl file; got '" + filename_ + "'.",
-        "file");
+    return make_error(errc::invalid_file,
+                      "A file for purpose '" + *purpose_ + "' must be a .jsonl file; got '" +
+                          quote_client(filename_) + "'.",
+                      "file");
   if (anchor_ || seconds_) {
     if (!anchor_ || *anchor_ != "created_at")
       return make_error(errc::invalid_value, "expires_after[anchor] must be 'created_at'.",

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -68,6 +69,7 @@ class upload {
   std::string field_value_;
   // The form.
   bool have_file_ = false;
+  std::set<std::string> fields_seen_;  ///< the known fields given so far (each at most once)
   std::string filename_;
   int64_t bytes_ = 0;
   std::optional<std::string> purpose_;

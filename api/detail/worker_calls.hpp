@@ -12,13 +12,14 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/worker_service.hpp"
-#include "api/auth.hpp"
+#include "api/admission.hpp"
 #include "config/result.hpp"
 
 namespace sy::api::detail {
 
+/// A worker call as its transport received it; admission reads it (admission::worker_call).
 struct worker_call {
-  enum class kind { lease, heartbeat, complete, fail, credentials };
+  using kind = worker_request::kind;
   kind what = kind::lease;
   std::string body;           ///< the JSON text of the request; empty reads as `{}`
   std::string authorization;  ///< lease: the `Authorization` value (a worker key)
@@ -34,7 +35,9 @@ inline constexpr std::string_view capability_header = "X-Switchyard-Task-Capabil
 /// unknown_parameter, missing_required_parameter, invalid_json, invalid_api_key,
 /// missing_api_key, invalid_capability_token, stale_attempt, lease_expired, runtime_not_found,
 /// invalid_grants, credentials_unavailable, storage_unavailable, shutting_down).
+/// The call goes through admission (admission::worker_call: the worker key or the token, the
+/// body), then to `workers`.
 boost::asio::awaitable<result<nlohmann::json>> run(actors::worker_service& workers,
-                                                   const authenticator& auth, worker_call call);
+                                                   const admission& admit, worker_call call);
 
 }  // namespace sy::api::detail

@@ -69,7 +69,7 @@ boost::asio::awaitable<response> request_handler::task_call(
                         req);
   worker_call call{kind_of(route), req.body(), std::string(req[http::field::authorization]),
                    std::string(req[capability_header]), std::move(caller)};
-  auto answer = co_await run(*workers_, auth_, std::move(call));
+  auto answer = co_await run(*workers_, admission_, std::move(call));
   if (!answer) co_return error_for(answer.error(), req);
   co_return json_response(http::status::ok, *answer, req);
 }

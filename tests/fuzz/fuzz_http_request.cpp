@@ -2,7 +2,7 @@
 /// them (the header with an empty_body parser, then the body with a string_body parser built from
 /// it, both with the server's limits), and a parsed request run through the pure parts of
 /// request handling: the route table, the query string, `Prefer`, `Idempotency-Key`, the media
-/// type, the API key and, for a JSON body, parse_json_body → parse_submission → request_hash.
+/// type, the API key and, for a JSON body, admission (api/admission.hpp) → request_hash.
 ///
 /// Input: byte 0 is the read size (0: everything in one read; n: reads of n bytes, as a slow
 /// client's segments arrive), the rest is what the client sent.
@@ -24,8 +24,8 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "actors/submission.hpp"
+#include "api/admission.hpp"
 #include "api/auth.hpp"
-#include "api/detail/json_parse.hpp"
 #include "api/detail/multipart.hpp"
 #include "api/detail/prefer.hpp"
 #include "api/detail/query.hpp"
@@ -131,15 +131,38 @@ void check_route(const sy::api::route_match& m) {
   }
 }
 
-/// A JSON body as request_handler::submit_job reads it. (The synchronous routes build their job
-/// with sync_submission, which lives beside the handler's coroutines and is not linked here;
-/// their bodies go through the same parser and are refused by parse_submission.)
+/// The client request a route hands to admission (request_handler::client_of).
+sy::api::client_request client_of(const sy::api::detail::request& req) {
+  auto header = [&](auto name) -> std::optional<std::string_view> {
+    auto it = req.find(name);
+    if (it == req.end()) return std::nullopt;
+    return std::string_view(it->value().data(), it->value().size());
+  };
+  sy::api::client_request r;
+  r.body = req.body();
+  r.authorization = header(http::field::authorization);
+  r.idempotency_key = header("Idempotency-Key");
+  r.traceparent = header("traceparent");
+  r.tracestate = header("tracestate");
+  return r;
+}
+
+/// A JSON body through admission, as request_handler::submit_job and sync_call hand it over.
 void handle_submission(const sy::api::detail::request& req) {
-  auto doc = sy::api::detail::parse_json_body(req.body());
-  if (!doc) return check_error(doc.error(), req);
-  auto sub = sy::actors::parse_submission(std::move(*doc), "fuzz", "");
-  if (!sub) return check_error(sub.error(), req);
-  check(sy::actors::request_hash(*sub).size() == 64, "request_hash is not 64 hex digits");
+  static const sy::api::admission admit{[] {
+    sy::config::settings s;
+    s.api_keys = {{sy::config::sha256_hex("sk-fuzz"), "fuzz"}};
+    return s;
+  }()};
+  auto job = admit.job(client_of(req));
+  if (!job) {
+    check_error(job.error(), req);
+  } else {
+    check((*job)->idempotency_key.size() <= 255, "Idempotency-Key longer than 255 accepted");
+    check(sy::actors::request_hash(**job).size() == 64, "request_hash is not 64 hex digits");
+  }
+  auto sync = admit.sync_call("/v1/chat/completions", client_of(req));
+  if (!sync) check_error(sync.error(), req);
 }
 
 void handle(const sy::api::detail::request& req) {
@@ -154,9 +177,6 @@ void handle(const sy::api::detail::request& req) {
   }
   if (auto wait = d::prefer_wait_seconds(header_values(req, "Prefer")))
     check(*wait >= 0, "Prefer: wait is negative");
-  auto key = d::idempotency_key(req);
-  if (!key) check_error(key.error(), req);
-  if (key) check(key->size() <= 255, "Idempotency-Key longer than 255 accepted");
   bool json = d::is_json_media_type(req[http::field::content_type]);
   auto tenant = auth().tenant_for(req[http::field::authorization]);
   if (!tenant) check_error(tenant.error(), req);

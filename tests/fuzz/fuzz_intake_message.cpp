@@ -1,6 +1,6 @@
 /// fuzz_intake_message: one NATS intake message (docs/nats.md) through
-/// api::detail::to_submission, with an authenticator that has no API keys and with one that has
-/// one key, and its `Sy-Reply-To` through is_valid_reply_subject.
+/// api::detail::to_submission (admission, api/admission.hpp), with no API keys and with one
+/// key, and its `Sy-Reply-To` through is_valid_reply_subject.
 ///
 /// Input: four lines then the payload: the subject; the Authorization header; the Nats-Msg-Id
 /// header; the reply subject; everything after the fourth '\n' is the payload. A header line
@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "actors/submission.hpp"
-#include "api/auth.hpp"
+#include "api/admission.hpp"
 #include "api/detail/intake_message.hpp"
 #include "config/sha256.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
@@ -51,9 +51,9 @@ bool reply_subject_rule(std::string_view s) {
 }
 
 /// Runs the message through `auth`; the hash of an accepted submission, nullopt when refused.
-std::optional<std::string> submit(const d::intake_input& in, const sy::api::authenticator& auth,
+std::optional<std::string> submit(const d::intake_input& in, const sy::api::admission& admit,
                                   std::string_view tenant) {
-  auto sub = d::to_submission(in, job_subject, auth, int64_t{1} << 20);
+  auto sub = d::to_submission(in, job_subject, admit);
   if (!sub) {
     sy::fuzz::check_client_error(sub.error());
     // An input error must be answered, never redelivered (which would repeat it forever).
@@ -63,16 +63,21 @@ std::optional<std::string> submit(const d::intake_input& in, const sy::api::auth
     return std::nullopt;
   }
   check(in.subject == job_subject, "accepted a message on another subject");
-  check(sub->tenant == tenant, "accepted for the wrong tenant");
-  check(sub->idempotency_key == in.msg_id.value_or(""), "the idempotency key is not Nats-Msg-Id");
-  return sy::actors::request_hash(*sub);
+  check((*sub)->tenant == tenant, "accepted for the wrong tenant");
+  check((*sub)->idempotency_key == in.msg_id.value_or(""),
+        "the idempotency key is not Nats-Msg-Id");
+  return sy::actors::request_hash(**sub);
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const sy::api::authenticator no_keys({});
-  static const sy::api::authenticator one_key({{sy::config::sha256_hex("sk-fuzz"), "fuzz"}});
+  static const sy::api::admission no_keys{sy::config::settings{}};
+  static const sy::api::admission one_key{[] {
+    sy::config::settings s;
+    s.api_keys = {{sy::config::sha256_hex("sk-fuzz"), "fuzz"}};
+    return s;
+  }()};
   std::string_view rest = sy::fuzz::as_text(data, size);
   d::intake_input in;
   in.subject = next_line(rest);

@@ -1,6 +1,7 @@
 /// fuzz_submission: a `POST /v1/jobs` body (the same document a NATS submission carries) as the
-/// API reads it: api::detail::parse_json_body, then actors::parse_submission, then
-/// actors::request_hash; every error is rendered with api::error_body as a client would get it.
+/// API reads it: storage::parse_strict_json (admission's parser), then actors::parse_submission,
+/// then actors::request_hash; every error is rendered with api::error_body as a client would get
+/// it.
 ///
 /// Input: the body's bytes.
 
@@ -11,7 +12,7 @@
 #include <utility>
 
 #include "actors/submission.hpp"
-#include "api/detail/json_parse.hpp"
+#include "storage/strict_json.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {
@@ -60,7 +61,7 @@ void check_hash(const sy::actors::submission& s) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto doc = sy::api::detail::parse_json_body(sy::fuzz::as_text(data, size));
+  auto doc = sy::storage::parse_strict_json(sy::fuzz::as_text(data, size));
   if (!doc) {
     sy::fuzz::check_client_error(doc.error());
     return 0;

@@ -19,7 +19,8 @@ nested() {
 
 rm -rf corpus
 mkdir -p corpus/{fuzz_submission,fuzz_http_request,fuzz_batch_line,fuzz_multipart}
-mkdir -p corpus/fuzz_intake_message
+mkdir -p corpus/fuzz_intake_message corpus/fuzz_micro_request corpus/fuzz_worker_call
+mkdir -p corpus/fuzz_task_line
 
 # --- fuzz_submission: the body of POST /v1/jobs.
 s=fuzz_submission
@@ -101,3 +102,28 @@ printf 'sy.submit.job\n+bearer \t sk-fuzz \n+\n_INBOX.*\n%s' "$chat" | seed $i e
 printf 'sy.submit.other\n+Bearer sk-other\n+m\nreply..x\n%s' "$chat" | seed $i wrong_subject
 printf 'sy.submit.job\n+Basic sk-fuzz\n+\x7f\n>\n{"endpoint":' | seed $i bad_everything
 printf 'sy.submit.job\n+Bearer sk-fuzz\n+k\na.b.c\n%s' '{"endpoint":"/v1/embeddings","body":{"model":"e","input":"x"},"metadata":{"a":"b"},"timeout":1}' | seed $i embeddings
+
+# --- fuzz_micro_request: Authorization, Idempotency-Key, traceparent ('+' = present), then the
+# payload.
+r=fuzz_micro_request
+printf '+Bearer sk-fuzz\n+key-1\n+00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01\n%s' "$chat" | seed $r keyed
+printf -- '-\n-\n-\n%s' "$chat" | seed $r no_headers
+printf '+Bearer sk-fuzz\n+\x01\n-\n%s' "$chat" | seed $r bad_key
+printf '+Bearer sk-fuzz\n-\n-\n{"endpoint":"/v1/chat/completions","body":{"model":"m\\u0000","model":"n"}}' | seed $r nul_and_duplicate
+printf '+Bearer sk-fuzz\n-\n-\n{"endpoint":"/v1/chat/completions","body":{"model":"m","t":1e999999,"z":-0}}' | seed $r overflow
+
+# --- fuzz_worker_call: byte 0 the call (0 lease, 1 heartbeat, 2 complete, 3 fail,
+# 4 credentials), then the Authorization and capability token lines, then the body.
+w=fuzz_worker_call
+{ printf '\x00'; printf 'Bearer sk-worker\n\n{"runtime":"r","max_tasks":10,"wait_ms":1000}'; } | seed $w lease
+{ printf '\x00'; printf '\n\n{"runtime":"r\\u001b","runtime":"s"}'; } | seed $w lease_control_duplicate
+{ printf '\x01'; printf '\na.b.c\n'; } | seed $w heartbeat_empty
+{ printf '\x02'; printf '\na.b.c\n{"output":{"text":"done","n":[1,2,-0]}}'; } | seed $w complete
+{ printf '\x03'; printf '\na.b.c\n{"error":{"code":"E.1","message":"m"},"retryable":true}'; } | seed $w fail
+{ printf '\x04'; printf '\na.b.c\n{}'; } | seed $w credentials
+
+# --- fuzz_task_line: a staged task file (JSONL).
+t=fuzz_task_line
+printf '%s\n%s\n\n%s\n' '{"custom_id":"a","body":{"model":"m","messages":[]}}' '{"custom_id":"h","request":{"method":"GET","url":"https://example.com/"}}' '{"input":{"x":1}}' | seed $t mixed
+printf '%s\n' '{"custom_id":"a\u0000","body":{"model":"m"}}' '{"body":{"model":"m","model":"n"}}' '{"body":{"model":"m","t":1e999999}}' | seed $t hostile
+printf '{"custom_id":"deep","body":{"model":"m","x":%s%s}}\n' "$(printf '[%.0s' $(seq 200))" "$(printf ']%.0s' $(seq 200))" | seed $t nested_200

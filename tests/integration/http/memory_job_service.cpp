@@ -10,7 +10,8 @@
 namespace sy::testing {
 
 boost::asio::awaitable<result<actors::submit_outcome>> memory_job_service::submit(
-    actors::submission s) {
+    actors::admitted<actors::submission> in) {
+  actors::submission s = std::move(in).take();
   ++submits;
   if (held_) {
     auto timer = std::make_shared<boost::asio::steady_timer>(

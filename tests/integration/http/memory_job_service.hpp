@@ -21,7 +21,8 @@ namespace sy::testing {
 class memory_job_service final : public actors::job_service {
  public:
   const runtime::clock& clock() const override { return clock_; }
-  boost::asio::awaitable<result<actors::submit_outcome>> submit(actors::submission s) override;
+  boost::asio::awaitable<result<actors::submit_outcome>> submit(
+      actors::admitted<actors::submission> in) override;
   result<storage::job_record> get(const std::string& tenant, const std::string& id) override;
   boost::asio::awaitable<result<storage::job_record>> wait_terminal(
       std::string tenant, std::string id, std::chrono::milliseconds timeout) override;

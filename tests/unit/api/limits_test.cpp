@@ -8,13 +8,13 @@
 #include <gtest/gtest.h>
 
 #include "actors/submission.hpp"
-#include "api/auth.hpp"
+#include "api/admission.hpp"
 #include "api/detail/intake_message.hpp"
-#include "api/detail/json_parse.hpp"
 #include "api/detail/responses.hpp"
 #include "api/detail/sync.hpp"
 #include "api/errors.hpp"
 #include "config/limits.hpp"
+#include "storage/strict_json.hpp"
 
 namespace sy::api::detail {
 namespace SY_UNITY_ID {
@@ -34,13 +34,13 @@ std::string nested_submission(int depth) {
 
 TEST(json_depth, the_limit_is_accepted_one_more_is_refused) {
   // The body's "x" value sits at depth 3 when it is an array: depth 2 + the arrays.
-  auto at = parse_json_body(nested_submission(limits::json_max_depth));
+  auto at = storage::parse_strict_json(nested_submission(limits::json_max_depth));
   ASSERT_TRUE(at.ok()) << at.error().message;
   auto sub = actors::parse_submission(std::move(*at), "t", "");
   ASSERT_TRUE(sub.ok()) << sub.error().message;
   EXPECT_EQ(actors::request_hash(*sub).size(), 64u);
 
-  auto over = parse_json_body(nested_submission(limits::json_max_depth + 1));
+  auto over = storage::parse_strict_json(nested_submission(limits::json_max_depth + 1));
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.error().code, "json_too_deep");
   EXPECT_NE(over.error().message.find(std::to_string(limits::json_max_depth)), std::string::npos);
@@ -52,7 +52,7 @@ TEST(json_depth, far_beyond_the_limit_is_refused_without_recursion) {
   for (const std::string& text :
        {std::string(200'000, '['), std::string(100'000, '[') + std::string(100'000, ']'),
         "{\"a\":" + std::string(200'000, '{')}) {
-    auto r = parse_json_body(text);
+    auto r = storage::parse_strict_json(text);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, "json_too_deep");
   }
@@ -60,13 +60,13 @@ TEST(json_depth, far_beyond_the_limit_is_refused_without_recursion) {
 
 TEST(json_depth, brackets_inside_strings_do_not_count) {
   const std::string brackets(10'000, '[');
-  auto r = parse_json_body(R"({"a":")" + brackets + R"(","b":"\"[[[\\"})");
+  auto r = storage::parse_strict_json(R"({"a":")" + brackets + R"(","b":"\"[[[\\"})");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ((*r)["a"], brackets);
 }
 
 TEST(json_depth, malformed_text_is_still_invalid_json) {
-  auto r = parse_json_body("{\"a\": [1, 2}");
+  auto r = storage::parse_strict_json("{\"a\": [1, 2}");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, "invalid_json");
 }
@@ -101,32 +101,32 @@ TEST(model_limit, sync_calls_accept_the_limit_and_refuse_one_byte_more) {
 }
 
 TEST(trace_context, nats_intake_reads_traceparent_and_tracestate_headers) {
-  authenticator auth(std::vector<config::api_key_entry>{});
+  const admission admit{config::settings{}};  // no API keys; max_body_bytes 1 MiB
   intake_input in;
   in.subject = "sy.submit.job";
   const std::string data = with_model("m").dump();
   in.data = data;
   in.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
   in.tracestate = "k=v";
-  auto s = to_submission(in, in.subject, auth, int64_t{1} << 20);
+  auto s = to_submission(in, in.subject, admit);
   ASSERT_TRUE(s.ok());
-  EXPECT_EQ(s->trace.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
-  EXPECT_EQ(s->trace.span_id, "00f067aa0ba902b7");
-  EXPECT_EQ(s->trace.state, "k=v");
+  EXPECT_EQ((*s)->trace.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ((*s)->trace.span_id, "00f067aa0ba902b7");
+  EXPECT_EQ((*s)->trace.state, "k=v");
   in.traceparent = "00-not-a-trace-context";  // ignored: the job starts its own trace
-  auto bad = to_submission(in, in.subject, auth, int64_t{1} << 20);
+  auto bad = to_submission(in, in.subject, admit);
   ASSERT_TRUE(bad.ok());
-  EXPECT_FALSE(bad->trace.valid());
+  EXPECT_FALSE((*bad)->trace.valid());
 }
 
 TEST(model_limit, nats_intake_applies_the_same_limits) {
-  authenticator auth(std::vector<config::api_key_entry>{});
+  const admission admit{config::settings{}};  // max_body_bytes 1 MiB
   const std::string subject = "sy.submit.job";
   auto run = [&](const std::string& data) {
     intake_input in;
     in.subject = subject;
     in.data = data;
-    return to_submission(in, subject, auth, int64_t{1} << 20);
+    return to_submission(in, subject, admit);
   };
   EXPECT_TRUE(run(with_model(std::string(limits::model_max_bytes, 'm')).dump()).ok());
   auto long_model = run(with_model(std::string(limits::model_max_bytes + 1, 'm')).dump());
@@ -180,10 +180,14 @@ TEST(metadata_limit, the_batches_check_counts_characters_of_any_width) {
 }
 
 TEST(idempotency_key_limit, the_limit_is_accepted_one_more_is_refused) {
-  auto with_key = [](size_t n) {
-    request req;
-    req.set("Idempotency-Key", std::string(n, 'k'));
-    return idempotency_key(req);
+  const admission admit{config::settings{}};
+  const std::string text = with_model("m").dump();
+  auto with_key = [&](size_t n) {
+    const std::string key(n, 'k');
+    client_request r;
+    r.body = text;
+    r.idempotency_key = key;
+    return admit.job(r);
   };
   EXPECT_TRUE(with_key(limits::idempotency_key_max_chars).ok());
   auto over = with_key(limits::idempotency_key_max_chars + 1);

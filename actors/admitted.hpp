@@ -1,0 +1,30 @@
+#pragma once
+/// A request that passed admission (api/admission.hpp): the only form in which client input
+/// reaches the core. Its constructor is private and the admission layer is its one friend, so a
+/// surface cannot hand the core something that skipped the limits of docs/limits.md — a surface
+/// added later either goes through admission or does not compile.
+/// A plain value: any thread may hold one; it is moved into the core once.
+
+#include <utility>
+
+namespace sy::api {
+class admission;
+}  // namespace sy::api
+
+namespace sy::actors {
+
+template <class T>
+class admitted {
+ public:
+  const T& operator*() const& { return value_; }
+  const T* operator->() const { return &value_; }
+  /// The request, moved out (the core takes it once).
+  T take() && { return std::move(value_); }
+
+ private:
+  explicit admitted(T value) : value_(std::move(value)) {}
+  friend class sy::api::admission;
+  T value_;
+};
+
+}  // namespace sy::actors
