@@ -80,8 +80,10 @@ void write(level l, std::string_view component, std::string_view msg,
   std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (text.size() > line_max_bytes) {
     // Many fields, each within its bound: the line keeps what says what happened.
-    nlohmann::json cut = {{"ts", line["ts"]},         {"level", line["level"]},
-                          {"component", component},    {"msg", line["msg"]},
+    nlohmann::json cut = {{"ts", line["ts"]},
+                          {"level", line["level"]},
+                          {"component", component},
+                          {"msg", line["msg"]},
                           {"truncated_bytes", text.size()}};
     text = cut.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
