@@ -414,6 +414,13 @@ void http_server::request_finished() {
 
 void http_server::stop_accepting() {
   if (stopping_.exchange(true)) return;
+  if (threads_.empty()) {
+    // Never served (`run` failed): no io thread will close the listener, and waiting for one
+    // would hold the caller for `shutdown_timeout_ms`.
+    beast::error_code ec;
+    acceptor_.close(ec);
+    return;
+  }
   // Close the listener on its thread and wait for it, so no connection is accepted after we
   // return (a caller may then tell a load balancer or start a new process on the port).
   auto closed = std::make_shared<std::promise<void>>();
