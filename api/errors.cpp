@@ -149,7 +149,9 @@ constexpr std::array<result_error_info, 23> internal_table = {{
     {"invalid_config", "startup",
      "a setting (file, environment or flag) is invalid; switchyard exits"},
     {"invalid_listen", "startup", "a listen address does not parse; switchyard exits"},
-    {"listen_failed", "startup", "the HTTP listener cannot bind; switchyard exits"},
+    {"listen_failed", "startup",
+     "a listener (`listen` or `internal_listen`) cannot bind; switchyard exits at once, before "
+     "anything starts"},
     {"webhook_secret", "startup",
      "the webhook secret file cannot be made or read; switchyard exits"},
     {"invalid_nats_host", "startup",

@@ -1,6 +1,7 @@
 #include "api/http_server.hpp"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -27,7 +28,6 @@
 #include <boost/beast/http/write.hpp>
 
 #include "api/detail/connection.hpp"
-#include "api/detail/listen_address.hpp"
 #include "config/limits.hpp"
 #include "runtime/await_token.hpp"
 #include "runtime/thread_name.hpp"
@@ -186,56 +186,44 @@ http_server::http_server(const config::settings& settings, actors::job_service& 
       read_timeout_ms_(settings.http_read_timeout_ms),
       shutdown_timeout_ms_(settings.shutdown_timeout_ms) {}
 
-result<std::unique_ptr<http_server>> http_server::start(const config::settings& settings,
+result<std::unique_ptr<http_server>> http_server::start(listener bound,
+                                                        const config::settings& settings,
                                                         actors::job_service& service,
                                                         std::function<bool()> ready,
                                                         actors::batch_service* batches) {
   std::unique_ptr<http_server> server(
       new http_server(settings, service, std::move(ready), batches, nullptr));
-  if (auto s = server->run(settings.listen); !s) return s.error();
+  if (auto s = server->run(std::move(bound)); !s) return s.error();
   return server;
 }
 
-result<std::unique_ptr<http_server>> http_server::start_internal(const config::settings& settings,
+result<std::unique_ptr<http_server>> http_server::start_internal(listener bound,
+                                                                 const config::settings& settings,
                                                                  actors::job_service& service,
                                                                  actors::worker_service& workers,
                                                                  std::function<bool()> ready) {
   std::unique_ptr<http_server> server(
       new http_server(settings, service, std::move(ready), nullptr, &workers));
-  if (auto s = server->run(settings.internal_listen); !s) return s.error();
+  if (auto s = server->run(std::move(bound)); !s) return s.error();
   return server;
 }
 
-status http_server::run(const std::string& address) {
-  if (auto s = listen(address); !s) return s.error();
+status http_server::run(listener bound) {
+  beast::error_code ec;
+  const int fd = bound.release();
+  acceptor_.assign(bound.protocol(), fd, ec);
+  if (ec) {
+    ::close(fd);
+    return make_error(errc::listen_failed,
+                      "cannot serve on " + bound.address() + ": " + ec.message(), "listen");
+  }
+  port_ = bound.port();
   asio::co_spawn(acceptor_.get_executor(), accept_loop(), asio::detached);
   for (auto& lane : lanes_)
     threads_.emplace_back([l = lane.get()] {
       runtime::name_this_thread("sy-http");
       l->ioc.run();
     });
-  return ok;
-}
-
-status http_server::listen(const std::string& address) {
-  auto endpoint = detail::parse_listen_address(address);
-  if (!endpoint) return endpoint.error();
-  beast::error_code ec;
-  auto fail = [&](const char* what) {
-    return make_error(
-        errc::listen_failed,
-        std::string("Cannot listen on ") + address + ": " + what + " failed: " + ec.message() + ".",
-        "listen");
-  };
-  acceptor_.open(endpoint->protocol(), ec);
-  if (ec) return fail("open");
-  acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
-  if (ec) return fail("setsockopt");
-  acceptor_.bind(*endpoint, ec);
-  if (ec) return fail("bind");
-  acceptor_.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return fail("listen");
-  port_ = acceptor_.local_endpoint(ec).port();
   return ok;
 }
 
@@ -414,6 +402,13 @@ void http_server::request_finished() {
 
 void http_server::stop_accepting() {
   if (stopping_.exchange(true)) return;
+  if (threads_.empty()) {
+    // Never served (`run` failed): no io thread will close the listener, and waiting for one
+    // would hold the caller for `shutdown_timeout_ms`.
+    beast::error_code ec;
+    acceptor_.close(ec);
+    return;
+  }
   // Close the listener on its thread and wait for it, so no connection is accepted after we
   // return (a caller may then tell a load balancer or start a new process on the port).
   auto closed = std::make_shared<std::promise<void>>();

@@ -31,6 +31,7 @@
 #include "actors/batch_service.hpp"
 #include "actors/job_service.hpp"
 #include "api/detail/request_handler.hpp"
+#include "api/listener.hpp"
 #include "config/result.hpp"
 #include "config/settings.hpp"
 
@@ -42,18 +43,20 @@ struct connection;
 
 class http_server {
  public:
-  /// Binds `settings.listen` (HOST:PORT, IPv4 or [IPv6]; port 0 picks a free port) and starts
-  /// serving. `ready` answers /readyz. `service` must outlive the server.
-  /// Errors: invalid_listen (unparsable address), listen_failed (bind/listen refused).
-  /// `batches` serves the Files and Batch API (nullptr: those routes answer 404); uploads to
-  /// POST /v1/files are streamed to it, never held in memory.
-  static result<std::unique_ptr<http_server>> start(const config::settings& settings,
+  /// Serves the public API on `bound` (api/listener.hpp): from now on requests are accepted.
+  /// `ready` answers /readyz. `service` must outlive the server. `batches` serves the Files and
+  /// Batch API (nullptr: those routes answer 404); uploads to POST /v1/files are streamed to it,
+  /// never held in memory. Error: listen_failed (the socket cannot be taken over).
+  static result<std::unique_ptr<http_server>> start(listener bound,
+                                                    const config::settings& settings,
                                                     actors::job_service& service,
                                                     std::function<bool()> ready,
                                                     actors::batch_service* batches = nullptr);
-  /// The internal listener: binds `settings.internal_listen` and serves the worker protocol
-  /// (docs/workers.md), /healthz and /readyz — nothing of the public API. Errors as start's.
-  static result<std::unique_ptr<http_server>> start_internal(const config::settings& settings,
+  /// The internal listener, served on `bound` (bound to `settings.internal_listen`): the worker
+  /// protocol (docs/workers.md), /healthz and /readyz — nothing of the public API. Errors as
+  /// start's.
+  static result<std::unique_ptr<http_server>> start_internal(listener bound,
+                                                             const config::settings& settings,
                                                              actors::job_service& service,
                                                              actors::worker_service& workers,
                                                              std::function<bool()> ready);
@@ -83,9 +86,8 @@ class http_server {
   http_server(const config::settings& settings, actors::job_service& service,
               std::function<bool()> ready, actors::batch_service* batches,
               actors::worker_service* workers);
-  status listen(const std::string& address);
-  /// Listens on `address` and starts the accept loop and the io threads.
-  status run(const std::string& address);
+  /// Takes `bound` over and starts the accept loop and the io threads.
+  status run(listener bound);
   boost::asio::awaitable<void> accept_loop();
   boost::asio::awaitable<void> serve(std::shared_ptr<detail::connection> conn);
   /// Streams one upload's body through the handler and answers it; false when the connection

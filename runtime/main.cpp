@@ -1,6 +1,7 @@
 /// `switchyard`: the command line entry point. `serve` wires the parts together in dependency
-/// order — storage, NATS (private or given), engine, HTTP — waits for SIGTERM/SIGINT, and stops
-/// them in reverse order (docs/architecture.md, "Shutdown").
+/// order — storage, the listeners' sockets (bound, not yet accepting), NATS (private or given),
+/// engine, then HTTP serving on those sockets — waits for SIGTERM/SIGINT, and stops them in
+/// reverse order (docs/architecture.md, "Startup" and "Shutdown").
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -14,10 +15,12 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "actors/engine.hpp"
 #include "api/http_server.hpp"
+#include "api/listener.hpp"
 #include "api/nats_intake.hpp"
 #include "api/nats_service.hpp"
 #include "config/cli.hpp"
@@ -55,8 +58,6 @@ sigset_t block_stop_signals() {
   return set;
 }
 
-/// Writes HOST:PORT to <data_dir>/listen.addr once the server listens (tests and scripts read it
-/// when they asked for port 0).
 /// Writes `<data_dir>/<name>`: the HOST:PORT a listener bound (`listen`: as configured, with
 /// the port it got), for scripts and tests that ask for port 0.
 void write_listen_file(const config::settings& s, const std::string& listen, uint16_t port,
@@ -165,6 +166,17 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   if (!lock) return fail("cannot lock the data directory", lock.error());
   auto env = storage::environment::open(s.data_dir, s.lmdb_initial_map_bytes);
   if (!env) return fail("cannot open the job store", env.error());
+  // Every address is taken before anything starts: one that is in use ends the process here, at
+  // once, before NATS, the engine or a listener has done any work (a listener bound after the
+  // public one began accepting would answer submissions and then stop the process slowly).
+  auto public_socket = api::listener::bind(s.listen);
+  if (!public_socket) return fail("cannot bind the public listener", public_socket.error());
+  std::optional<api::listener> internal_socket;
+  if (!s.internal_listen.empty()) {
+    auto bound = api::listener::bind(s.internal_listen);
+    if (!bound) return fail("cannot bind the internal listener", bound.error());
+    internal_socket = std::move(*bound);
+  }
 
   std::unique_ptr<runtime::nats_server> private_nats;
   std::string nats_url = s.nats_url;
@@ -222,12 +234,13 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   if (!eng) return fail("cannot start the engine", eng.error());
   actors::engine* engine = eng->get();
   auto http = api::http_server::start(
-      s, *engine, [engine] { return engine->ready(); }, &engine->batches());
+      std::move(*public_socket), s, *engine, [engine] { return engine->ready(); },
+      &engine->batches());
   if (!http) return fail("cannot start the HTTP server", http.error());
   std::unique_ptr<api::http_server> internal;
-  if (!s.internal_listen.empty()) {
-    auto started =
-        api::http_server::start_internal(s, *engine, *engine, [engine] { return engine->ready(); });
+  if (internal_socket) {
+    auto started = api::http_server::start_internal(std::move(*internal_socket), s, *engine,
+                                                    *engine, [engine] { return engine->ready(); });
     if (!started) return fail("cannot start the internal listener", started.error());
     internal = std::move(*started);
     write_listen_file(s, s.internal_listen, internal->port(), "internal.addr");

@@ -29,7 +29,10 @@ class http_server_test : public ::testing::Test {
  protected:
   void start(config::settings s) {
     s.listen = "127.0.0.1:0";
-    auto server = api::http_server::start(s, service_, [this] { return ready_.load(); });
+    auto bound = api::listener::bind(s.listen);
+    ASSERT_TRUE(bound.ok()) << bound.error().message;
+    auto server =
+        api::http_server::start(std::move(*bound), s, service_, [this] { return ready_.load(); });
     ASSERT_TRUE(server.ok()) << server.error().message;
     server_ = std::move(*server);
     ASSERT_NE(server_->port(), 0);
