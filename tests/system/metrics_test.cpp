@@ -60,12 +60,16 @@ TEST(metrics, counts_equal_the_jobs_run_and_gauges_return_to_zero_when_idle) {
   for (int i = 0; i < jobs; ++i) ids.push_back(env.submit(c, "m-" + std::to_string(i)));
   for (const auto& id : ids) ASSERT_FALSE(id.empty());
 
-  // While the gateway holds requests, the in-flight gauges show them.
+  // While the gateway holds requests, the in-flight gauges show them. A request's meter counts
+  // it in the process's gauge and then in its model's, and a scrape reads one family after the
+  // other: wait for one scrape that shows all three.
   std::string during;
   ASSERT_TRUE(wait_for(
       [&] {
         during = c.get("/metrics").body;
-        return value(during, "processor_inflight_requests") > 0;
+        return value(during, "processor_inflight_requests") > 0 &&
+               value(during, "model_inflight_requests", {R"(model="sys-model")"}) > 0 &&
+               value(during, "active_workers") > 0;
       },
       std::chrono::seconds(60)))
       << during;
@@ -130,17 +134,21 @@ TEST(metrics, queue_gauges_show_the_tasks_waiting_for_a_slot) {
   std::vector<std::string> ids;
   for (int i = 0; i < 4; ++i) ids.push_back(env.submit(c, "q-" + std::to_string(i)));
   const std::string queue = R"(queue="sys-model")";
+  const std::string model = R"(model="sys-model")";
   std::string text;
-  // One runs; the others wait their turn, 1.5 s each.
+  // One runs; the others wait their turn, 1.5 s each. The queue gauges are the reaper's last
+  // sweep (every 2 s), the in-flight gauge is live: a sweep can come before the first job is
+  // dispatched, or a scrape between two jobs, so wait for a scrape that shows both.
   ASSERT_TRUE(wait_for(
       [&] {
         text = c.get("/metrics").body;
         return value(text, "switchyard_queue_depth", {queue}) >= 2 &&
-               value(text, "switchyard_queue_oldest_age_seconds", {queue}) > 0;
+               value(text, "switchyard_queue_oldest_age_seconds", {queue}) > 0 &&
+               value(text, "model_inflight_requests", {model}) == 1;
       },
       std::chrono::seconds(30)))
       << text;
-  EXPECT_EQ(value(text, "model_inflight_requests", {R"(model="sys-model")"}), 1);
+  EXPECT_EQ(value(text, "model_inflight_requests", {model}), 1);
   for (const auto& id : ids) EXPECT_EQ(env.wait_terminal(c, id), "completed");
   ASSERT_TRUE(wait_for(
       [&] {

@@ -226,14 +226,22 @@ TEST(system, a_ten_task_list_is_not_starved_by_a_million_task_list) {
       [&] { return c.get("/v1/jobs/" + big_id).json()["task_counts"]["completed"] >= 2'000; },
       std::chrono::seconds(60)))
       << env.engine_log();
+  const int64_t big_before =
+      c.get("/v1/jobs/" + big_id).json()["task_counts"]["completed"].get<int64_t>();
   const auto t0 = std::chrono::steady_clock::now();
   auto small = c.post_json("/v1/jobs", list_job(10, "small"));
   ASSERT_EQ(small.status, 201) << small.body;
   auto done = wait_done(c, small.json()["id"]);
   const auto waited = std::chrono::steady_clock::now() - t0;
   ASSERT_EQ(done["status"], "completed") << done.dump();
-  EXPECT_LT(waited, std::chrono::seconds(5));
   auto big_now = c.get("/v1/jobs/" + big_id).json();
+  // The wait measured in the big list's own progress, which a loaded machine slows down as much
+  // as the small list's: only the big list's window (256 tasks) can be ahead of the small one's
+  // tasks on the model's queue, against the rest of its million had the small list been starved.
+  const int64_t big_meanwhile = big_now["task_counts"]["completed"].get<int64_t>() - big_before;
+  EXPECT_LT(big_meanwhile, 50'000) << big_now.dump();
+  // And in seconds: a few when the machine is idle; this bound only catches a stall.
+  EXPECT_LT(waited, std::chrono::seconds(30));
   EXPECT_LT(big_now["task_counts"]["completed"].get<int64_t>(), 900'000) << big_now.dump();
   // The big list never had more than its window (task_window 256) queued or running.
   EXPECT_LE(big_now["task_counts"]["in_progress"].get<int64_t>(), 256);

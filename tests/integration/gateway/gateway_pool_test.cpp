@@ -88,7 +88,8 @@ TEST_F(GatewayTest, AbortDuringBackoffReturnsPromptly) {
   EXPECT_EQ(out.error, "aborted");
   EXPECT_EQ(out.tries, 1);
   EXPECT_EQ(fake.requests(), 1);
-  EXPECT_LT(elapsed_ms(start), 2'000);
+  // Well before the 10 s backoff ends (half of it: room for a loaded machine's scheduling).
+  EXPECT_LT(elapsed_ms(start), 5'000);
 }
 
 TEST_F(GatewayTest, AbortBeforeSendDoesNothing) {

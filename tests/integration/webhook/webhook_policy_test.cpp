@@ -21,8 +21,9 @@ TEST_F(WebhookTest, MetadataAddressIsPermanentlyRefusedWithoutConnecting) {
   const auto start = std::chrono::steady_clock::now();
   auto out = deliver(client, "http://169.254.169.254/latest/meta-data/", body("j", 1));
   // A connect attempt to a link-local address would hang until the 10 s timeout or fail with a
-  // network error; the policy answers before any of that.
-  EXPECT_LT(elapsed_ms(start), 2'000);
+  // network error; the policy answers before any of that. (Half the timeout: a loaded machine's
+  // scheduling cannot make an answer that never connected look like one that waited.)
+  EXPECT_LT(elapsed_ms(start), 5'000);
   EXPECT_FALSE(out.delivered);
   EXPECT_TRUE(out.permanent);
   EXPECT_EQ(out.status_code, 0);
