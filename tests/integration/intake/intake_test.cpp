@@ -35,7 +35,8 @@ class unavailable_service final : public actors::job_service {
   std::atomic<int> submits{0};
   runtime::system_clock_source time;
   const runtime::clock& clock() const override { return time; }
-  boost::asio::awaitable<result<actors::submit_outcome>> submit(actors::submission) override {
+  boost::asio::awaitable<result<actors::submit_outcome>> submit(
+      actors::admitted<actors::submission>) override {
     ++submits;
     co_return make_error(errc::storage_unavailable, "Storage is down (test).");
   }
