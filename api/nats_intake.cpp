@@ -41,9 +41,16 @@ result<std::unique_ptr<nats_intake>> nats_intake::start(const config::settings& 
                                                         nats_intake_options options) {
   std::unique_ptr<nats_intake> intake(new nats_intake(settings, service, js, options));
   // Without NATS (down at start) or its streams (not made yet) there is nothing to consume: the
-  // fetch loop binds once it can. Any other failure to bind is a configuration error.
-  if (js.layout_ready())
-    if (auto st = intake->bind(); !st) return st.error();
+  // fetch loop binds once it can. So it does when the bind fails for want of NATS (a request
+  // that timed out or found no responder: a server busy, restarting, or back with its
+  // JetStream state reset). Any other failure to bind is a configuration error.
+  if (js.layout_ready()) {
+    if (auto st = intake->bind(); !st) {
+      if (st.error().code != errc::nats_unavailable) return st.error();
+      log::warn(component, "cannot bind the consumer yet; retrying",
+                {{"error", st.error().message}});
+    }
+  }
   auto* self = intake.get();
   intake->io_thread_ = std::thread([self] {
     runtime::name_this_thread("sy-intake-io");

@@ -454,10 +454,13 @@ micro_service::~micro_service() { (void)stop(); }
 status micro_service::stop() {
   if (subs_.empty()) return sy::ok;
   const int64_t timeout_ms = core_->config.stop_timeout_ms;
+  // A drain needs the server (it flushes, then waits for the server's PONG): without a
+  // connection it would only wait out its timeout, and nothing more can arrive anyway.
+  const bool connected = natsConnection_Status(core_->nc) == NATS_CONN_STATUS_CONNECTED;
   for (natsSubscription* sub : subs_) {
     // Draining stops new deliveries and lets those already received run; when the connection
     // cannot drain (closed, say), closing the subscription ends it all the same.
-    if (natsSubscription_DrainTimeout(sub, timeout_ms) != NATS_OK)
+    if (!connected || natsSubscription_DrainTimeout(sub, timeout_ms) != NATS_OK)
       (void)natsSubscription_Unsubscribe(sub);
   }
   bool drained = true;

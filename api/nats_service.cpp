@@ -1,5 +1,7 @@
 #include "api/nats_service.hpp"
 
+#include <algorithm>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 
@@ -64,7 +66,11 @@ asio::awaitable<void> task_call(actors::worker_service& workers, const admission
 
 nats_service::nats_service(const config::settings& settings, actors::job_service& jobs,
                            actors::worker_service& workers)
-    : admission_(settings), jobs_(jobs), workers_(workers), prefix_(settings.subject_prefix) {}
+    : admission_(settings),
+      jobs_(jobs),
+      workers_(workers),
+      prefix_(settings.subject_prefix),
+      shutdown_timeout_ms_(settings.shutdown_timeout_ms) {}
 
 micro_config nats_service::config(int64_t now_ms) {
   micro_config c;
@@ -72,6 +78,8 @@ micro_config nats_service::config(int64_t now_ms) {
   c.version = "0.1.0";
   c.description = "Switchyard: job submission and the worker protocol (docs/nats.md)";
   c.started_ms = now_ms;
+  // Its drain is part of the engine's stop, so it gets no more than the engine's grace.
+  c.stop_timeout_ms = std::min(c.stop_timeout_ms, shutdown_timeout_ms_);
   c.endpoints.push_back({"jobs_create",
                          prefix_ + ".api.jobs.create",
                          [this](const micro_request& r, micro_responder out) {

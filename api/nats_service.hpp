@@ -68,6 +68,7 @@ class nats_service {
   actors::job_service& jobs_;
   actors::worker_service& workers_;
   std::string prefix_;  ///< the subject prefix (`sy`)
+  int64_t shutdown_timeout_ms_;
   boost::asio::io_context io_{1};
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_{
       boost::asio::make_work_guard(io_)};

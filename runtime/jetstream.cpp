@@ -67,11 +67,17 @@ bool is_disconnect(natsStatus s) {
 }
 
 /// The one adapter from nats.c's status + thread-local error text to our error type.
+///
+/// nats.c keeps the thread's last error text until another error replaces it, and a call that
+/// fails with a bare status (a request's timeout or no-responders) sets none: its text would be
+/// an older, unrelated one — e.g. "wrong last sequence" left by a kvStore_Create that succeeded
+/// on its retry over a delete marker. So the text is used only when its status is this one.
 sy::error nats_error(std::string_view what, natsStatus s,
                      jsErrCode jerr = static_cast<jsErrCode>(0)) {
-  const char* text = nats_GetLastError(nullptr);
-  std::string msg = std::string(what) +
-                    " failed: " + (text != nullptr && *text != '\0' ? text : natsStatus_GetText(s));
+  natsStatus last = NATS_OK;
+  const char* text = nats_GetLastError(&last);
+  const bool fresh = last == s && text != nullptr && *text != '\0';
+  std::string msg = std::string(what) + " failed: " + (fresh ? text : natsStatus_GetText(s));
   if (jerr != 0) msg += " (JetStream error " + std::to_string(static_cast<int>(jerr)) + ")";
   msg += '.';
   return make_error(is_disconnect(s) ? errc::nats_unavailable : errc::nats_error, std::move(msg));

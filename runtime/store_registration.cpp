@@ -130,6 +130,10 @@ store_registration::state store_registration::renew() {
 void store_registration::release() {
   if (!held()) return;
   revision_ = 0;
+  // Without a connection each request below would wait out JetStream's 5 s request timeout
+  // (nats.c buffers it for a reconnect that a stopping engine does not wait for); the next
+  // engine then waits for the lease instead.
+  if (!js_.connected()) return;
   auto got = js_.kv_get(bucket(), key);
   if (!got || !got->has_value()) return;
   if (!ours((*got)->value)) return;

@@ -47,6 +47,8 @@ class store_registration {
   /// using the streams) or `unavailable`.
   state renew();
   /// Deletes the entry when it is still ours (a clean stop hands the streams over at once).
+  /// Without a NATS connection it only forgets the entry (a stop must not wait for requests
+  /// that cannot be answered); the next engine of this store takes it at once anyway.
   void release();
 
   /// Why the last claim or renewal answered `conflict`: who holds the streams and what to do.
