@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include <prometheus/counter.h>
@@ -19,6 +20,8 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+
+#include "config/error_codes.hpp"
 
 namespace sy::metrics {
 namespace {
@@ -190,6 +193,9 @@ struct registry {
   std::map<uint64_t, scraped> readers;
   uint64_t next_reader = 1;
 
+  registry() { add_known_series(); }
+  void add_known_series();
+
   model_meters& model(const std::string& m) {
     std::lock_guard lock(mu);
     auto it = models.find(m);
@@ -208,6 +214,83 @@ registry& reg() {
 }
 
 void add(pm::Family<pm::Counter>& f, const pm::Labels& l, double by = 1) { f.Add(l).Increment(by); }
+
+/// The series whose labels are known in advance are made at start, so that each reads 0 until
+/// its first event and an alert on its `increase` sees the first one too. (A family labelled by
+/// an open set, a model, a queue or a route, has no series until its first; `scrape` serves its
+/// HELP and TYPE lines.) The values are the ones the callers pass: keep them in step.
+void registry::add_known_series() {
+  // A vector, not an initializer_list: a pair or tuple made from a braced list would keep an
+  // initializer_list whose array is gone at the end of the declaration.
+  using list = std::vector<std::string_view>;
+  auto each = [](const list& values, auto&& make) {
+    for (auto v : values) make(std::string(v));
+  };
+  // actors/observe_changes.cpp; the reasons are the codes an attempt's end records
+  // (actors/attempt.cpp) or the lease reaper's, and the fallbacks.
+  const std::pair<std::string_view, list> jobs[] = {
+      {"success", {"none"}},
+      {"cancelled", {"none"}},
+      {"expired", {"expired_dequeue", "expired_execution"}},
+      {"failed",
+       {"system_error", errc::gateway_rejected.view(), errc::gateway_error.view(),
+        errc::gateway_unreachable.view(), errc::http_rejected.view(), errc::http_error.view(),
+        errc::http_unreachable.view(), errc::http_task_denied.view(), errc::lease_expired.view()}},
+      {"re_enqueued",
+       {errc::gateway_error.view(), errc::gateway_unreachable.view(), errc::http_error.view(),
+        errc::http_unreachable.view(), errc::lease_expired.view(), errc::shutdown.view()}}};
+  for (const auto& [result, reasons] : jobs)
+    each(reasons, [&](const std::string& reason) {
+      jobs_processed.Add({{"result", std::string(result)}, {"reason", reason}});
+    });
+  for (int64_t size : {1, 2, 101, 1001, 10001, 100001}) {
+    const pm::Labels l{{"size_bucket", std::string(size_bucket(size))}};
+    job_processing.Add(l, job_buckets);
+    plan_build.Add(l, job_buckets);
+  }
+  each({"completed", "failed", "expired", "cancelled"}, [&](const std::string& s) {
+    batch_e2e.Add({{"status", s}}, job_buckets);
+  });
+  each({"queued", "in_progress", "finalizing"}, [&](const std::string& p) {
+    batch_cancel.Add({{"phase", p}});
+  });
+  // actors/batch_manager.cpp: the statuses of a batch that has not ended.
+  each({"validating", "in_progress", "finalizing", "cancelling"}, [&](const std::string& s) {
+    batch_recovery.Add({{"status", s}, {"action", "resumed"}});
+  });
+  // actors/batch_manager.cpp (apiserver, garbage-collector), actors/batch_finalize.cpp
+  // (processor: the one store that is retried).
+  const std::tuple<std::string_view, std::string_view, list> file_kinds[] = {
+      {"store", "apiserver", {"success", "exhausted"}},
+      {"store", "processor", {"success", "retry", "exhausted"}},
+      {"delete", "apiserver", {"success", "exhausted"}},
+      {"delete", "garbage-collector", {"success", "exhausted"}}};
+  for (const auto& [operation, component, statuses] : file_kinds)
+    each(statuses, [&](const std::string& st) {
+      file_ops.Add({{"operation", std::string(operation)},
+                    {"component", std::string(component)},
+                    {"status", st}});
+    });
+  // The statuses a surface answers a submission it takes with (docs/api.md, docs/nats.md), and
+  // the two that say the engine could not: 500 and 503.
+  const std::pair<std::string_view, list> surfaces[] = {
+      {"http", {"200", "201", "202", "500", "503"}},
+      {"batch", {"200", "500", "503"}},
+      {"nats", {"200", "202", "500", "503"}}};
+  for (const auto& [surface, statuses] : surfaces)
+    each(statuses, [&](const std::string& st) {
+      submissions.Add({{"surface", std::string(surface)}, {"status", st}});
+    });
+  each({"task", "event", "task_event", "dlq"}, [&](const std::string& k) {
+    outbox_published.Add({{"kind", k}});
+  });
+  each({"delivered", "retried", "dropped"}, [&](const std::string& o) {
+    webhooks.Add({{"outcome", o}});
+  });
+  each({"queue_full", "export_failed", "shutdown"}, [&](const std::string& r) {
+    spans_dropped.Add({{"reason", r}});
+  });
+}
 
 struct key_hash {
   using is_transparent = void;
