@@ -223,9 +223,7 @@ void registry::add_known_series() {
   // A vector, not an initializer_list: a pair or tuple made from a braced list would keep an
   // initializer_list whose array is gone at the end of the declaration.
   using list = std::vector<std::string_view>;
-  auto each = [](const list& values, auto&& make) {
-    for (auto v : values) make(std::string(v));
-  };
+  auto text = [](std::string_view v) { return std::string(v); };
   // actors/observe_changes.cpp; the reasons are the codes an attempt's end records
   // (actors/attempt.cpp) or the lease reaper's, and the fallbacks.
   const std::pair<std::string_view, list> jobs[] = {
@@ -240,24 +238,20 @@ void registry::add_known_series() {
        {errc::gateway_error.view(), errc::gateway_unreachable.view(), errc::http_error.view(),
         errc::http_unreachable.view(), errc::lease_expired.view(), errc::shutdown.view()}}};
   for (const auto& [result, reasons] : jobs)
-    each(reasons, [&](const std::string& reason) {
-      jobs_processed.Add({{"result", std::string(result)}, {"reason", reason}});
-    });
+    for (auto reason : reasons)
+      jobs_processed.Add({{"result", text(result)}, {"reason", text(reason)}});
   for (int64_t size : {1, 2, 101, 1001, 10001, 100001}) {
-    const pm::Labels l{{"size_bucket", std::string(size_bucket(size))}};
+    const pm::Labels l{{"size_bucket", text(size_bucket(size))}};
     job_processing.Add(l, job_buckets);
     plan_build.Add(l, job_buckets);
   }
-  each({"completed", "failed", "expired", "cancelled"}, [&](const std::string& s) {
-    batch_e2e.Add({{"status", s}}, job_buckets);
-  });
-  each({"queued", "in_progress", "finalizing"}, [&](const std::string& p) {
-    batch_cancel.Add({{"phase", p}});
-  });
+  for (std::string_view s : {"completed", "failed", "expired", "cancelled"})
+    batch_e2e.Add({{"status", text(s)}}, job_buckets);
+  for (std::string_view p : {"queued", "in_progress", "finalizing"})
+    batch_cancel.Add({{"phase", text(p)}});
   // actors/batch_manager.cpp: the statuses of a batch that has not ended.
-  each({"validating", "in_progress", "finalizing", "cancelling"}, [&](const std::string& s) {
-    batch_recovery.Add({{"status", s}, {"action", "resumed"}});
-  });
+  for (std::string_view s : {"validating", "in_progress", "finalizing", "cancelling"})
+    batch_recovery.Add({{"status", text(s)}, {"action", "resumed"}});
   // actors/batch_manager.cpp (apiserver, garbage-collector), actors/batch_finalize.cpp
   // (processor: the one store that is retried).
   const std::tuple<std::string_view, std::string_view, list> file_kinds[] = {
@@ -266,11 +260,9 @@ void registry::add_known_series() {
       {"delete", "apiserver", {"success", "exhausted"}},
       {"delete", "garbage-collector", {"success", "exhausted"}}};
   for (const auto& [operation, component, statuses] : file_kinds)
-    each(statuses, [&](const std::string& st) {
-      file_ops.Add({{"operation", std::string(operation)},
-                    {"component", std::string(component)},
-                    {"status", st}});
-    });
+    for (auto st : statuses)
+      file_ops.Add(
+          {{"operation", text(operation)}, {"component", text(component)}, {"status", text(st)}});
   // The statuses a surface answers a submission it takes with (docs/api.md, docs/nats.md), and
   // the two that say the engine could not: 500 and 503.
   const std::pair<std::string_view, list> surfaces[] = {
@@ -278,18 +270,13 @@ void registry::add_known_series() {
       {"batch", {"200", "500", "503"}},
       {"nats", {"200", "202", "500", "503"}}};
   for (const auto& [surface, statuses] : surfaces)
-    each(statuses, [&](const std::string& st) {
-      submissions.Add({{"surface", std::string(surface)}, {"status", st}});
-    });
-  each({"task", "event", "task_event", "dlq"}, [&](const std::string& k) {
-    outbox_published.Add({{"kind", k}});
-  });
-  each({"delivered", "retried", "dropped"}, [&](const std::string& o) {
-    webhooks.Add({{"outcome", o}});
-  });
-  each({"queue_full", "export_failed", "shutdown"}, [&](const std::string& r) {
-    spans_dropped.Add({{"reason", r}});
-  });
+    for (auto st : statuses) submissions.Add({{"surface", text(surface)}, {"status", text(st)}});
+  for (std::string_view k : {"task", "event", "task_event", "dlq"})
+    outbox_published.Add({{"kind", text(k)}});
+  for (std::string_view o : {"delivered", "retried", "dropped"})
+    webhooks.Add({{"outcome", text(o)}});
+  for (std::string_view why : {"queue_full", "export_failed", "shutdown"})
+    spans_dropped.Add({{"reason", text(why)}});
 }
 
 struct key_hash {
@@ -391,8 +378,11 @@ std::string scrape() {
     for (auto& f : collected) by_name.emplace(f.name, &f);
     families.reserve(r.shapes.size());
     for (const auto& shape : r.shapes) {
-      auto it = by_name.find(shape.name);
-      families.push_back(it == by_name.end() ? shape : std::move(*it->second));
+      if (auto it = by_name.find(shape.name); it != by_name.end()) {
+        families.push_back(std::move(*it->second));
+      } else {
+        families.push_back(shape);
+      }
     }
   }
   {  // the outbox's age, from when the relay found it could not empty it
