@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <tuple>
 #include <unordered_map>
 
 #include <prometheus/counter.h>
@@ -19,6 +20,8 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+
+#include "config/error_codes.hpp"
 
 namespace sy::metrics {
 namespace {
@@ -48,11 +51,6 @@ int64_t wall_ms() {
       .count();
 }
 
-template <class B>
-auto& family(B builder, pm::Registry& r, const char* name, const char* help) {
-  return builder.Name(name).Help(help).Register(r);
-}
-
 }  // namespace
 
 /// A model's instruments, made once (Family::Add hashes its labels under the family's lock).
@@ -70,109 +68,117 @@ namespace {
 
 struct registry {
   pm::Registry r;
+  /// Every family's name, help and type, in the order declared: a family with no series yet
+  /// (one labelled by model or queue before its first) is still served, as HELP and TYPE lines.
+  std::vector<pm::MetricFamily> shapes;
+
+  template <class T>
+  pm::Family<T>& family(pm::detail::Builder<T> builder, const char* name, const char* help) {
+    auto& f = builder.Name(name).Help(help).Register(r);
+    shapes.push_back({name, help, T::metric_type, {}});
+    return f;
+  }
+
   // seed 002's set
   pm::Family<pm::Counter>& jobs_processed =
-      family(pm::BuildCounter(), r, "jobs_processed_total",
+      family(pm::BuildCounter(), "jobs_processed_total",
              "Jobs and batches that ended or were re-queued, by result and reason.");
   pm::Family<pm::Histogram>& job_processing =
-      family(pm::BuildHistogram(), r, "job_processing_duration_seconds",
+      family(pm::BuildHistogram(), "job_processing_duration_seconds",
              "From a job's first start to its end, by its number of requests.");
-  pm::Histogram& queue_wait = family(pm::BuildHistogram(), r, "job_queue_wait_duration_seconds",
+  pm::Histogram& queue_wait = family(pm::BuildHistogram(), "job_queue_wait_duration_seconds",
                                      "From a job's queueing to its start.")
                                   .Add({}, job_buckets);
-  pm::Gauge& total_workers = family(pm::BuildGauge(), r, "total_workers",
+  pm::Gauge& total_workers = family(pm::BuildGauge(), "total_workers",
                                     "Jobs that may run requests at once here: global_concurrency.")
                                  .Add({});
   pm::Gauge& active_workers =
-      family(pm::BuildGauge(), r, "active_workers", "Jobs and batches with work in flight here.")
+      family(pm::BuildGauge(), "active_workers", "Jobs and batches with work in flight here.")
           .Add({});
   pm::Gauge& inflight =
-      family(pm::BuildGauge(), r, "processor_inflight_requests", "Gateway requests in flight.")
+      family(pm::BuildGauge(), "processor_inflight_requests", "Gateway requests in flight.")
           .Add({});
-  pm::Gauge& max_inflight = family(pm::BuildGauge(), r, "processor_max_inflight_concurrency",
+  pm::Gauge& max_inflight = family(pm::BuildGauge(), "processor_max_inflight_concurrency",
                                    "The global limit on requests in flight: global_concurrency.")
                                 .Add({});
-  pm::Family<pm::Gauge>& model_inflight = family(pm::BuildGauge(), r, "model_inflight_requests",
-                                                 "Gateway requests in flight, by model.");
+  pm::Family<pm::Gauge>& model_inflight =
+      family(pm::BuildGauge(), "model_inflight_requests", "Gateway requests in flight, by model.");
   pm::Family<pm::Histogram>& plan_build =
-      family(pm::BuildHistogram(), r, "plan_build_duration_seconds",
+      family(pm::BuildHistogram(), "plan_build_duration_seconds",
              "A batch's ingestion (input scan and plans), by its number of requests.");
   pm::Family<pm::Histogram>& request_duration =
-      family(pm::BuildHistogram(), r, "model_request_execution_duration_seconds",
+      family(pm::BuildHistogram(), "model_request_execution_duration_seconds",
              "Gateway requests from send to answer (retries included), by model.");
   pm::Family<pm::Counter>& request_errors =
-      family(pm::BuildCounter(), r, "request_errors_by_model_total",
+      family(pm::BuildCounter(), "request_errors_by_model_total",
              "Gateway requests that ended without a 2xx answer, by model.");
   pm::Family<pm::Counter>& file_ops =
-      family(pm::BuildCounter(), r, "file_storage_operations_total",
+      family(pm::BuildCounter(), "file_storage_operations_total",
              "Operations on the file store, by operation, component and status.");
   pm::Family<pm::Counter>& prompt_tokens =
-      family(pm::BuildCounter(), r, "batch_request_prompt_tokens_total",
+      family(pm::BuildCounter(), "batch_request_prompt_tokens_total",
              "Prompt tokens of batch requests, from the gateway's usage, by model.");
   pm::Family<pm::Counter>& generation_tokens =
-      family(pm::BuildCounter(), r, "batch_request_generation_tokens_total",
+      family(pm::BuildCounter(), "batch_request_generation_tokens_total",
              "Completion tokens of batch requests, from the gateway's usage, by model.");
   pm::Family<pm::Histogram>& batch_e2e =
-      family(pm::BuildHistogram(), r, "batch_job_e2e_latency_seconds",
+      family(pm::BuildHistogram(), "batch_job_e2e_latency_seconds",
              "From a batch's creation to its end, by final status.");
-  pm::Family<pm::Counter>& batch_cancel = family(pm::BuildCounter(), r, "batch_cancellation_total",
+  pm::Family<pm::Counter>& batch_cancel = family(pm::BuildCounter(), "batch_cancellation_total",
                                                  "Batches cancelled, by the phase they were in.");
   pm::Family<pm::Counter>& batch_recovery =
-      family(pm::BuildCounter(), r, "batch_startup_recovery_total",
+      family(pm::BuildCounter(), "batch_startup_recovery_total",
              "Batches found unfinished at start, by status and what was done.");
   // the engine's own
   pm::Family<pm::Counter>& submissions =
-      family(pm::BuildCounter(), r, "switchyard_submissions_total",
+      family(pm::BuildCounter(), "switchyard_submissions_total",
              "Submissions, by surface (http, nats, batch) and the HTTP status they got.");
-  pm::Family<pm::Gauge>& queue_depth = family(pm::BuildGauge(), r, "switchyard_queue_depth",
-                                              "Tasks queued and not started, by queue.");
-  pm::Family<pm::Gauge>& queue_age =
-      family(pm::BuildGauge(), r, "switchyard_queue_oldest_age_seconds",
-             "Age of the oldest queued task, by queue.");
+  pm::Family<pm::Gauge>& queue_depth =
+      family(pm::BuildGauge(), "switchyard_queue_depth", "Tasks queued and not started, by queue.");
+  pm::Family<pm::Gauge>& queue_age = family(pm::BuildGauge(), "switchyard_queue_oldest_age_seconds",
+                                            "Age of the oldest queued task, by queue.");
   pm::Family<pm::Gauge>& model_limit =
-      family(pm::BuildGauge(), r, "switchyard_model_concurrency_limit",
+      family(pm::BuildGauge(), "switchyard_model_concurrency_limit",
              "Requests a model may have in flight (per_model_concurrency), by model.");
   pm::Family<pm::Counter>& attempts =
-      family(pm::BuildCounter(), r, "switchyard_attempts_total",
+      family(pm::BuildCounter(), "switchyard_attempts_total",
              "Attempts, by model and how they ended (succeeded, retried, failed, released, "
              "cancelled, expired).");
   pm::Family<pm::Histogram>& attempt_duration =
-      family(pm::BuildHistogram(), r, "switchyard_attempt_duration_seconds",
+      family(pm::BuildHistogram(), "switchyard_attempt_duration_seconds",
              "Attempts from their lease to their outcome's commit, by model.");
   pm::Family<pm::Counter>& gateway_responses =
-      family(pm::BuildCounter(), r, "switchyard_gateway_responses_total",
+      family(pm::BuildCounter(), "switchyard_gateway_responses_total",
              "Gateway requests by model and outcome class (2xx, 4xx, 5xx, transport, aborted).");
   pm::Family<pm::Counter>& gateway_retries =
-      family(pm::BuildCounter(), r, "switchyard_gateway_retries_total",
+      family(pm::BuildCounter(), "switchyard_gateway_retries_total",
              "HTTP exchanges a gateway request needed beyond its first, by model.");
   pm::Histogram& commit_duration =
-      family(pm::BuildHistogram(), r, "switchyard_storage_commit_duration_seconds",
+      family(pm::BuildHistogram(), "switchyard_storage_commit_duration_seconds",
              "The storage writer's group commits, fsync included.")
           .Add({}, commit_buckets);
-  pm::Histogram& commit_ops =
-      family(pm::BuildHistogram(), r, "switchyard_storage_commit_operations",
-             "Operations per group commit.")
-          .Add({}, ops_buckets);
+  pm::Histogram& commit_ops = family(pm::BuildHistogram(), "switchyard_storage_commit_operations",
+                                     "Operations per group commit.")
+                                  .Add({}, ops_buckets);
   std::atomic<int64_t> outbox_since_ms{0};  ///< made an age at scrape time
   pm::Family<pm::Counter>& outbox_published =
-      family(pm::BuildCounter(), r, "switchyard_outbox_published_total",
+      family(pm::BuildCounter(), "switchyard_outbox_published_total",
              "Messages JetStream stored from the outbox, by kind (task, event, task_event, dlq).");
   pm::Family<pm::Counter>& webhooks =
-      family(pm::BuildCounter(), r, "switchyard_webhook_deliveries_total",
+      family(pm::BuildCounter(), "switchyard_webhook_deliveries_total",
              "Webhook deliveries, by outcome (delivered, retried, dropped).");
   pm::Family<pm::Counter>& http_requests =
-      family(pm::BuildCounter(), r, "switchyard_http_requests_total",
+      family(pm::BuildCounter(), "switchyard_http_requests_total",
              "HTTP requests, by route pattern and status code.");
   pm::Family<pm::Histogram>& http_duration =
-      family(pm::BuildHistogram(), r, "switchyard_http_request_duration_seconds",
+      family(pm::BuildHistogram(), "switchyard_http_request_duration_seconds",
              "HTTP requests from the parsed request to the response, by route pattern.");
 
-  pm::Counter& spans_exported =
-      family(pm::BuildCounter(), r, "switchyard_trace_spans_exported_total",
-             "Spans the collector accepted (OTLP/HTTP).")
-          .Add({});
+  pm::Counter& spans_exported = family(pm::BuildCounter(), "switchyard_trace_spans_exported_total",
+                                       "Spans the collector accepted (OTLP/HTTP).")
+                                    .Add({});
   pm::Family<pm::Counter>& spans_dropped =
-      family(pm::BuildCounter(), r, "switchyard_trace_spans_dropped_total",
+      family(pm::BuildCounter(), "switchyard_trace_spans_dropped_total",
              "Spans dropped, by reason (queue_full, export_failed, shutdown).");
 
   std::mutex mu;  ///< guards what follows
@@ -186,6 +192,9 @@ struct registry {
   };
   std::map<uint64_t, scraped> readers;
   uint64_t next_reader = 1;
+
+  registry() { add_known_series(); }
+  void add_known_series();
 
   model_meters& model(const std::string& m) {
     std::lock_guard lock(mu);
@@ -205,6 +214,70 @@ registry& reg() {
 }
 
 void add(pm::Family<pm::Counter>& f, const pm::Labels& l, double by = 1) { f.Add(l).Increment(by); }
+
+/// The series whose labels are known in advance are made at start, so that each reads 0 until
+/// its first event and an alert on its `increase` sees the first one too. (A family labelled by
+/// an open set, a model, a queue or a route, has no series until its first; `scrape` serves its
+/// HELP and TYPE lines.) The values are the ones the callers pass: keep them in step.
+void registry::add_known_series() {
+  // A vector, not an initializer_list: a pair or tuple made from a braced list would keep an
+  // initializer_list whose array is gone at the end of the declaration.
+  using list = std::vector<std::string_view>;
+  auto text = [](std::string_view v) { return std::string(v); };
+  // actors/observe_changes.cpp; the reasons are the codes an attempt's end records
+  // (actors/attempt.cpp) or the lease reaper's, and the fallbacks.
+  const std::pair<std::string_view, list> jobs[] = {
+      {"success", {"none"}},
+      {"cancelled", {"none"}},
+      {"expired", {"expired_dequeue", "expired_execution"}},
+      {"failed",
+       {"system_error", errc::gateway_rejected.view(), errc::gateway_error.view(),
+        errc::gateway_unreachable.view(), errc::http_rejected.view(), errc::http_error.view(),
+        errc::http_unreachable.view(), errc::http_task_denied.view(), errc::lease_expired.view()}},
+      {"re_enqueued",
+       {errc::gateway_error.view(), errc::gateway_unreachable.view(), errc::http_error.view(),
+        errc::http_unreachable.view(), errc::lease_expired.view(), errc::shutdown.view()}}};
+  for (const auto& [result, reasons] : jobs)
+    for (auto reason : reasons)
+      jobs_processed.Add({{"result", text(result)}, {"reason", text(reason)}});
+  for (int64_t size : {1, 2, 101, 1001, 10001, 100001}) {
+    const pm::Labels l{{"size_bucket", text(size_bucket(size))}};
+    job_processing.Add(l, job_buckets);
+    plan_build.Add(l, job_buckets);
+  }
+  for (std::string_view s : {"completed", "failed", "expired", "cancelled"})
+    batch_e2e.Add({{"status", text(s)}}, job_buckets);
+  for (std::string_view p : {"queued", "in_progress", "finalizing"})
+    batch_cancel.Add({{"phase", text(p)}});
+  // actors/batch_manager.cpp: the statuses of a batch that has not ended.
+  for (std::string_view s : {"validating", "in_progress", "finalizing", "cancelling"})
+    batch_recovery.Add({{"status", text(s)}, {"action", "resumed"}});
+  // actors/batch_manager.cpp (apiserver, garbage-collector), actors/batch_finalize.cpp
+  // (processor: the one store that is retried).
+  const std::tuple<std::string_view, std::string_view, list> file_kinds[] = {
+      {"store", "apiserver", {"success", "exhausted"}},
+      {"store", "processor", {"success", "retry", "exhausted"}},
+      {"delete", "apiserver", {"success", "exhausted"}},
+      {"delete", "garbage-collector", {"success", "exhausted"}}};
+  for (const auto& [operation, component, statuses] : file_kinds)
+    for (auto st : statuses)
+      file_ops.Add(
+          {{"operation", text(operation)}, {"component", text(component)}, {"status", text(st)}});
+  // The statuses a surface answers a submission it takes with (docs/api.md, docs/nats.md), and
+  // the two that say the engine could not: 500 and 503.
+  const std::pair<std::string_view, list> surfaces[] = {
+      {"http", {"200", "201", "202", "500", "503"}},
+      {"batch", {"200", "500", "503"}},
+      {"nats", {"200", "202", "500", "503"}}};
+  for (const auto& [surface, statuses] : surfaces)
+    for (auto st : statuses) submissions.Add({{"surface", text(surface)}, {"status", text(st)}});
+  for (std::string_view k : {"task", "event", "task_event", "dlq"})
+    outbox_published.Add({{"kind", text(k)}});
+  for (std::string_view o : {"delivered", "retried", "dropped"})
+    webhooks.Add({{"outcome", text(o)}});
+  for (std::string_view why : {"queue_full", "export_failed", "shutdown"})
+    spans_dropped.Add({{"reason", text(why)}});
+}
 
 struct key_hash {
   using is_transparent = void;
@@ -296,7 +369,22 @@ void process_families(std::vector<pm::MetricFamily>& out) {
 
 std::string scrape() {
   auto& r = reg();
-  std::vector<pm::MetricFamily> families = r.r.Collect();
+  // The registry leaves out a family with no series yet; its shape stands in for it, so every
+  // family is served from start, in the order declared.
+  std::vector<pm::MetricFamily> families;
+  {
+    auto collected = r.r.Collect();
+    std::unordered_map<std::string_view, pm::MetricFamily*> by_name;
+    for (auto& f : collected) by_name.emplace(f.name, &f);
+    families.reserve(r.shapes.size());
+    for (const auto& shape : r.shapes) {
+      if (auto it = by_name.find(shape.name); it != by_name.end()) {
+        families.push_back(std::move(*it->second));
+      } else {
+        families.push_back(shape);
+      }
+    }
+  }
   {  // the outbox's age, from when the relay found it could not empty it
     const int64_t since = r.outbox_since_ms.load();
     pm::MetricFamily f{"switchyard_outbox_oldest_age_seconds",

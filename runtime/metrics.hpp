@@ -6,6 +6,11 @@
 /// HTTP requests by the request handler. Values that are cheap to read where they live (the
 /// LMDB map, the NATS connection, the process) are read at scrape time by a `reader`.
 ///
+/// Every family is served from start: the series whose labels are known in advance (outcomes,
+/// statuses, kinds, reasons) read 0 until their first event, so an alert on their `increase`
+/// sees the first one; a family labelled by an open set (a model, a queue, a route) shows its
+/// HELP and TYPE lines until its first series.
+///
 /// Thread-safe: counters and gauges are atomics, a histogram observation takes its own short
 /// lock, and per-model instruments are made once per model and then found under a short lock.
 /// Several engines in one process (tests) share the registry and add up.

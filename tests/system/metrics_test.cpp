@@ -1,5 +1,6 @@
-// GET /metrics (docs/operations.md) on the real binary: the exposition passes `promtool check
-// metrics` while jobs run and after; its counts equal the jobs run, its in-flight gauges rise
+// GET /metrics (docs/operations.md) on the real binary: every family the doc lists is served
+// from start, its known label sets at 0; the exposition passes `promtool check metrics` before
+// any job, while jobs run and after; its counts equal the jobs run, its in-flight gauges rise
 // while requests are out and fall back to zero when the engine is idle; with API keys it takes
 // a metrics (or admin) key on both listeners.
 
@@ -17,10 +18,10 @@
 namespace sy::test {
 namespace SY_UNITY_ID {
 
-/// The sum of the samples of `name` whose labels include every one of `labels` (`k="v"`).
-double value(const std::string& text, const std::string& name,
-             const std::vector<std::string>& labels = {}) {
-  double sum = 0;
+/// The values of the samples of `name` whose labels include every one of `labels` (`k="v"`).
+std::vector<double> samples(const std::string& text, const std::string& name,
+                            const std::vector<std::string>& labels = {}) {
+  std::vector<double> out;
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] == '#') continue;
@@ -30,9 +31,46 @@ double value(const std::string& text, const std::string& name,
     if (metric != name) continue;
     bool all = true;
     for (const auto& l : labels) all = all && series.find(l) != std::string::npos;
-    if (all) sum += std::stod(line.substr(space + 1));
+    if (all) out.push_back(std::stod(line.substr(space + 1)));
   }
+  return out;
+}
+
+/// The sum of the samples of `name` whose labels include every one of `labels`.
+double value(const std::string& text, const std::string& name,
+             const std::vector<std::string>& labels = {}) {
+  double sum = 0;
+  for (double v : samples(text, name, labels)) sum += v;
   return sum;
+}
+
+/// A metric family as docs/operations.md lists it: its name and type (empty where the table
+/// leaves the type out, as the process row does).
+struct documented {
+  std::string name;
+  std::string type;
+};
+
+/// Every family in the tables of docs/operations.md's `GET /metrics` section: the backquoted
+/// names in each row's first cell (one row may name several) and the type in its second.
+std::vector<documented> documented_families() {
+  std::ifstream doc(std::string(SY_SOURCE_DIR) + "/docs/operations.md");
+  std::vector<documented> out;
+  bool in_section = false;
+  const std::regex quoted("`([a-z_]+)`");
+  for (std::string line; std::getline(doc, line);) {
+    if (line.starts_with("## ")) in_section = line == "## `GET /metrics`";
+    if (!in_section || !line.starts_with("| `")) continue;
+    std::vector<std::string> cells;
+    std::istringstream row(line.substr(1));
+    for (std::string cell; std::getline(row, cell, '|');) cells.push_back(cell);
+    if (cells.size() < 2) continue;
+    std::string type = cells[1];
+    std::erase(type, ' ');
+    for (std::sregex_iterator it(cells[0].begin(), cells[0].end(), quoted), end; it != end; ++it)
+      out.push_back({(*it)[1], type});
+  }
+  return out;
 }
 
 /// Runs `promtool check metrics` over `text`; its output, empty when the exposition is clean.
@@ -45,6 +83,67 @@ std::string promtool_check(const temp_dir& dir, const std::string& text) {
   std::ifstream o(out);
   std::string report((std::istreambuf_iterator<char>(o)), std::istreambuf_iterator<char>());
   return rc == 0 ? report : "exit " + std::to_string(rc) + ": " + report;
+}
+
+TEST(metrics, every_documented_family_is_served_from_start) {
+  system_env env;
+  env.start_gateway(0);
+  env.start_engine();
+  const auto fresh = http_client(env.port()).get("/metrics");
+  ASSERT_EQ(fresh.status, 200);
+  const std::string text = "\n" + fresh.body;  // every line, the first too, follows a newline
+
+  const auto families = documented_families();
+  ASSERT_GT(families.size(), 40U) << "docs/operations.md's metric tables did not parse";
+  for (const auto& f : families) {
+    EXPECT_NE(text.find("\n# HELP " + f.name + " "), std::string::npos) << f.name;
+    const std::string type_line = "\n# TYPE " + f.name + " " + f.type;
+    EXPECT_NE(text.find(f.type.empty() ? type_line : type_line + "\n"), std::string::npos)
+        << f.name << " " << f.type;
+  }
+
+  // The label sets known in advance read 0 before their first event (a sample of each family
+  // that has them; runtime/metrics.cpp, add_known_series, makes them).
+  const std::vector<std::pair<std::string, std::vector<std::string>>> zeros = {
+      {"jobs_processed_total", {R"(result="success")", R"(reason="none")"}},
+      {"jobs_processed_total", {R"(result="cancelled")", R"(reason="none")"}},
+      {"jobs_processed_total", {R"(result="failed")", R"(reason="gateway_rejected")"}},
+      {"jobs_processed_total", {R"(result="failed")", R"(reason="system_error")"}},
+      {"jobs_processed_total", {R"(result="re_enqueued")", R"(reason="lease_expired")"}},
+      {"jobs_processed_total", {R"(result="expired")", R"(reason="expired_dequeue")"}},
+      {"jobs_processed_total", {R"(result="expired")", R"(reason="expired_execution")"}},
+      {"job_processing_duration_seconds_count", {R"(size_bucket="1")"}},
+      {"job_processing_duration_seconds_count", {R"(size_bucket="100001+")"}},
+      {"plan_build_duration_seconds_count", {R"(size_bucket="2-100")"}},
+      {"batch_job_e2e_latency_seconds_count", {R"(status="completed")"}},
+      {"batch_job_e2e_latency_seconds_count", {R"(status="failed")"}},
+      {"batch_cancellation_total", {R"(phase="queued")"}},
+      {"batch_cancellation_total", {R"(phase="finalizing")"}},
+      {"batch_startup_recovery_total", {R"(status="in_progress")", R"(action="resumed")"}},
+      {"batch_startup_recovery_total", {R"(status="validating")", R"(action="resumed")"}},
+      {"file_storage_operations_total",
+       {R"(operation="store")", R"(component="apiserver")", R"(status="success")"}},
+      {"file_storage_operations_total",
+       {R"(operation="store")", R"(component="processor")", R"(status="retry")"}},
+      {"file_storage_operations_total",
+       {R"(operation="delete")", R"(component="garbage-collector")", R"(status="exhausted")"}},
+      {"switchyard_submissions_total", {R"(surface="http")", R"(status="202")"}},
+      {"switchyard_submissions_total", {R"(surface="http")", R"(status="503")"}},
+      {"switchyard_submissions_total", {R"(surface="batch")", R"(status="200")"}},
+      {"switchyard_submissions_total", {R"(surface="nats")", R"(status="202")"}},
+      {"switchyard_outbox_published_total", {R"(kind="task")"}},
+      {"switchyard_outbox_published_total", {R"(kind="dlq")"}},
+      {"switchyard_webhook_deliveries_total", {R"(outcome="delivered")"}},
+      {"switchyard_webhook_deliveries_total", {R"(outcome="retried")"}},
+      {"switchyard_webhook_deliveries_total", {R"(outcome="dropped")"}},
+      {"switchyard_trace_spans_dropped_total", {R"(reason="queue_full")"}},
+  };
+  for (const auto& [name, labels] : zeros) {
+    std::string which = name;
+    for (const auto& l : labels) which += " " + l;
+    EXPECT_EQ(samples(text, name, labels), std::vector<double>{0}) << which;
+  }
+  EXPECT_EQ(promtool_check(env.dir(), fresh.body), "");
 }
 
 TEST(metrics, counts_equal_the_jobs_run_and_gauges_return_to_zero_when_idle) {
