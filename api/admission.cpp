@@ -206,32 +206,33 @@ result<worker_request> admission::worker_call(worker_request::kind what, std::st
   return r;
 }
 
-result<actors::admitted<actors::submission>> admission::job(const client_request& r) const {
+template <class Parse>
+result<actors::admitted<actors::submission>> admission::submission(const client_request& r,
+                                                                   Parse parse) const {
   auto tenant = this->tenant(r.authorization);
   if (!tenant) return tenant.error();
   auto doc = json(r.body);
   if (!doc) return doc.error();
   auto key = idempotency_key(r);
   if (!key) return key.error();
-  auto sub = actors::parse_submission(std::move(*doc), std::move(*tenant), std::move(*key));
+  result<actors::submission> sub = parse(std::move(*doc), std::move(*tenant), std::move(*key));
   if (!sub) return sub.error();
   sub->trace = trace_of(r);
   return actors::admitted<actors::submission>(std::move(*sub));
 }
 
+result<actors::admitted<actors::submission>> admission::job(const client_request& r) const {
+  return submission(r, [](nlohmann::json doc, std::string tenant, std::string key) {
+    return actors::parse_submission(std::move(doc), std::move(tenant), std::move(key));
+  });
+}
+
 result<actors::admitted<actors::submission>> admission::sync_call(std::string endpoint,
                                                                   const client_request& r) const {
-  auto tenant = this->tenant(r.authorization);
-  if (!tenant) return tenant.error();
-  auto doc = json(r.body);
-  if (!doc) return doc.error();
-  auto key = idempotency_key(r);
-  if (!key) return key.error();
-  auto sub = detail::sync_submission(std::move(endpoint), std::move(*doc), std::move(*tenant),
-                                     std::move(*key));
-  if (!sub) return sub.error();
-  sub->trace = trace_of(r);
-  return actors::admitted<actors::submission>(std::move(*sub));
+  return submission(r, [&](nlohmann::json doc, std::string tenant, std::string key) {
+    return detail::sync_submission(std::move(endpoint), std::move(doc), std::move(tenant),
+                                   std::move(key));
+  });
 }
 
 result<actors::admitted<actors::task_append>> admission::append(const client_request& r,

@@ -119,6 +119,11 @@ class admission {
   result<actors::admitted<actors::task_append>> append(const client_request& r, bool close) const;
 
  private:
+  /// A job's steps (API key, JSON, idempotency key), then `parse` (document, tenant, key).
+  template <class Parse>
+  result<actors::admitted<actors::submission>> submission(const client_request& r,
+                                                          Parse parse) const;
+
   authenticator auth_;
   int64_t max_body_bytes_;
 };

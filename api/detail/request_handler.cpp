@@ -183,21 +183,6 @@ boost::asio::awaitable<reply> request_handler::handle(
   co_return out;
 }
 
-client_request request_handler::client_of(const request& req) {
-  auto header = [&](auto name) -> std::optional<std::string_view> {
-    auto it = req.find(name);
-    if (it == req.end()) return std::nullopt;
-    return std::string_view(it->value().data(), it->value().size());
-  };
-  client_request r;
-  r.body = req.body();
-  r.authorization = header(http::field::authorization);
-  r.idempotency_key = header("Idempotency-Key");
-  r.traceparent = header("traceparent");
-  r.tracestate = header("tracestate");
-  return r;
-}
-
 status request_handler::json_content_type(const request& req) {
   if (!is_json_media_type(req[http::field::content_type]))
     return make_error(errc::unsupported_media_type,

@@ -73,8 +73,6 @@ class request_handler {
   boost::asio::awaitable<response> finish_upload(std::unique_ptr<upload> u, request header);
 
  private:
-  /// What a request hands to admission: its body and the headers admission reads.
-  static client_request client_of(const request& req);
   /// A submitting route's first check, before admission: `Content-Type: application/json`.
   static status json_content_type(const request& req);
 

@@ -64,4 +64,19 @@ bool is_json_media_type(std::string_view content_type) {
   return boost::beast::iequals(media, "application/json");
 }
 
+client_request client_of(const request& req) {
+  auto header = [&](auto name) -> std::optional<std::string_view> {
+    auto it = req.find(name);
+    if (it == req.end()) return std::nullopt;
+    return std::string_view(it->value().data(), it->value().size());
+  };
+  client_request r;
+  r.body = req.body();
+  r.authorization = header(http::field::authorization);
+  r.idempotency_key = header("Idempotency-Key");
+  r.traceparent = header("traceparent");
+  r.tracestate = header("tracestate");
+  return r;
+}
+
 }  // namespace sy::api::detail

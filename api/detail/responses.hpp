@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/admission.hpp"
 #include "api/detail/stream.hpp"
 #include "api/router.hpp"
 #include "config/result.hpp"
@@ -32,5 +33,9 @@ response unmatched(const route_match& m, const request& req, std::string_view un
 
 /// `application/json`, optionally with parameters such as `; charset=utf-8`.
 bool is_json_media_type(std::string_view content_type);
+
+/// What a request hands to admission (api/admission.hpp): its body and the headers admission
+/// reads. Views into `req`, which must outlive the result.
+client_request client_of(const request& req);
 
 }  // namespace sy::api::detail

@@ -131,22 +131,6 @@ void check_route(const sy::api::route_match& m) {
   }
 }
 
-/// The client request a route hands to admission (request_handler::client_of).
-sy::api::client_request client_of(const sy::api::detail::request& req) {
-  auto header = [&](auto name) -> std::optional<std::string_view> {
-    auto it = req.find(name);
-    if (it == req.end()) return std::nullopt;
-    return std::string_view(it->value().data(), it->value().size());
-  };
-  sy::api::client_request r;
-  r.body = req.body();
-  r.authorization = header(http::field::authorization);
-  r.idempotency_key = header("Idempotency-Key");
-  r.traceparent = header("traceparent");
-  r.tracestate = header("tracestate");
-  return r;
-}
-
 /// A JSON body through admission, as request_handler::submit_job and sync_call hand it over.
 void handle_submission(const sy::api::detail::request& req) {
   static const sy::api::admission admit{[] {
@@ -154,14 +138,14 @@ void handle_submission(const sy::api::detail::request& req) {
     s.api_keys = {{sy::config::sha256_hex("sk-fuzz"), "fuzz"}};
     return s;
   }()};
-  auto job = admit.job(client_of(req));
+  auto job = admit.job(sy::api::detail::client_of(req));
   if (!job) {
     check_error(job.error(), req);
   } else {
     check((*job)->idempotency_key.size() <= 255, "Idempotency-Key longer than 255 accepted");
     check(sy::actors::request_hash(**job).size() == 64, "request_hash is not 64 hex digits");
   }
-  auto sync = admit.sync_call("/v1/chat/completions", client_of(req));
+  auto sync = admit.sync_call("/v1/chat/completions", sy::api::detail::client_of(req));
   if (!sync) check_error(sync.error(), req);
 }
 

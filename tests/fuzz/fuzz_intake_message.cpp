@@ -22,17 +22,11 @@ namespace {
 
 namespace d = sy::api::detail;
 using sy::fuzz::check;
+using sy::fuzz::next_line;
 
 constexpr std::string_view job_subject = "sy.submit.job";
 
-/// The next line of `in` (without its '\n'), removed from `in`.
-std::string_view next_line(std::string_view& in) {
-  size_t nl = in.find('\n');
-  std::string_view line = in.substr(0, nl);
-  in.remove_prefix(nl == std::string_view::npos ? in.size() : nl + 1);
-  return line;
-}
-
+/// A header line: present with the value after a leading '+', else absent.
 std::optional<std::string> header(std::string_view line) {
   if (line.empty() || line.front() != '+') return std::nullopt;
   return std::string(line.substr(1));

@@ -22,13 +22,7 @@
 namespace {
 
 using sy::fuzz::check;
-
-std::string_view next_line(std::string_view& in) {
-  size_t nl = in.find('\n');
-  std::string_view line = in.substr(0, nl);
-  in.remove_prefix(nl == std::string_view::npos ? in.size() : nl + 1);
-  return line;
-}
+using sy::fuzz::next_line;
 
 std::optional<std::string_view> header(std::string_view line) {
   if (line.empty() || line.front() != '+') return std::nullopt;

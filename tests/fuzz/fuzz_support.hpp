@@ -40,6 +40,14 @@ inline void check_client_error(const sy::error& e) {
         "error_body has no message");
 }
 
+/// The next line of `in` (without its '\n'), removed from `in`.
+inline std::string_view next_line(std::string_view& in) {
+  size_t nl = in.find('\n');
+  std::string_view line = in.substr(0, nl);
+  in.remove_prefix(nl == std::string_view::npos ? in.size() : nl + 1);
+  return line;
+}
+
 /// The input as text.
 inline std::string_view as_text(const uint8_t* data, size_t size) {
   return {reinterpret_cast<const char*>(data), size};

@@ -21,14 +21,8 @@
 namespace {
 
 using sy::fuzz::check;
+using sy::fuzz::next_line;
 using kind = sy::api::worker_request::kind;
-
-std::string_view next_line(std::string_view& in) {
-  size_t nl = in.find('\n');
-  std::string_view line = in.substr(0, nl);
-  in.remove_prefix(nl == std::string_view::npos ? in.size() : nl + 1);
-  return line;
-}
 
 void judge(const sy::api::admission& admit, kind what, std::string_view body,
            std::string_view authorization, std::string_view token) {
