@@ -84,7 +84,7 @@ using nlohmann::json;
 constexpr int64_t max_lease_wait_ms = 30'000;
 constexpr size_t max_error_code_bytes = 64;
 constexpr size_t max_error_message_bytes = 4096;
-constexpr size_t capability_token_max_bytes = 8 * 1024;
+constexpr size_t capability_token_max_bytes = size_t{8} * 1024;
 
 sy::error bad(const std::string& message, const std::string& param) {
   return make_error(errc::invalid_request, message, param);

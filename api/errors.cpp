@@ -10,7 +10,7 @@ namespace sy::api {
 namespace {
 
 /// The longest message an error answer carries (its envelope adds a few hundred bytes at most).
-constexpr size_t error_message_max_bytes = 8 * 1024;
+constexpr size_t error_message_max_bytes = size_t{8} * 1024;
 
 constexpr std::string_view invalid_request = "invalid_request_error";
 constexpr std::string_view auth = "authentication_error";

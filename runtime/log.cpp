@@ -46,8 +46,8 @@ std::string timestamp() {
 
 /// No log line over 64 KiB whatever a client sent (docs/limits.md, "No echo"): a field's text
 /// is cut at 4 KiB on a character boundary, with its length.
-constexpr size_t field_max_bytes = 4 * 1024;
-constexpr size_t line_max_bytes = 64 * 1024;
+constexpr size_t field_max_bytes = size_t{4} * 1024;
+constexpr size_t line_max_bytes = size_t{64} * 1024;
 
 nlohmann::json bounded(const nlohmann::json& v) {
   if (v.is_string()) {
