@@ -47,11 +47,31 @@ namespace {
 // visits (and thereby checks) every value: numbers are parsed, strings unescaped, literals read.
 constexpr int kMaxDepth = limits::json_max_depth;
 
-/// Where the walk is (`body.messages[0]`), and the path of the first key found twice in one
-/// object (empty: none), which the walk reports as simdjson::UNEXPECTED_ERROR.
+/// Where the walk is, as steps (a member's unescaped key, valid until the next line is parsed,
+/// or an element's index), and the path of the first key found twice in one object (empty:
+/// none), which the walk reports as simdjson::UNEXPECTED_ERROR. The steps are kept as views and
+/// spelled out (`body.messages[0].role`) only for that error, not for every value of every line.
 struct walk_path {
-  std::string at;
+  struct step {
+    std::string_view key;
+    size_t index = 0;
+    bool element = false;
+  };
+  std::vector<step> at;
   std::string duplicate;
+
+  std::string text() const {
+    std::string out;
+    for (const auto& s : at) {
+      if (s.element) {
+        out += "[" + std::to_string(s.index) + "]";
+      } else {
+        if (!out.empty()) out += '.';
+        out += s.key;
+      }
+    }
+    return out;
+  }
 };
 
 /// The keys of one object, checked for a repeat after the object was walked.
@@ -59,7 +79,8 @@ bool record_duplicate(std::vector<std::string_view>& keys, walk_path& path) {
   std::sort(keys.begin(), keys.end());
   auto dup = std::adjacent_find(keys.begin(), keys.end());
   if (dup == keys.end()) return false;
-  path.duplicate = path.at.empty() ? std::string(*dup) : path.at + "." + std::string(*dup);
+  path.at.push_back({*dup, 0, false});
+  path.duplicate = path.text();
   return true;
 }
 
@@ -75,21 +96,19 @@ simdjson::error_code validate_value(od::value v, int depth, walk_path& path) {
     case od::json_type::array: {
       od::array a;
       if (auto e = v.get_array().get(a)) return e;
-      const size_t at = path.at.size();
       size_t i = 0;
       for (auto element : a) {
         od::value x;
         if (auto e = element.get(x)) return e;
-        path.at += "[" + std::to_string(i++) + "]";
+        path.at.push_back({{}, i++, true});
         if (auto e = validate_value(x, depth + 1, path)) return e;
-        path.at.resize(at);
+        path.at.pop_back();
       }
       return simdjson::SUCCESS;
     }
     case od::json_type::object: {
       od::object o;
       if (auto e = v.get_object().get(o)) return e;
-      const size_t at = path.at.size();
       std::vector<std::string_view> keys;  // unescaped: valid until the next line is parsed
       for (auto field : o) {
         std::string_view key;
@@ -97,9 +116,9 @@ simdjson::error_code validate_value(od::value v, int depth, walk_path& path) {
         keys.push_back(key);
         od::value x;
         if (auto e = field.value().get(x)) return e;
-        path.at += (at == 0 ? "" : ".") + std::string(key);
+        path.at.push_back({key, 0, false});
         if (auto e = validate_value(x, depth + 1, path)) return e;
-        path.at.resize(at);
+        path.at.pop_back();
       }
       return record_duplicate(keys, path) ? simdjson::UNEXPECTED_ERROR : simdjson::SUCCESS;
     }
@@ -135,10 +154,10 @@ simdjson::error_code validate_object_document(od::document& doc, walk_path& path
     keys.push_back(key);
     od::value x;
     if (auto e = field.value().get(x)) return e;
-    path.at = std::string(key);
+    path.at.push_back({key, 0, false});
     if (auto e = validate_value(x, 2, path)) return e;
+    path.at.pop_back();
   }
-  path.at.clear();
   if (record_duplicate(keys, path)) return simdjson::UNEXPECTED_ERROR;
   // current_location() fails with OUT_OF_BOUNDS exactly when the whole input was consumed.
   const char* rest = nullptr;

@@ -236,6 +236,13 @@ TEST_F(BatchPlan, EveryValidationCode) {
       {R"({"custom_id":"x","custom_id":"y","method":"POST","url":"/v1/chat/completions",)"
        R"("body":{"model":"m","messages":[]}})",
        "invalid_request", "custom_id"},
+      // A key twice at any depth, named by its path; a control character in a name.
+      {head + R"("body":{"model":"m","messages":[{"role":"a"},{"role":"b","role":"c"}]}})",
+       "invalid_request", "body.messages[1].role"},
+      {R"({"custom_id":"x\u0000","method":"POST","url":"/v1/chat/completions",)"
+       R"("body":{"model":"m","messages":[]}})",
+       "invalid_value", "custom_id"},
+      {head + R"("body":{"model":"m\u009f","messages":[]}})", "invalid_value", "body.model"},
   };
   for (const bad_case& c : cases) {
     ingest_options o = options("", c.endpoint);
