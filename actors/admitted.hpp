@@ -10,6 +10,9 @@
 namespace sy::api {
 class admission;
 }  // namespace sy::api
+namespace sy::test {
+struct admit;  // tests/support/admit.hpp: the tests that drive a service below the surfaces
+}  // namespace sy::test
 
 namespace sy::actors {
 
@@ -24,6 +27,7 @@ class admitted {
  private:
   explicit admitted(T value) : value_(std::move(value)) {}
   friend class sy::api::admission;
+  friend struct sy::test::admit;
   T value_;
 };
 

@@ -149,8 +149,9 @@ asio::awaitable<void> batch_manager::sweep_expired_files() {
 
 // --- batch_service ------------------------------------------------------------------------------
 
-asio::awaitable<result<storage::file_record>> batch_manager::create_file(storage::file_record f,
-                                                                         std::string staged) {
+asio::awaitable<result<storage::file_record>> batch_manager::create_file(
+    admitted<staged_file> upload) {
+  auto [f, staged] = std::move(upload).take();
   if (ctx_.stopping) {
     ::unlink(staged.c_str());
     co_return make_error(errc::shutting_down, "the server is shutting down");
@@ -208,7 +209,9 @@ asio::awaitable<result<storage::file_record>> batch_manager::delete_file(std::st
   co_return std::move(*r->file);
 }
 
-asio::awaitable<result<storage::batch_record>> batch_manager::create_batch(batch_request req) {
+asio::awaitable<result<storage::batch_record>> batch_manager::create_batch(
+    admitted<batch_request> in) {
+  batch_request req = std::move(in).take();
   if (ctx_.stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   {
     auto input = get_file(req.tenant, req.input_file_id);

@@ -61,13 +61,14 @@ class batch_manager final : public batch_service {
   std::string upload_dir() const override;
   std::string file_path(const std::string& id) const override;
   boost::asio::awaitable<result<storage::file_record>> create_file(
-      storage::file_record f, std::string staged_path) override;
+      admitted<staged_file> upload) override;
   result<storage::file_record> get_file(const std::string& tenant, const std::string& id) override;
   result<file_page> list_files(const std::string& tenant, const std::string& purpose,
                                bool ascending, const std::string& after, int limit) override;
   boost::asio::awaitable<result<storage::file_record>> delete_file(std::string tenant,
                                                                    std::string id) override;
-  boost::asio::awaitable<result<storage::batch_record>> create_batch(batch_request r) override;
+  boost::asio::awaitable<result<storage::batch_record>> create_batch(
+      admitted<batch_request> in) override;
   result<storage::batch_record> get_batch(const std::string& tenant,
                                           const std::string& id) override;
   result<batch_page> list_batches(const std::string& tenant, const std::string& after,

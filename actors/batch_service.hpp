@@ -11,6 +11,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <nlohmann/json.hpp>
 
+#include "actors/admitted.hpp"
 #include "config/result.hpp"
 #include "runtime/trace.hpp"
 #include "storage/batch_records.hpp"
@@ -42,6 +43,13 @@ struct batch_request {
   trace::context trace;              ///< the client's trace context (not valid: none)
 };
 
+/// An upload whose form admission checked: its record (`id` empty: a new one is given) and the
+/// complete, fsynced staging file that becomes its bytes.
+struct staged_file {
+  storage::file_record record;
+  std::string path;
+};
+
 class batch_service {
  public:
   virtual ~batch_service() = default;
@@ -52,12 +60,11 @@ class batch_service {
   /// Where the bytes of file `id` live (for GET /v1/files/{id}/content).
   virtual std::string file_path(const std::string& id) const = 0;
 
-  /// Adopts an upload: the bytes at `staged_path` (complete, fsynced by the caller) become file
-  /// `f.id` (an empty id gets a new `file-<ULID>`, a zero created_at the current time) and its
-  /// record is committed. The staged file is moved, or removed on failure.
-  /// Errors: storage_unavailable, shutting_down.
+  /// Adopts an upload: the bytes at `path` become file `record.id` (an empty id gets a new
+  /// `file-<ULID>`, a zero created_at the current time) and its record is committed. The staged
+  /// file is moved, or removed on failure. Errors: storage_unavailable, shutting_down.
   virtual boost::asio::awaitable<result<storage::file_record>> create_file(
-      storage::file_record f, std::string staged_path) = 0;
+      admitted<staged_file> upload) = 0;
   /// Errors: file_not_found (also another tenant's file, or one that has expired).
   virtual result<storage::file_record> get_file(const std::string& tenant,
                                                 const std::string& id) = 0;
@@ -72,7 +79,8 @@ class batch_service {
   /// Creates the batch (status `validating`) and starts it. Errors: file_not_found (unknown
   /// input file), invalid_value (the input file's purpose is not `batch`), storage_unavailable,
   /// shutting_down.
-  virtual boost::asio::awaitable<result<storage::batch_record>> create_batch(batch_request r) = 0;
+  virtual boost::asio::awaitable<result<storage::batch_record>> create_batch(
+      admitted<batch_request> r) = 0;
   /// Errors: batch_not_found.
   virtual result<storage::batch_record> get_batch(const std::string& tenant,
                                                   const std::string& id) = 0;

@@ -77,12 +77,13 @@ class engine final : public job_service, public worker_service {
 
   // The worker protocol (engine_workers.cpp, docs/workers.md).
   boost::asio::awaitable<result<lease_reply>> lease(
-      std::string runtime, int max_tasks, int64_t wait_ms,
-      std::shared_ptr<caller_presence> caller) override;
-  boost::asio::awaitable<result<heartbeat_answer>> heartbeat(std::string token) override;
-  boost::asio::awaitable<status> complete(std::string token, std::string output) override;
-  boost::asio::awaitable<status> fail(std::string token, worker_failure f) override;
-  boost::asio::awaitable<result<storage_credentials>> credentials(std::string token) override;
+      admitted<worker_request> call, std::shared_ptr<caller_presence> caller) override;
+  boost::asio::awaitable<result<heartbeat_answer>> heartbeat(
+      admitted<worker_request> call) override;
+  boost::asio::awaitable<status> complete(admitted<worker_request> call) override;
+  boost::asio::awaitable<status> fail(admitted<worker_request> call) override;
+  boost::asio::awaitable<result<storage_credentials>> credentials(
+      admitted<worker_request> call) override;
   boost::asio::awaitable<result<std::string>> jwks() override;
   boost::asio::awaitable<result<std::string>> rotate_keys() override;
   /// The Files and Batch API of this engine.

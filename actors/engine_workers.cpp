@@ -87,9 +87,12 @@ result<std::string> engine::runtime_model(submission& s) const {
   return runtime_queue(s.runtime);
 }
 
-boost::asio::awaitable<result<lease_reply>> engine::lease(std::string runtime, int max_tasks,
-                                                          int64_t wait_ms,
+boost::asio::awaitable<result<lease_reply>> engine::lease(admitted<worker_request> in,
                                                           std::shared_ptr<caller_presence> caller) {
+  const worker_request& req = *in;
+  const std::string& runtime = req.runtime;
+  const int max_tasks = req.max_tasks;
+  const int64_t wait_ms = req.wait_ms;
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   auto q = runtimes_.find(runtime);
   if (q == runtimes_.end())
@@ -136,8 +139,8 @@ boost::asio::awaitable<status> engine::commit_attempt_op(storage::write_op op,
   co_return lost_attempt(c, deps_.clock.now_ms());
 }
 
-boost::asio::awaitable<result<heartbeat_answer>> engine::heartbeat(std::string token) {
-  auto c = co_await verified(std::move(token));
+boost::asio::awaitable<result<heartbeat_answer>> engine::heartbeat(admitted<worker_request> call) {
+  auto c = co_await verified(std::move(call).take().token);
   if (!c) co_return c.error();
   auto rt = deps_.cfg.runtimes.find(c->runtime);
   if (rt == deps_.cfg.runtimes.end())
@@ -176,22 +179,24 @@ storage::finish_attempt_op engine::worker_outcome(const runtime::capability_clai
   return op;
 }
 
-boost::asio::awaitable<status> engine::complete(std::string token, std::string output) {
-  auto c = co_await verified(std::move(token));
+boost::asio::awaitable<status> engine::complete(admitted<worker_request> call) {
+  worker_request req = std::move(call).take();
+  auto c = co_await verified(std::move(req.token));
   if (!c) co_return c.error();
   auto op = worker_outcome(*c);
   op.end = storage::attempt_end::succeeded;
-  op.response = storage::gateway_result{200, std::move(output)};
+  op.response = storage::gateway_result{200, std::move(req.output)};
   co_return co_await commit_attempt_op(std::move(op), *c);
 }
 
-boost::asio::awaitable<status> engine::fail(std::string token, worker_failure f) {
-  auto c = co_await verified(std::move(token));
+boost::asio::awaitable<status> engine::fail(admitted<worker_request> call) {
+  worker_request req = std::move(call).take();
+  auto c = co_await verified(std::move(req.token));
   if (!c) co_return c.error();
   auto op = worker_outcome(*c);
-  op.end = f.retryable ? storage::attempt_end::retry : storage::attempt_end::rejected;
-  op.error_code = std::move(f.code);
-  op.error_message = std::move(f.message);
+  op.end = req.retryable ? storage::attempt_end::retry : storage::attempt_end::rejected;
+  op.error_code = std::move(req.error_code);
+  op.error_message = std::move(req.error_message);
   op.backoff_ms = retry_backoff_ms(deps_.cfg, c->attempt);
   co_return co_await commit_attempt_op(std::move(op), *c);
 }
@@ -209,8 +214,9 @@ status engine::holds_lease(const runtime::capability_claims& c) const {
   return lost_attempt(c, now);
 }
 
-boost::asio::awaitable<result<storage_credentials>> engine::credentials(std::string token) {
-  auto c = co_await verified(std::move(token));
+boost::asio::awaitable<result<storage_credentials>> engine::credentials(
+    admitted<worker_request> call) {
+  auto c = co_await verified(std::move(call).take().token);
   if (!c) co_return c.error();
   if (c->grants.empty())
     co_return make_error(errc::invalid_grants,

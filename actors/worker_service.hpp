@@ -13,16 +13,25 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include "actors/admitted.hpp"
 #include "actors/runtime_queue.hpp"
 #include "config/result.hpp"
 
 namespace sy::actors {
 
-/// How a worker says its attempt failed.
-struct worker_failure {
-  std::string code;     ///< the worker's own code, recorded as the job's error code
-  std::string message;  ///< what failed and why
-  bool retryable = false;
+/// A worker call, read and checked by admission (api/admission.hpp, docs/workers.md): the
+/// fields its kind uses are set, the others are empty.
+struct worker_request {
+  enum class kind { lease, heartbeat, complete, fail, credentials };
+  kind what = kind::lease;
+  std::string runtime;        ///< lease: the runtime's name (no control character)
+  int max_tasks = 1;          ///< lease: 1..100
+  int64_t wait_ms = 0;        ///< lease: 0..30,000
+  std::string token;          ///< the others: the capability token, at most 8 KiB (verified here)
+  std::string output;         ///< complete: the task's result, JSON text
+  std::string error_code;     ///< fail: the worker's code (1..64 of A-Z a-z 0-9 _ - .)
+  std::string error_message;  ///< fail: at most 4,096 bytes
+  bool retryable = false;     ///< fail
 };
 
 /// A heartbeat's answer: the lease's new expiry and a fresh token that carries it.
@@ -66,23 +75,25 @@ class caller_presence {
 class worker_service {
  public:
   virtual ~worker_service() = default;
+  /// Each call takes a request that admission read and checked (its `what` is the call's).
   /// Up to `max_tasks` tasks of `runtime`, waiting up to `wait_ms` for the first; the wait ends
   /// early, without tasks, when `caller` (may be null: NATS) is gone.
   /// Errors: runtime_not_found, shutting_down.
   virtual boost::asio::awaitable<result<lease_reply>> lease(
-      std::string runtime, int max_tasks, int64_t wait_ms,
-      std::shared_ptr<caller_presence> caller) = 0;
+      admitted<worker_request> call, std::shared_ptr<caller_presence> caller) = 0;
   /// Errors (all calls below): invalid_capability_token (401), stale_attempt and lease_expired
   /// (409), storage_unavailable.
-  virtual boost::asio::awaitable<result<heartbeat_answer>> heartbeat(std::string token) = 0;
+  virtual boost::asio::awaitable<result<heartbeat_answer>> heartbeat(
+      admitted<worker_request> call) = 0;
   /// Records the attempt's success with `output` (JSON text) as the job's result.
-  virtual boost::asio::awaitable<status> complete(std::string token, std::string output) = 0;
+  virtual boost::asio::awaitable<status> complete(admitted<worker_request> call) = 0;
   /// Records the attempt's failure: retried with backoff when retryable and attempts are left.
-  virtual boost::asio::awaitable<status> fail(std::string token, worker_failure f) = 0;
+  virtual boost::asio::awaitable<status> fail(admitted<worker_request> call) = 0;
   /// Credentials for the attempt's storage grants, from STS, while the attempt holds its lease.
   /// Errors (besides the four above): invalid_grants (the task has none), credentials_unavailable
   /// (no STS configured, or STS refused or did not answer).
-  virtual boost::asio::awaitable<result<storage_credentials>> credentials(std::string token) = 0;
+  virtual boost::asio::awaitable<result<storage_credentials>> credentials(
+      admitted<worker_request> call) = 0;
   /// The JWKS of the keys that verify capability tokens, as JSON text.
   virtual boost::asio::awaitable<result<std::string>> jwks() = 0;
   /// Rotates the signing key now (`switchyard keys rotate`): the new key is published at once

@@ -39,7 +39,11 @@ result<actors::submission> sync_submission(std::string endpoint, nlohmann::json 
 }  // namespace detail
 
 admission::admission(const config::settings& settings)
-    : auth_(settings.api_keys), max_body_bytes_(settings.max_body_bytes) {}
+    : auth_(settings.api_keys),
+      max_body_bytes_(settings.max_body_bytes),
+      files_max_bytes_(settings.files_max_bytes),
+      max_task_file_bytes_(settings.max_task_file_bytes),
+      completion_windows_(settings.batch_completion_windows) {}
 
 result<std::string> admission::tenant(std::optional<std::string_view> authorization) const {
   return auth_.tenant_for(authorization.value_or(std::string_view()));
@@ -70,14 +74,13 @@ result<std::string> admission::idempotency_key(const client_request& r) const {
   return std::string(key);
 }
 
-namespace {
-
-/// The client's trace context, when it sent one that parses.
 trace::context trace_of(const client_request& r) {
   if (!r.traceparent) return {};
   return trace::parse(*r.traceparent, r.tracestate.value_or(std::string_view()))
       .value_or(trace::context{});
 }
+
+namespace {
 
 using nlohmann::json;
 
@@ -148,22 +151,22 @@ result<worker_request> read_failure(const json& j, worker_request r) {
   return r;
 }
 
-}  // namespace
-
-result<worker_request> admission::worker_call(worker_request::kind what, std::string_view body,
-                                              std::string_view authorization,
-                                              std::string_view token) const {
+/// A worker call's fields (admission::worker_call).
+result<worker_request> read_worker_call(const admission& admit, worker_request::kind what,
+                                        std::string_view body, std::string_view authorization,
+                                        std::string_view token) {
   using kind = worker_request::kind;
   worker_request r;
   r.what = what;
   if (what == kind::lease) {
-    if (auto st = worker(authorization); !st) return st.error();
-    auto doc = read_body(*this, body, {"runtime", "max_tasks", "wait_ms"});
+    if (auto st = admit.worker(authorization); !st) return st.error();
+    auto doc = read_body(admit, body, {"runtime", "max_tasks", "wait_ms"});
     if (!doc) return doc.error();
     auto runtime = doc->find("runtime");
-    if (runtime == doc->end() || !runtime->is_string())
+    if (runtime == doc->end() || runtime->is_null())
       return make_error(errc::missing_required_parameter,
                         "'runtime' is required: the name of a configured runtime.", "runtime");
+    if (!runtime->is_string()) return bad("'runtime' must be a string.", "runtime");
     if (has_control_character(runtime->get_ref<const std::string&>()))
       return make_error(errc::invalid_value, "'runtime' may not hold a control character.",
                         "runtime");
@@ -188,7 +191,7 @@ result<worker_request> admission::worker_call(worker_request::kind what, std::st
                           std::to_string(capability_token_max_bytes) + ".");
   r.token = std::string(token);
   if (what == kind::complete) {
-    auto doc = read_body(*this, body, {"output"});
+    auto doc = read_body(admit, body, {"output"});
     if (!doc) return doc.error();
     if (!doc->contains("output"))
       return make_error(errc::missing_required_parameter,
@@ -197,13 +200,24 @@ result<worker_request> admission::worker_call(worker_request::kind what, std::st
     return r;
   }
   if (what == kind::fail) {
-    auto doc = read_body(*this, body, {"error", "retryable"});
+    auto doc = read_body(admit, body, {"error", "retryable"});
     if (!doc) return doc.error();
     return read_failure(*doc, std::move(r));
   }
-  auto doc = read_body(*this, body, {});  // heartbeat, credentials: an empty object or none
+  auto doc = read_body(admit, body, {});  // heartbeat, credentials: an empty object or none
   if (!doc) return doc.error();
   return r;
+}
+
+}  // namespace
+
+result<actors::admitted<worker_request>> admission::worker_call(worker_request::kind what,
+                                                                std::string_view body,
+                                                                std::string_view authorization,
+                                                                std::string_view token) const {
+  auto r = read_worker_call(*this, what, body, authorization, token);
+  if (!r) return r.error();
+  return actors::admitted<worker_request>(std::move(*r));
 }
 
 template <class Parse>

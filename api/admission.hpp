@@ -14,6 +14,7 @@
 /// Nothing is stored before a request is admitted. Immutable after construction: any thread.
 
 #include <array>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,12 +22,18 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/admitted.hpp"
+#include "actors/batch_service.hpp"
 #include "actors/job_service.hpp"
+#include "actors/worker_service.hpp"
 #include "api/auth.hpp"
 #include "config/result.hpp"
 #include "config/settings.hpp"
 
 namespace sy::api {
+
+namespace detail {
+class upload;
+}  // namespace detail
 
 /// A surface that takes client bytes, and the limits of docs/limits.md admission applies to it
 /// (their names, space-separated). docs/limits.md, "Surfaces", has a row per surface naming
@@ -67,19 +74,11 @@ struct client_request {
   std::optional<std::string_view> tracestate;
 };
 
-/// A worker call, read and checked (docs/workers.md); api/detail/worker_calls.hpp runs it.
-struct worker_request {
-  enum class kind { lease, heartbeat, complete, fail, credentials };
-  kind what = kind::lease;
-  std::string runtime;     ///< lease: the runtime's name
-  int max_tasks = 1;       ///< lease: 1..100
-  int64_t wait_ms = 0;     ///< lease: 0..30,000
-  std::string token;       ///< the others: the capability token (not verified here: the core does)
-  std::string output;      ///< complete: the task's result, JSON text
-  std::string error_code;  ///< fail: the worker's code (1..64 of A-Z a-z 0-9 _ - .)
-  std::string error_message;  ///< fail: at most 4,096 bytes
-  bool retryable = false;     ///< fail
-};
+/// The client's trace context (`traceparent`, `tracestate`), when it sent one that parses.
+trace::context trace_of(const client_request& r);
+
+/// A worker call, read and checked (actors/worker_service.hpp).
+using worker_request = actors::worker_request;
 
 class admission {
  public:
@@ -112,11 +111,27 @@ class admission {
   /// longer is refused unread), and the body (`json`'s rules; empty reads as `{}`), whose
   /// fields are checked (invalid_request, unknown_parameter, missing_required_parameter,
   /// invalid_value for a control character in `runtime`).
-  result<worker_request> worker_call(worker_request::kind what, std::string_view body,
-                                     std::string_view authorization, std::string_view token) const;
+  result<actors::admitted<worker_request>> worker_call(worker_request::kind what,
+                                                       std::string_view body,
+                                                       std::string_view authorization,
+                                                       std::string_view token) const;
   /// An append to an open task list (`POST /v1/jobs/{id}/tasks`); `close`: the empty last
   /// batch of `POST /v1/jobs/{id}/close`, which has no body.
   result<actors::admitted<actors::task_append>> append(const client_request& r, bool close) const;
+
+  /// A batch (`POST /v1/batches`): its fields typed and checked (docs/api.md); an
+  /// `input_file_id` over 64 bytes is `string_above_max_length` without a lookup.
+  result<actors::admitted<actors::batch_request>> batch(const client_request& r) const;
+  /// An upload (`POST /v1/files`) as it begins: the API key, the multipart `Content-Type`
+  /// (invalid_file), then a staging file in `dir` that takes at most `files_max_bytes`
+  /// (`max_task_file_bytes` for purpose `tasks`). The surface feeds it the multipart body
+  /// (detail::upload::feed), then hands it to `uploaded`.
+  result<std::unique_ptr<detail::upload>> begin_upload(
+      std::optional<std::string_view> authorization, std::string_view content_type,
+      const std::string& dir) const;
+  /// The upload's body ended: its form checked (detail::upload::finish: invalid_file for the
+  /// structure and the filename, invalid_value naming a field), the staged file described.
+  result<actors::admitted<actors::staged_file>> uploaded(detail::upload& u) const;
 
  private:
   /// A job's steps (API key, JSON, idempotency key), then `parse` (document, tenant, key).
@@ -126,6 +141,9 @@ class admission {
 
   authenticator auth_;
   int64_t max_body_bytes_;
+  int64_t files_max_bytes_;
+  int64_t max_task_file_bytes_;
+  std::string completion_windows_;
 };
 
 }  // namespace sy::api

@@ -31,8 +31,6 @@ constexpr size_t content_chunk = size_t{64} * 1024;
 constexpr int files_max_limit = 10'000;
 constexpr int batches_default_limit = 20;
 constexpr int batches_max_limit = 100;
-constexpr int64_t min_output_expiry_s = 3'600;
-constexpr int64_t max_output_expiry_s = 2'592'000;
 
 /// An integer query parameter in [lo, hi], or `fallback` when absent.
 result<int> int_param(const std::vector<query_param>& q, const char* name, int fallback, int lo,
@@ -63,15 +61,8 @@ json list_json(json data, const std::string& first, const std::string& last, boo
 
 result<std::unique_ptr<upload>> request_handler::begin_upload(const request& header) {
   if (!batches_) return make_error(errc::not_found, "The Files and Batch API is not enabled here.");
-  auto tenant = auth_.tenant_for(header[http::field::authorization]);
-  if (!tenant) return tenant.error();
-  auto boundary = multipart_boundary(header[http::field::content_type]);
-  if (!boundary)
-    return make_error(errc::invalid_file,
-                      "The upload must be sent as 'Content-Type: multipart/form-data; "
-                      "boundary=...' with a 'file' part and a 'purpose' field.");
-  return upload::start(std::move(*tenant), *boundary, batches_->upload_dir(), files_max_bytes_,
-                       max_task_file_bytes_);
+  return admission_.begin_upload(client_of(header).authorization, header[http::field::content_type],
+                                 batches_->upload_dir());
 }
 
 boost::asio::awaitable<response> request_handler::finish_upload(std::unique_ptr<upload> u,
@@ -80,12 +71,9 @@ boost::asio::awaitable<response> request_handler::finish_upload(std::unique_ptr<
     res.set("x-request-id", new_request_id());
     return res;
   };
-  auto f = u->finish();
-  if (!f) co_return answer(error_for(f.error(), header));
-  f->created_at = static_cast<int64_t>(std::time(nullptr));
-  if (u->expires_after() > 0) f->expires_at = f->created_at + u->expires_after();
-  std::string staged = u->adopt();
-  auto stored = co_await batches_->create_file(std::move(*f), std::move(staged));
+  auto staged = admission_.uploaded(*u);
+  if (!staged) co_return answer(error_for(staged.error(), header));
+  auto stored = co_await batches_->create_file(std::move(*staged));
   if (!stored) co_return answer(error_for(stored.error(), header));
   co_return answer(json_response(http::status::ok, file_to_json(*stored), header));
 }
@@ -182,81 +170,9 @@ boost::asio::awaitable<response> request_handler::create_batch(const request& re
         make_error(errc::unsupported_media_type,
                    "The request body must be sent with 'Content-Type: application/json'."),
         req);
-  auto tenant = auth_.tenant_for(req[http::field::authorization]);
-  if (!tenant) co_return error_for(tenant.error(), req);
-  auto doc = admission_.json(req.body());
-  if (!doc) co_return error_for(doc.error(), req);
-  if (!doc->is_object())
-    co_return error_for(
-        make_error(errc::invalid_request, "The request body must be a JSON object."), req);
-  const json& d = *doc;
-  for (const auto& [k, v] : d.items())
-    if (k != "input_file_id" && k != "endpoint" && k != "completion_window" && k != "metadata" &&
-        k != "output_expires_after")
-      co_return error_for(
-          make_error(errc::unknown_parameter,
-                     "Unrecognized request argument supplied: " + quote_client(k) + ".", k),
-          req);
-  auto text = [&](const char* name) -> result<std::string> {
-    auto it = d.find(name);
-    if (it == d.end() || it->is_null())
-      return make_error(errc::missing_required_parameter,
-                        std::string("'") + name + "' is required.", name);
-    if (!it->is_string() || it->get_ref<const std::string&>().empty())
-      return make_error(errc::invalid_value,
-                        std::string("'") + name + "' must be a non-empty string.", name);
-    return it->get<std::string>();
-  };
-  actors::batch_request r;
-  r.tenant = *tenant;
-  auto input = text("input_file_id");
-  if (!input) co_return error_for(input.error(), req);
-  r.input_file_id = *input;
-  auto endpoint = text("endpoint");
-  if (!endpoint) co_return error_for(endpoint.error(), req);
-  if (!endpoints::find(*endpoint))
-    co_return error_for(make_error(errc::invalid_value,
-                                   "'endpoint' must be one of " + endpoints::list() + "; got '" +
-                                       endpoint->substr(0, 64) + "'.",
-                                   "endpoint"),
-                        req);
-  r.endpoint = *endpoint;
-  auto window = text("completion_window");
-  if (!window) co_return error_for(window.error(), req);
-  auto windows = config::parse_completion_windows(completion_windows_);
-  if (windows) {
-    for (const auto& w : *windows)
-      if (w.text == *window) {
-        r.completion_window = w.text;
-        r.completion_window_ms = w.ms;
-      }
-  }
-  if (r.completion_window.empty())
-    co_return error_for(make_error(errc::invalid_value,
-                                   "'completion_window' must be one of: " + completion_windows_ +
-                                       "; got '" + *window + "'.",
-                                   "completion_window"),
-                        req);
-  if (auto it = d.find("metadata"); it != d.end()) {
-    if (auto st = actors::check_metadata(*it); !st) co_return error_for(st.error(), req);
-    r.metadata = *it;
-  }
-  if (auto it = d.find("output_expires_after"); it != d.end() && !it->is_null()) {
-    const json& o = *it;
-    bool valid = o.is_object() && o.value("anchor", json()) == "created_at" &&
-                 o.contains("seconds") && o["seconds"].is_number_integer() &&
-                 o["seconds"].get<int64_t>() >= min_output_expiry_s &&
-                 o["seconds"].get<int64_t>() <= max_output_expiry_s;
-    if (!valid)
-      co_return error_for(make_error(errc::invalid_value,
-                                     "'output_expires_after' must be {\"anchor\": \"created_at\", "
-                                     "\"seconds\": 3600..2592000}.",
-                                     "output_expires_after"),
-                          req);
-    r.output_expires_after = o["seconds"].get<int64_t>();
-  }
-  r.trace = trace::parse(req["traceparent"], req["tracestate"]).value_or(trace::context{});
-  auto b = co_await batches_->create_batch(std::move(r));
+  auto r = admission_.batch(client_of(req));
+  if (!r) co_return error_for(r.error(), req);
+  auto b = co_await batches_->create_batch(std::move(*r));
   if (!b) co_return error_for(b.error(), req);
   co_return json_response(http::status::ok, batch_to_json(*b), req);
 }

@@ -131,9 +131,6 @@ class request_handler {
   admission admission_;  ///< every body a route reads goes through it (api/admission.hpp)
   actors::batch_service* batches_;
   actors::worker_service* workers_;  ///< set: this handler serves the internal listener
-  int64_t files_max_bytes_;
-  int64_t max_task_file_bytes_;
-  std::string completion_windows_;
   actors::job_service& service_;
   std::function<bool()> ready_;
   const std::atomic<bool>& stopping_;

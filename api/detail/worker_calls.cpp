@@ -26,17 +26,16 @@ boost::asio::awaitable<result<json>> run(actors::worker_service& workers, const 
   auto req = admit.worker_call(call.what, call.body, call.authorization, call.token);
   if (!req) co_return req.error();
   using kind = worker_request::kind;
-  switch (req->what) {
+  switch ((*req)->what) {
     case kind::lease: {
-      auto leased = co_await workers.lease(std::move(req->runtime), req->max_tasks, req->wait_ms,
-                                           call.caller);
+      auto leased = co_await workers.lease(std::move(*req), call.caller);
       if (!leased) co_return leased.error();
       json tasks = json::array();
       for (const auto& t : leased->tasks) tasks.push_back(leased_json(t));
       co_return json{{"tasks", std::move(tasks)}};
     }
     case kind::heartbeat: {
-      auto a = co_await workers.heartbeat(std::move(req->token));
+      auto a = co_await workers.heartbeat(std::move(*req));
       if (!a) co_return a.error();
       co_return json{{"lease_expires_at", a->lease_expires_at_ms / 1000},
                      {"lease_expires_at_ms", a->lease_expires_at_ms},
@@ -44,7 +43,7 @@ boost::asio::awaitable<result<json>> run(actors::worker_service& workers, const 
                      {"cancel_requested", a->cancel_requested}};
     }
     case kind::credentials: {
-      auto c = co_await workers.credentials(std::move(req->token));
+      auto c = co_await workers.credentials(std::move(*req));
       if (!c) co_return c.error();
       co_return json{
           {"access_key_id", c->access_key_id}, {"secret_access_key", c->secret_access_key},
@@ -53,14 +52,9 @@ boost::asio::awaitable<result<json>> run(actors::worker_service& workers, const 
     }
     case kind::complete:
     case kind::fail: {
-      status done = ok;
-      if (req->what == kind::complete) {
-        done = co_await workers.complete(std::move(req->token), std::move(req->output));
-      } else {
-        actors::worker_failure f{std::move(req->error_code), std::move(req->error_message),
-                                 req->retryable};
-        done = co_await workers.fail(std::move(req->token), std::move(f));
-      }
+      const bool completes = (*req)->what == kind::complete;
+      status done = completes ? co_await workers.complete(std::move(*req))
+                              : co_await workers.fail(std::move(*req));
       if (!done) co_return done.error();
       co_return json{{"recorded", true}};
     }

@@ -32,21 +32,22 @@ void judge(const sy::api::admission& admit, kind what, std::string_view body,
     check(sy::api::error_body(r.error()).size() < 16 * 1024, "an error answer echoes its input");
     return;
   }
-  check(r->what == what, "the call changed its kind");
+  check((*r)->what == what, "the call changed its kind");
   if (what == kind::lease) {
-    check(!sy::has_control_character(r->runtime), "a runtime with a control character");
-    check(r->max_tasks >= 1 && r->max_tasks <= 100, "max_tasks out of 1..100");
-    check(r->wait_ms >= 0 && r->wait_ms <= 30'000, "wait_ms out of 0..30000");
+    check(!sy::has_control_character((*r)->runtime), "a runtime with a control character");
+    check((*r)->max_tasks >= 1 && (*r)->max_tasks <= 100, "max_tasks out of 1..100");
+    check((*r)->wait_ms >= 0 && (*r)->wait_ms <= 30'000, "wait_ms out of 0..30000");
     return;
   }
-  check(!r->token.empty() && r->token.size() <= 8 * 1024, "a token out of its bounds");
+  check(!(*r)->token.empty() && (*r)->token.size() <= 8 * 1024, "a token out of its bounds");
   if (what == kind::complete) {
-    auto out = nlohmann::json::parse(r->output, nullptr, /*allow_exceptions=*/false);
+    auto out = nlohmann::json::parse((*r)->output, nullptr, /*allow_exceptions=*/false);
     check(!out.is_discarded(), "an admitted output is not JSON");
   }
   if (what == kind::fail) {
-    check(!r->error_code.empty() && r->error_code.size() <= 64, "an error code out of bounds");
-    check(r->error_message.size() <= 4096, "an error message over 4096 bytes");
+    check(!(*r)->error_code.empty() && (*r)->error_code.size() <= 64,
+          "an error code out of bounds");
+    check((*r)->error_message.size() <= 4096, "an error message over 4096 bytes");
   }
 }
 

@@ -18,6 +18,7 @@
 
 #include "storage/batch_ops.hpp"
 #include "tests/integration/engine/engine_env.hpp"
+#include "tests/support/admit.hpp"
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
@@ -102,7 +103,7 @@ class batch_env : public engine_env {
     f.purpose = "batch";
     f.bytes = bytes;
     f.created_at = std::time(nullptr);
-    auto r = run([&] { return svc().create_file(f, staged); });
+    auto r = run([&] { return svc().create_file(admit::as_is(actors::staged_file{f, staged})); });
     EXPECT_TRUE(r.ok());
     return f.id;
   }
@@ -114,7 +115,7 @@ class batch_env : public engine_env {
     req.endpoint = "/v1/chat/completions";
     req.completion_window = "24h";
     req.completion_window_ms = window_ms;
-    auto r = run([&] { return svc().create_batch(req); });
+    auto r = run([&] { return svc().create_batch(admit::as_is(req)); });
     EXPECT_TRUE(r.ok()) << (r ? "" : r.error().message);
     return *r;
   }

@@ -147,6 +147,15 @@ TEST(batch_http, bad_batch_requests_get_their_error_and_create_nothing) {
   expect_error(with("output_expires_after", {{"anchor", "created_at"}, {"seconds", 5}}), 400,
                "invalid_value", "output_expires_after");
   expect_error(with("surprise", 1), 400, "unknown_parameter", "surprise");
+  // A field of another JSON type is invalid_request naming it (metadata has its own code); an id
+  // longer than any the engine issues is refused without a lookup.
+  expect_error(with("input_file_id", 5), 400, "invalid_request", "input_file_id");
+  expect_error(with("endpoint", true), 400, "invalid_request", "endpoint");
+  expect_error(with("completion_window", 24), 400, "invalid_request", "completion_window");
+  expect_error(with("metadata", json::array()), 400, "invalid_metadata", "metadata");
+  expect_error(with("output_expires_after", "1h"), 400, "invalid_value", "output_expires_after");
+  expect_error(with("input_file_id", std::string(65, 'f')), 400, "string_above_max_length",
+               "input_file_id");
   expect_error(with("input_file_id", "file-nope"), 404, "file_not_found", "input_file_id");
   expect_error(with("input_file_id", other["id"]), 400, "invalid_value", "input_file_id");
   expect_error(c.request("POST", "/v1/batches", "{", {{"Content-Type", "application/json"}}), 400,

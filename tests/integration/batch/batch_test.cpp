@@ -146,7 +146,7 @@ TEST(batch, a_completed_batch_is_not_cancellable_and_unknown_ids_are_not_found) 
   req.input_file_id = "file-nope";
   req.endpoint = "/v1/chat/completions";
   req.completion_window_ms = 1000;
-  auto bad = run([&] { return env.svc().create_batch(req); });
+  auto bad = run([&] { return env.svc().create_batch(admit::as_is(req)); });
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, "file_not_found");
 }
@@ -348,7 +348,9 @@ TEST(batch, files_with_expires_after_are_deleted_when_due) {
   // Two seconds ahead of a time truncated to the second: the file is due at least one second
   // from now, so the check just below cannot race the sweeper (with one it could, and did).
   g.expires_at = g.created_at + 2;
-  ASSERT_TRUE(run([&] { return env.svc().create_file(g, staged); }).ok());
+  ASSERT_TRUE(run([&] {
+                return env.svc().create_file(admit::as_is(actors::staged_file{g, staged}));
+              }).ok());
   EXPECT_TRUE(env.svc().get_file("default", g.id).ok());
   ASSERT_TRUE(wait_for([&] { return !std::filesystem::exists(env.svc().file_path(g.id)); },
                        std::chrono::seconds(10)));
