@@ -50,7 +50,7 @@ inline constexpr std::array<surface_info, 11> admission_surfaces() {
       {"POST /v1/jobs", json_body},
       {"POST /v1/jobs/{id}/tasks", json_body},
       {"POST /v1/chat/completions", json_body},
-      {"POST /v1/batches", "max_body_bytes json_max_depth metadata_max_keys"},
+      {"POST /v1/batches", "max_body_bytes json_max_depth metadata_max_keys issued_id_max_bytes"},
       {"POST /v1/files", "files_max_bytes upload_field_max_bytes multipart_part_header_max_bytes"},
       {"sy.api.jobs.create", json_body},
       {"sy.submit.job", json_body},
