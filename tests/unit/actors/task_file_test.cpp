@@ -46,5 +46,25 @@ TEST(task_file, a_shutdown_stops_the_check_between_lines) {
   EXPECT_EQ(seen, 1);
 }
 
+TEST(task_file, a_line_over_64_mib_is_an_invalid_json_line_and_the_next_line_counts) {
+  temp_dir dir;
+  const std::string path = dir.path() + "/tasks.jsonl";
+  {
+    std::ofstream out(path, std::ios::binary);
+    const std::string head = R"({"body":{"model":"m","x":")";
+    const std::string tail = "\"}}";
+    // One byte over 64 MiB, not counting its newline.
+    out << head << std::string((size_t{64} << 20) + 1 - head.size() - tail.size(), 'a') << tail
+        << '\n';
+    out << R"({"body":{"model":"m","messages":[]}})" << '\n';
+  }
+  auto checked = actors::check_task_file(path, 10, any_task);
+  ASSERT_TRUE(checked) << checked.error().message;
+  EXPECT_EQ(checked->tasks, 2);  // every task line, good or bad
+  ASSERT_EQ(checked->error_count, 1);
+  EXPECT_EQ(checked->errors[0].code, "invalid_json_line");
+  EXPECT_EQ(checked->errors[0].line, 1);
+}
+
 }  // namespace SY_UNITY_ID
 }  // namespace sy::test
