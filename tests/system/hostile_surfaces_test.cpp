@@ -27,7 +27,9 @@ namespace SY_UNITY_ID {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr int64_t max_body = 256 * 1024;  // --max-body-bytes: well under NATS max_payload (1 MiB)
+// --max-body-bytes: room for a 900 KB string where an id or name belongs, and a payload of exactly
+// the limit with its headers under NATS max_payload (1 MiB).
+constexpr int64_t max_body = 960 * 1024;
 
 /// What one surface answered: the HTTP status (the micro service's error code header, the
 /// intake's Sy-Status; 202 for an accepted job) and the error code and param (empty: none).
@@ -157,7 +159,7 @@ std::vector<hostile_case> cases() {
   for (int i = 0; i < 10'000; ++i)
     many_keys += (i ? ",\"k" : "\"k") + std::to_string(i) + "\":\"v\"";
   many_keys += "}";
-  const std::string huge(200'000, 'm');
+  const std::string huge(900'000, 'm');
   std::string at_limit = job("", R"(,"metadata":{"pad":""})");
   // A body of exactly max_body bytes that is refused on its content (a metadata value over 512
   // characters), and the same one byte longer, refused on its size.
@@ -190,6 +192,10 @@ std::vector<hostile_case> cases() {
       {"huge_input_file_id",
        R"({"endpoint":"/v1/chat/completions","input_file_id":")" + huge + "\"}", 400,
        "string_above_max_length", "input_file_id"},
+      {"huge_custom_id",
+       R"({"endpoint":"/v1/chat/completions","tasks":[{"custom_id":")" + huge +
+           R"(","body":{"model":"m"}}]})",
+       400, "invalid_tasks", "tasks[0].custom_id"},  // its documented code (docs/api.md)
       {"nul_in_custom_id",
        R"({"endpoint":"/v1/chat/completions","tasks":[{"custom_id":"a\u0000","body":{"model":"m"}}]})",
        400, "invalid_value", "tasks[0].custom_id"},
@@ -273,6 +279,15 @@ TEST_F(HostileSurfaces, worker_calls_refuse_giant_tokens_and_deep_bodies_on_both
   EXPECT_EQ(h.code, "json_too_deep");
   EXPECT_EQ(m.code, "json_too_deep");
   EXPECT_EQ(m.status, h.status);
+  // A 900 KB runtime name is looked up and not found; neither answer echoes it.
+  const std::string long_runtime = R"({"runtime":")" + std::string(900'000, 'r') + "\"}";
+  auto h_runtime = http(long_runtime, env_.internal_port(), "/v1/task/lease");
+  auto m_runtime = micro(long_runtime, "sy.task.lease");
+  EXPECT_EQ(h_runtime.code, "runtime_not_found");
+  EXPECT_EQ(m_runtime.code, h_runtime.code);
+  EXPECT_EQ(m_runtime.status, h_runtime.status);
+  EXPECT_LT(h_runtime.bytes, 16u * 1024);
+  EXPECT_LT(m_runtime.bytes, 16u * 1024);
   auto lease = micro(R"({"runtime":"r\u0000","runtime":"s"})", "sy.task.lease");
   EXPECT_EQ(lease.code, "invalid_request");
   EXPECT_EQ(lease.param, "runtime");
