@@ -446,6 +446,11 @@ result<std::unique_ptr<micro_service>> micro_service::start(natsConnection* nc,
       if (auto st = subscribe(c, svc->subs_, subject, {}, kind, 0); !st) return st.error();
     }
   }
+  // A round trip, so that the server holds the subscriptions before the engine says it listens:
+  // a request sent right after would otherwise find no responders. Not connected yet (NATS is
+  // down at start): the subscriptions are sent on connect, and requests fail until then anyway.
+  if (natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED)
+    (void)natsConnection_FlushTimeout(nc, 5'000);
   return svc;
 }
 
