@@ -151,13 +151,14 @@ asio::awaitable<void> batch_manager::sweep_expired_files() {
 
 asio::awaitable<result<storage::file_record>> batch_manager::create_file(
     admitted<staged_file> upload) {
-  auto [f, staged] = std::move(upload).take();
+  auto [f, staged, expires_after_s] = std::move(upload).take();
   if (ctx_.stopping) {
     ::unlink(staged.c_str());
     co_return make_error(errc::shutting_down, "the server is shutting down");
   }
   if (f.id.empty()) f.id = "file-" + ids_.next(ctx_.clock.now_ms());
   if (f.created_at == 0) f.created_at = ctx_.clock.now_ms() / 1000;
+  if (expires_after_s > 0) f.expires_at = f.created_at + expires_after_s;
   const std::string path = file_path(f.id);
   if (std::rename(staged.c_str(), path.c_str()) != 0) {
     auto e = detail::sys_error("cannot move the upload to", path);

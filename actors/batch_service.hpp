@@ -43,11 +43,13 @@ struct batch_request {
   trace::context trace;              ///< the client's trace context (not valid: none)
 };
 
-/// An upload whose form admission checked: its record (`id` empty: a new one is given) and the
-/// complete, fsynced staging file that becomes its bytes.
+/// An upload whose form admission checked: its record (`id` empty: a new one is given; a zero
+/// `created_at`: the engine clock's time), the complete, fsynced staging file that becomes its
+/// bytes, and the seconds after creation it expires (0: `record.expires_at` as it is).
 struct staged_file {
   storage::file_record record;
   std::string path;
+  int64_t expires_after_s = 0;
 };
 
 class batch_service {

@@ -1,7 +1,6 @@
 // The Files and Batch API's admission (api/admission.hpp): `POST /v1/batches` and the uploads of
 // `POST /v1/files`, read and checked here so that the batch service takes only admitted requests.
 
-#include <ctime>
 #include <string>
 #include <utility>
 
@@ -135,9 +134,8 @@ result<std::unique_ptr<detail::upload>> admission::begin_upload(
 result<actors::admitted<actors::staged_file>> admission::uploaded(detail::upload& u) const {
   auto f = u.finish();
   if (!f) return f.error();
-  f->created_at = static_cast<int64_t>(std::time(nullptr));
-  if (u.expires_after() > 0) f->expires_at = f->created_at + u.expires_after();
-  return actors::admitted<actors::staged_file>(actors::staged_file{std::move(*f), u.adopt()});
+  return actors::admitted<actors::staged_file>(
+      actors::staged_file{std::move(*f), u.adopt(), u.expires_after()});
 }
 
 }  // namespace sy::api

@@ -103,7 +103,9 @@ class batch_env : public engine_env {
     f.purpose = "batch";
     f.bytes = bytes;
     f.created_at = std::time(nullptr);
-    auto r = run([&] { return svc().create_file(admit::as_is(actors::staged_file{f, staged})); });
+    auto r = run([&] {
+      return svc().create_file(admit::as_is(actors::staged_file{f, staged, 0}));
+    });
     EXPECT_TRUE(r.ok());
     return f.id;
   }

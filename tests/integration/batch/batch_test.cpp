@@ -349,7 +349,7 @@ TEST(batch, files_with_expires_after_are_deleted_when_due) {
   // from now, so the check just below cannot race the sweeper (with one it could, and did).
   g.expires_at = g.created_at + 2;
   ASSERT_TRUE(run([&] {
-                return env.svc().create_file(admit::as_is(actors::staged_file{g, staged}));
+                return env.svc().create_file(admit::as_is(actors::staged_file{g, staged, 0}));
               }).ok());
   EXPECT_TRUE(env.svc().get_file("default", g.id).ok());
   ASSERT_TRUE(wait_for([&] { return !std::filesystem::exists(env.svc().file_path(g.id)); },
