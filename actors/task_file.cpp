@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "actors/submission.hpp"
+#include "config/client_text.hpp"
 #include "config/limits.hpp"
 #include "storage/json_text.hpp"
 #include "storage/ops.hpp"
@@ -137,8 +138,15 @@ uint64_t fnv1a64(std::string_view s) {
   return h;
 }
 
+/// The most bytes of a line's error message kept in the job's `errors`: a message quotes each
+/// client value at most 256 bytes (docs/limits.md, "No echo"), so this only cuts one that does
+/// not, such as a 900 KB key named whole.
+constexpr size_t line_message_max_bytes = 1024;
+
 storage::batch_error line_error(const sy::error& e, int64_t line) {
-  return storage::batch_error{e.code, e.message, e.param, line};
+  // Stored, listed in the job and logged: never a line's value whole, whatever the check quoted.
+  return storage::batch_error{e.code, quote_client(e.message, line_message_max_bytes),
+                              quote_client(e.param), line};
 }
 
 }  // namespace

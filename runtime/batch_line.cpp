@@ -221,6 +221,45 @@ uint32_t system_prompt_hash(od::array messages) {
   return 0;
 }
 
+/// The characters (Unicode code points) of valid UTF-8 text: the bytes that start one.
+size_t code_points(std::string_view s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+/// What is wrong with a request body's `metadata` (nullopt: nothing, or absent), by the limits
+/// a job's and a sync call's metadata have (docs/limits.md): null, or an object of at most 16
+/// string values, keys of at most 64 and values of at most 512 characters. The line was
+/// validated whole already, so only the types and sizes are looked at.
+std::optional<std::string> metadata_problem(od::object& body) {
+  od::value m;
+  if (body.find_field_unordered("metadata").get(m) != simdjson::SUCCESS) return std::nullopt;
+  od::json_type type;
+  if (m.type().get(type) != simdjson::SUCCESS) return "must be an object of string values";
+  if (type == od::json_type::null) return std::nullopt;
+  od::object o;
+  if (type != od::json_type::object || m.get_object().get(o) != simdjson::SUCCESS)
+    return "must be an object of string values";
+  size_t keys = 0;
+  for (auto field : o) {
+    if (++keys > limits::metadata_max_keys)
+      return "has more than " + std::to_string(limits::metadata_max_keys) + " keys";
+    std::string_view key;
+    if (field.unescaped_key().get(key) != simdjson::SUCCESS) return "has a key that is not text";
+    if (code_points(key) > limits::metadata_key_max_chars)
+      return "has a key longer than " + std::to_string(limits::metadata_key_max_chars) +
+             " characters";
+    std::string_view value;
+    if (field.value().get_string().get(value) != simdjson::SUCCESS)
+      return "value of '" + quote_client(key) + "' must be a string";
+    if (code_points(value) > limits::metadata_value_max_chars)
+      return "value of '" + quote_client(key) + "' is longer than " +
+             std::to_string(limits::metadata_value_max_chars) + " characters";
+  }
+  return std::nullopt;
+}
+
 std::string_view required_message(field_state s) {
   return s == field_state::missing ? "is required." : "must be a non-empty string.";
 }
@@ -327,13 +366,24 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
     if (chat) out.prefix_hash = system_prompt_hash(messages);
   }
 
+  // `stream` has a job's rules: true or false (or null); another type is refused, as a job's
+  // body's is, rather than read as false here and as something else by the gateway.
   od::value stream;
-  bool streaming = false;
-  if (body.find_field_unordered("stream").get(stream) == simdjson::SUCCESS &&
-      stream.get_bool().get(streaming) == simdjson::SUCCESS && streaming) {
-    return make_line_error(line_no, errc::streaming_unsupported, "body.stream",
-                           "'body.stream' is true; batch requests cannot stream.");
+  if (body.find_field_unordered("stream").get(stream) == simdjson::SUCCESS) {
+    od::json_type type;
+    bool streaming = false;
+    if (stream.type().get(type) != simdjson::SUCCESS ||
+        (type != od::json_type::null &&
+         (type != od::json_type::boolean || stream.get_bool().get(streaming))))
+      return make_line_error(line_no, errc::invalid_request, "body.stream",
+                             "'body.stream' must be true or false.");
+    if (streaming)
+      return make_line_error(line_no, errc::streaming_unsupported, "body.stream",
+                             "'body.stream' is true; batch requests cannot stream.");
   }
+  if (auto problem = metadata_problem(body))
+    return make_line_error(line_no, errc::invalid_metadata, "body.metadata",
+                           "'body.metadata' " + *problem + ".");
   return std::nullopt;
 }
 

@@ -31,6 +31,22 @@ TEST(task_file, the_check_counts_every_task_and_model) {
   EXPECT_EQ(checked->models, std::vector<std::string>{"m"});
 }
 
+TEST(task_file, a_line_error_never_holds_the_line_whole) {
+  temp_dir dir;
+  const std::string path = dir.path() + "/tasks.jsonl";
+  const std::string key(900'000, 'k');  // an unknown key, named by its check in full
+  std::ofstream(path) << R"({"body":{"model":"m"},")" << key << "\":1}\n";
+  auto checked = actors::check_task_file(path, 10, any_task);
+  ASSERT_TRUE(checked) << checked.error().message;
+  ASSERT_EQ(checked->errors.size(), 1u);
+  const auto& e = checked->errors[0];
+  EXPECT_EQ(e.code, "unknown_parameter");
+  EXPECT_EQ(e.line, 1);
+  EXPECT_LE(e.param.size(), 300u) << "the param names the key whole";
+  EXPECT_LE(e.message.size(), 1100u) << "the message quotes the key whole";
+  EXPECT_EQ(e.param.rfind("kkk", 0), 0u);
+}
+
 TEST(task_file, a_shutdown_stops_the_check_between_lines) {
   temp_dir dir;
   const auto path = write_tasks(dir.path(), 3);

@@ -243,6 +243,23 @@ TEST_F(BatchPlan, EveryValidationCode) {
        R"("body":{"model":"m","messages":[]}})",
        "invalid_value", "custom_id"},
       {head + R"("body":{"model":"m\u009f","messages":[]}})", "invalid_value", "body.model"},
+      // A body's stream and metadata have a job's types and limits.
+      {head + R"("body":{"model":"m","messages":[],"stream":"yes"}})", "invalid_request",
+       "body.stream"},
+      {head + R"("body":{"model":"m","messages":[],"metadata":5}})", "invalid_metadata",
+       "body.metadata"},
+      {head + R"("body":{"model":"m","messages":[],"metadata":{"a":1}}})", "invalid_metadata",
+       "body.metadata"},
+      {head + R"("body":{"model":"m","messages":[],"metadata":{"a":")" + std::string(513, 'v') +
+           R"("}}})",
+       "invalid_metadata", "body.metadata"},
+      {head + R"("body":{"model":"m","messages":[],"metadata":{")" + std::string(65, 'k') +
+           R"(":"v"}}})",
+       "invalid_metadata", "body.metadata"},
+      {head + R"("body":{"model":"m","messages":[],"metadata":{"a":"1","b":"2","c":"3","d":"4",)"
+              R"("e":"5","f":"6","g":"7","h":"8","i":"9","j":"10","k":"11","l":"12","m":"13",)"
+              R"("n":"14","o":"15","p":"16","q":"17"}}})",
+       "invalid_metadata", "body.metadata"},
   };
   for (const bad_case& c : cases) {
     ingest_options o = options("", c.endpoint);
@@ -280,6 +297,15 @@ TEST_F(BatchPlan, LimitsHoldOnBothSidesOfTheBoundary) {
   EXPECT_EQ(
       only_error(head + R"("body":{"model":"m","x":)" + std::string(200'000, '[') + "}}").code,
       "json_too_deep");
+
+  // Metadata values are counted in characters, as OpenAI counts them: 512 'é' (1,024 bytes).
+  std::string e_acute;
+  for (size_t i = 0; i < limits::metadata_value_max_chars; ++i) e_acute += "\xc3\xa9";
+  const ingest_result accented =
+      run(options(head + R"("body":{"model":"m","messages":[],"stream":null,"metadata":{"a":")" +
+                  e_acute + R"("}}})" + "\n"));
+  EXPECT_TRUE(accented.errors.empty())
+      << (accented.errors.empty() ? "" : accented.errors[0].message);
 
   EXPECT_TRUE(
       run(options(chat(std::string(limits::custom_id_max_bytes, 'c'), "m") + "\n")).errors.empty());
