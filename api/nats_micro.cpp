@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/nats_headers.hpp"
+
 namespace sy::api {
 namespace {
 
@@ -98,15 +100,7 @@ std::string rfc3339(int64_t ms) {
 
 std::map<std::string, std::string> read_headers(natsMsg* msg) {
   std::map<std::string, std::string> out;
-  const char** keys = nullptr;
-  int count = 0;
-  if (natsMsgHeader_Keys(msg, &keys, &count) != NATS_OK) return out;  // no headers
-  for (int i = 0; i < count; ++i) {
-    const char* value = nullptr;
-    if (natsMsgHeader_Get(msg, keys[i], &value) == NATS_OK && value != nullptr)
-      out.emplace(keys[i], value);
-  }
-  free(static_cast<void*>(keys));  // nats.c allocates the array, not the strings
+  for (auto& [key, value] : runtime::read_nats_headers(msg)) out.emplace(key, std::move(value));
   return out;
 }
 
@@ -367,13 +361,8 @@ status validate(natsConnection* nc, micro_config& c) {
 }  // namespace
 
 std::optional<std::string> micro_request::header(std::string_view name) const {
-  for (const auto& [k, v] : headers) {
-    if (k.size() == name.size() && std::equal(k.begin(), k.end(), name.begin(), [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) ==
-                 std::tolower(static_cast<unsigned char>(b));
-        }))
-      return v;
-  }
+  for (const auto& [k, v] : headers)
+    if (runtime::same_header(k, name)) return v;
   return std::nullopt;
 }
 

@@ -11,6 +11,7 @@
 
 #include "config/limits.hpp"
 #include "config/sha256.hpp"
+#include "runtime/nats_headers.hpp"
 
 namespace sy::runtime {
 
@@ -233,25 +234,9 @@ std::string_view js_message::data() const {
 }
 
 std::optional<std::string> js_message::header(const char* name) const {
-  if (msg_ == nullptr) return std::nullopt;
-  const char** keys = nullptr;
-  int count = 0;
-  if (natsMsgHeader_Keys(msg_, &keys, &count) != NATS_OK) return std::nullopt;  // no headers
-  std::optional<std::string> out;
-  const std::string_view wanted(name);
-  for (int i = 0; i < count && !out; ++i) {
-    const std::string_view key(keys[i]);
-    bool same = key.size() == wanted.size() &&
-                std::equal(key.begin(), key.end(), wanted.begin(), [](char a, char b) {
-                  return std::tolower(static_cast<unsigned char>(a)) ==
-                         std::tolower(static_cast<unsigned char>(b));
-                });
-    const char* value = nullptr;
-    if (same && natsMsgHeader_Get(msg_, keys[i], &value) == NATS_OK && value != nullptr)
-      out = std::string(value);
-  }
-  free(static_cast<void*>(keys));  // nats.c allocates the array, not the strings
-  return out;
+  for (auto& [key, value] : read_nats_headers(msg_))
+    if (same_header(key, name)) return std::move(value);
+  return std::nullopt;
 }
 
 std::string_view js_message::subject() const {
