@@ -52,9 +52,13 @@ boost::asio::awaitable<result<json>> run(actors::worker_service& workers, const 
     }
     case kind::complete:
     case kind::fail: {
-      const bool completes = (*req)->what == kind::complete;
-      status done = completes ? co_await workers.complete(std::move(*req))
-                              : co_await workers.fail(std::move(*req));
+      // Not a conditional expression: g++ 12 destroys a co_await's result twice there.
+      status done = ok;
+      if ((*req)->what == kind::complete) {
+        done = co_await workers.complete(std::move(*req));
+      } else {
+        done = co_await workers.fail(std::move(*req));
+      }
       if (!done) co_return done.error();
       co_return json{{"recorded", true}};
     }
