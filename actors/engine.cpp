@@ -9,6 +9,7 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
+#include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 
 #include "actors/http_task.hpp"
@@ -147,7 +148,9 @@ void engine::spawn_storage_actors() {
                            std::move(policy), std::move(hooks));
   ctx.jobs = spawn_job_registry(*sys_, ctx.clock, ctx.exec.get_executor(),
                                 heartbeat_period_ms(deps_.cfg) / 2);
-  relay_ = spawn_outbox_relay(*sys_, deps_.env, ctx.writer, deps_.js, {});
+  outbox_relay_options relay_opts;
+  relay_opts.retry_timer = ctx.clock.make_timer(boost::asio::make_strand(ctx.exec));
+  relay_ = spawn_outbox_relay(*sys_, deps_.env, ctx.writer, deps_.js, std::move(relay_opts));
   relay_ready_ = true;
 }
 

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <memory>
 
+#include "actors/detail/actor_timer.hpp"
 #include "runtime/log.hpp"
 #include "runtime/log_throttle.hpp"
 #include "runtime/metrics.hpp"
@@ -27,6 +29,8 @@ struct reaper_state {
   std::string node_prefix;
   /// A write that keeps failing is retried every tick: logged once a minute, with a count.
   log::throttle write_failures{60'000};
+  /// The next tick, `reaper_interval_ms` of the engine's clock after the last pass.
+  std::shared_ptr<runtime::timer> tick;
   static inline const char* name = "lease_reaper";
 };
 
@@ -204,6 +208,7 @@ lease_reaper_actor::behavior_type reaper(reaper_ptr self, engine_context* ctx,
   self->state.ctx = ctx;
   self->state.env = env;
   self->state.node_prefix = std::move(node_prefix);
+  self->state.tick = ctx->clock.make_timer(boost::asio::make_strand(ctx->exec));
   self->send(self, tick_atom::value);
   return {
       [=](tick_atom) {
@@ -213,8 +218,8 @@ lease_reaper_actor::behavior_type reaper(reaper_ptr self, engine_context* ctx,
         purge_due(self, now);
         reconcile(self, now);
         measure_queues(self, now);
-        self->delayed_send(self, std::chrono::milliseconds(ctx->cfg.reaper_interval_ms),
-                           tick_atom::value);
+        detail::arm<tick_atom>(self->state.tick, ctx->cfg.reaper_interval_ms,
+                               lease_reaper_actor{self});
       },
   };
 }

@@ -6,6 +6,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/detail/actor_timer.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/thread_name.hpp"
@@ -19,7 +20,6 @@ struct relay_state {
   storage_writer_actor writer;
   outbox_relay_options opts;
   uint64_t cursor = 0;  ///< next sequence to read
-  bool retry_scheduled = false;
   bool nats_down_logged = false;
   static inline const char* name = "outbox_relay";
 };
@@ -94,10 +94,9 @@ bool drain(relay_ptr self) {
 
 void on_wake(relay_ptr self) {
   if (drain(self)) return;
-  if (!self->state.retry_scheduled) {
-    self->state.retry_scheduled = true;
-    self->delayed_send(self, self->state.opts.retry_interval, wake_atom::value);
-  }
+  // A retry after the interval; a wake meanwhile (a new commit) tries at once and re-arms it.
+  detail::arm<wake_atom>(self->state.opts.retry_timer, self->state.opts.retry_interval_ms,
+                         outbox_relay_actor{self});
 }
 
 outbox_relay_actor::behavior_type relay(relay_ptr self, storage::environment* env,
@@ -110,10 +109,7 @@ outbox_relay_actor::behavior_type relay(relay_ptr self, storage::environment* en
   self->state.opts = opts;
   self->send(self, wake_atom::value);  // publish what a previous run left behind
   return {
-      [=](wake_atom) {
-        self->state.retry_scheduled = false;
-        on_wake(self);
-      },
+      [=](wake_atom) { on_wake(self); },
       [=](drain_atom) -> bool { return drain(self); },
   };
 }

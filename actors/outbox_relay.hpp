@@ -2,11 +2,12 @@
 /// The outbox relay: publishes committed outbox records to JetStream with their deterministic
 /// Nats-Msg-Id and deletes a record (through the storage writer) only after JetStream acked it.
 /// While NATS is unreachable the records stay in LMDB and the relay retries every
-/// `retry_interval`; submissions keep being accepted meanwhile. Runs detached because a publish
-/// waits for acks. Owns: its read cursor into the outbox (in memory; restarts from the beginning).
+/// `retry_interval_ms` of the engine's clock; submissions keep being accepted meanwhile. Runs
+/// detached because a publish waits for acks. Owns: its read cursor into the outbox (in memory;
+/// restarts from the beginning).
 
-#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <caf/replies_to.hpp>
@@ -14,6 +15,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/storage_writer.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/jetstream.hpp"
 #include "storage/lmdb_env.hpp"
 
@@ -27,7 +29,9 @@ using outbox_relay_actor =
 struct outbox_relay_options {
   size_t batch = 512;
   int64_t publish_timeout_ms = 5'000;
-  std::chrono::milliseconds retry_interval{500};
+  int64_t retry_interval_ms = 500;  ///< of the engine's clock
+  /// The timer of the engine's clock (runtime/clock.hpp) the retries wait on; required.
+  std::shared_ptr<runtime::timer> retry_timer;
 };
 
 /// What one publish of `records` (in sequence order) leaves to do, given which were acked

@@ -1,7 +1,8 @@
 // The lease reaper's and the outbox relay's message flows on CAF's test coordinator (issue 16,
 // item 5): the reaper expires a dead lease only once the manual clock passed it (or at once when
-// an earlier run held it), and the relay keeps an outbox record until JetStream acked it. Their
-// ticks are CAF delayed messages, which fire only when the test triggers them.
+// an earlier run held it), and the relay keeps an outbox record until JetStream acked it. The
+// reaper's ticks and the relay's retries are timers of the manual clock: they fire only when the
+// test moves it.
 
 #include <gtest/gtest.h>
 
@@ -25,6 +26,9 @@ bool holds(const std::vector<std::string>& ids, const std::string& id) {
 
 struct reaper_flow : ::testing::Test {
   flow_env env;
+  reaper_flow() { env.settings().reaper_interval_ms = 1; }  // each step below is a tick
+  /// The timers of the manual clock armed by others (the job registry's tick) before the reaper.
+  const size_t others_armed = env.clock().armed();
 
   /// Commits the start of attempt 1 of `job` for `holder` now, as a job actor that then died
   /// would have left it; returns the lease's expiry.
@@ -34,10 +38,13 @@ struct reaper_flow : ::testing::Test {
     EXPECT_TRUE(r.reply && r.reply->what == storage::op_reply::kind::done) << r.err.message;
     return env.lease(job.task_id)->expires_at_ms;
   }
-  /// Fires the reaper's pending tick (a CAF delayed message) and runs what it asked.
-  void tick() {
-    EXPECT_EQ(env.sched().trigger_timeouts(), 1u) << "the reaper keeps one tick scheduled";
+  /// Moves the manual clock to `at`, which fires the reaper's tick (a timer of that clock,
+  /// `reaper_interval_ms` after its last pass), and runs the pass it makes.
+  void tick_at(int64_t at) {
+    EXPECT_EQ(env.clock().armed(), others_armed + 1) << "the reaper keeps one tick armed";
+    env.clock().set(at);
     env.settle();
+    EXPECT_EQ(env.sched().trigger_timeouts(), 0u) << "a tick on CAF's own clock";
   }
 };
 
@@ -49,13 +56,11 @@ TEST_F(reaper_flow, expires_a_lease_without_heartbeats_once_the_clock_passed_it)
   env.settle();  // the first pass, at start
   ASSERT_TRUE(env.lease(job.task_id)) << "a live lease of this run is kept";
 
-  env.clock().set(expires - 1);
-  tick();
+  tick_at(expires - 1);
   ASSERT_TRUE(env.lease(job.task_id)) << "expired a millisecond early";
   EXPECT_EQ(env.task(job.task_id)->state, task_state::leased);
 
-  env.clock().set(expires);
-  tick();
+  tick_at(expires);
   EXPECT_FALSE(env.lease(job.task_id)) << "the dead lease was not expired";
   auto t = env.task(job.task_id);
   EXPECT_EQ(t->state, task_state::queued);
@@ -94,12 +99,15 @@ TEST(relay_flow, keeps_a_record_while_publishing_fails_and_deletes_it_only_after
 
   actors::outbox_relay_options opts;
   opts.publish_timeout_ms = 2'000;
+  opts.retry_timer = env.clock().make_timer(env.ctx().exec.get_executor());
+  const size_t others_armed = env.clock().armed();
   auto relay = actors::spawn_outbox_relay(env.sys(), env.store(), env.ctx().writer, env.js(), opts,
                                           actors::runs_on::scheduler);
   env.keep(caf::actor_cast<caf::actor>(relay));
   env.settle();  // its first pass publishes what is there, and fails
   EXPECT_TRUE(holds(env.outbox_ids(), task_msg)) << "deleted although nothing was acked";
-  ASSERT_EQ(env.sched().trigger_timeouts(), 1u) << "a retry is scheduled";
+  ASSERT_EQ(env.clock().armed(), others_armed + 1) << "a retry is armed";
+  env.clock().advance(opts.retry_interval_ms);
   env.settle();  // the retry fails too: NATS is still down
   EXPECT_TRUE(holds(env.outbox_ids(), task_msg));
 
@@ -111,7 +119,10 @@ TEST(relay_flow, keeps_a_record_while_publishing_fails_and_deletes_it_only_after
       },
       10s))
       << "JetStream is not back";
-  ASSERT_EQ(env.sched().trigger_timeouts(), 1u) << "the relay keeps retrying";
+  ASSERT_EQ(env.clock().armed(), others_armed + 1) << "the relay keeps retrying";
+  env.clock().advance(opts.retry_interval_ms);
+  while (env.sched().jobs.empty() && env.ctx().exec.poll_one() > 0) {
+  }
   // One step: the relay publishes, JetStream acks, and the relay asks the writer to delete.
   ASSERT_TRUE(env.sched().try_run_once());
   EXPECT_TRUE(holds(env.outbox_ids(), task_msg)) << "the delete is a commit of its own";
@@ -120,7 +131,8 @@ TEST(relay_flow, keeps_a_record_while_publishing_fails_and_deletes_it_only_after
   EXPECT_EQ(d->data, storage::task_message_payload(job.task_id, 1));
   env.settle();  // the writer commits the delete
   EXPECT_FALSE(holds(env.outbox_ids(), task_msg)) << "an acked record stays in the outbox";
-  EXPECT_EQ(env.sched().trigger_timeouts(), 0u) << "nothing left to retry";
+  EXPECT_EQ(env.clock().armed(), others_armed) << "nothing left to retry";
+  EXPECT_EQ(env.sched().trigger_timeouts(), 0u) << "a retry on CAF's own clock";
 }
 
 }  // namespace SY_UNITY_ID
