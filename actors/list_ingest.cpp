@@ -2,12 +2,13 @@
 
 #include <unistd.h>
 
-#include <chrono>
+#include <memory>
 #include <set>
 
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/detail/actor_timer.hpp"
 #include "actors/http_task.hpp"
 #include "actors/task_file.hpp"
 #include "runtime/failpoint.hpp"
@@ -19,7 +20,7 @@ namespace {
 
 /// Errors kept in the job: the first bad lines, as a batch keeps them.
 constexpr size_t max_errors = 100;
-constexpr auto retry_pause = std::chrono::seconds(1);
+constexpr int64_t retry_pause_ms = 1'000;  // of the engine's clock
 constexpr int max_io_tries = 3;
 
 struct ingest_state {
@@ -27,13 +28,18 @@ struct ingest_state {
   queue_models_fn queue_models;
   storage::job_record job;  ///< as last committed: ingested and ingest_offset say where it is
   bool loaded = false;
-  int io_failures = 0;  ///< reads of the file that failed in a row
+  int io_failures = 0;                    ///< reads of the file that failed in a row
+  std::shared_ptr<runtime::timer> pause;  ///< the wait before the next try
   static inline const char* name = "list_ingest";
 };
 
 using ingest_ptr = list_ingest_actor::stateful_pointer<ingest_state>;
 
-void tick_later(ingest_ptr self) { self->delayed_send(self, retry_pause, tick_atom::value); }
+void tick_later(ingest_ptr self) {
+  auto& st = self->state;
+  detail::arm_on<tick_atom>(st.pause, st.ctx->clock, st.ctx->exec, retry_pause_ms,
+                            list_ingest_actor{self});
+}
 
 /// Commits `op`; `then` gets the reply. A write that fails is tried again after a pause.
 template <class F>

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <optional>
 
 #include <caf/actor_system.hpp>
@@ -11,6 +12,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/detail/actor_timer.hpp"
 #include "actors/detail/slot_book.hpp"
 #include "actors/dispatch_state.hpp"
 #include "actors/job_actor.hpp"
@@ -21,7 +23,7 @@ namespace sy::actors {
 namespace {
 
 constexpr int64_t fetch_wait_ms = 250;
-constexpr std::chrono::milliseconds fetch_error_pause{500};
+constexpr int64_t fetch_error_pause_ms = 500;  // of the engine's clock
 
 // --- the fetcher ---------------------------------------------------------------------------------
 
@@ -104,9 +106,10 @@ task_fetcher_actor::behavior_type fetcher(fetcher_ptr self, engine_context* ctx,
 struct dispatcher_state {
   engine_context* ctx = nullptr;
   std::string model;
-  task_fetcher_actor fetcher;           ///< set once it takes the model's queue
-  std::optional<dispatch_state> logic;  ///< the decisions (actors/dispatch_state.hpp)
-  bool fetch_scheduled = false;         ///< a `fetch` to self is on its way
+  task_fetcher_actor fetcher;             ///< set once it takes the model's queue
+  std::optional<dispatch_state> logic;    ///< the decisions (actors/dispatch_state.hpp)
+  bool fetch_scheduled = false;           ///< a `fetch` to self is on its way
+  std::shared_ptr<runtime::timer> pause;  ///< the wait after a failed fetch
   // The model's budget (its owner) and the global slots behind it (their holder).
   std::optional<detail::slot_book> slots;  ///< model slots: its attempts and batch lanes
   uint64_t own_key = next_slot_key();      ///< its attempts' key in `slots`
@@ -230,7 +233,8 @@ void on_fetched(dispatcher_ptr self, fetched_tasks& r) {
     if (!st.logic->error_reported(true))
       log::warn("dispatcher", "fetch failed; retrying", {{"model", st.model}, {"error", r.error}});
     st.fetch_scheduled = true;
-    self->delayed_send(self, fetch_error_pause, fetch_atom::value);
+    detail::arm_on<fetch_atom>(st.pause, st.ctx->clock, st.ctx->exec, fetch_error_pause_ms,
+                               model_dispatcher_actor{self});
     return;
   }
   carry_out(self, std::move(a));

@@ -1,7 +1,6 @@
 #include "actors/runtime_queue.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <deque>
 #include <memory>
 #include <unordered_set>
@@ -10,6 +9,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/attempt.hpp"
+#include "actors/detail/actor_timer.hpp"
 #include "runtime/log.hpp"
 #include "runtime/trace.hpp"
 #include "storage/ops.hpp"
@@ -18,18 +18,17 @@ namespace sy::actors {
 namespace {
 
 constexpr int32_t max_lease_tasks = 100;
-constexpr std::chrono::milliseconds queue_error_pause{500};
+constexpr int64_t queue_error_pause_ms = 500;  // of the engine's clock
 constexpr size_t max_withdrawn_early = 1'024;
 
 /// One waiting lease request.
 struct waiter {
   caf::typed_response_promise<lease_reply> rp;
   int32_t max = 1;
-  /// When its wait ends: wall time of the waiting HTTP or NATS request, not the engine's clock
-  /// (which tests may hold still).
-  std::chrono::steady_clock::time_point until;
-  uint64_t call = 0;       ///< the sender's name for it, for `withdraw`
-  int32_t pending = 0;     ///< its tasks being started or signed
+  int64_t until_ms = 0;                  ///< when its wait ends, on the engine's clock
+  std::shared_ptr<runtime::timer> wake;  ///< fires at `until_ms` (a wait of more than 0 ms)
+  uint64_t call = 0;                     ///< the sender's name for it, for `withdraw`
+  int32_t pending = 0;                   ///< its tasks being started or signed
   bool fetched = false;    ///< a fetch ended since it came: an empty answer is now true
   bool withdrawn = false;  ///< its caller left: no more tasks, answered once it holds none pending
   bool answered = false;
@@ -52,6 +51,7 @@ struct queue_state {
   /// Leases withdrawn before they arrived (the lease comes through a helper actor, the
   /// withdrawal straight from the caller's thread, so it can overtake): answered empty on arrival.
   std::unordered_set<uint64_t> withdrawn_early;
+  std::shared_ptr<runtime::timer> pause;  ///< the wait after a failed fetch
   static inline const char* name = "runtime_queue";
 };
 
@@ -71,10 +71,10 @@ void pump(queue_ptr self) {
 /// Answers every request that holds tasks (and has none in progress) or whose wait is over.
 void sweep(queue_ptr self) {
   auto& st = self->state;
-  const auto now = std::chrono::steady_clock::now();
+  const int64_t now = st.ctx->clock.now_ms();
   for (auto& w : st.waiting) {
     if (w->answered || w->pending > 0) continue;
-    if (w->got.tasks.empty() && !w->withdrawn && !(w->fetched && now >= w->until)) continue;
+    if (w->got.tasks.empty() && !w->withdrawn && !(w->fetched && now >= w->until_ms)) continue;
     w->answered = true;
     w->rp.deliver(std::move(w->got));
   }
@@ -191,7 +191,8 @@ void on_fetched(queue_ptr self, fetched_tasks& r) {
   if (!r.error.empty()) {
     log::warn("workers", "could not fetch from the runtime's queue",
               {{"runtime", st.runtime}, {"error", r.error}});
-    self->delayed_send(self, queue_error_pause, tick_atom::value);
+    detail::arm_on<tick_atom>(st.pause, st.ctx->clock, st.ctx->exec, queue_error_pause_ms,
+                              runtime_queue_actor{self});
   }
   for (auto& d : r.got) {
     auto it = std::find_if(st.waiting.begin(), st.waiting.end(),
@@ -221,11 +222,11 @@ runtime_queue_actor::behavior_type queue(queue_ptr self, engine_context* ctx, st
         w->call = call;
         w->withdrawn = call != 0 && self->state.withdrawn_early.erase(call) > 0;
         w->max = std::clamp(max, 1, max_lease_tasks);
-        w->until = std::chrono::steady_clock::now() +
-                   std::chrono::milliseconds(std::max<int64_t>(wait_ms, 0));
+        w->until_ms = self->state.ctx->clock.now_ms() + std::max<int64_t>(wait_ms, 0);
         self->state.waiting.push_back(w);
         if (wait_ms > 0)
-          self->delayed_send(self, std::chrono::milliseconds(wait_ms), tick_atom::value);
+          detail::arm_on<tick_atom>(w->wake, self->state.ctx->clock, self->state.ctx->exec, wait_ms,
+                                    runtime_queue_actor{self});
         sweep(self);  // answers it at once if withdrawn; fetches for it otherwise
         return w->rp;
       },

@@ -8,7 +8,9 @@
 #include <cstdint>
 #include <memory>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <caf/send.hpp>
 
 #include "runtime/clock.hpp"
@@ -23,6 +25,14 @@ void arm(const std::shared_ptr<runtime::timer>& t, int64_t delay_ms, Handle me) 
       if (fired) caf::anon_send(me, Atom::value);
     });
   });
+}
+
+/// `arm`, making `t` first when the actor has none yet: a timer of `clock` on a strand of `exec`.
+template <class Atom, class Handle>
+void arm_on(std::shared_ptr<runtime::timer>& t, const runtime::clock& clock,
+            boost::asio::io_context& exec, int64_t delay_ms, Handle me) {
+  if (!t) t = clock.make_timer(boost::asio::make_strand(exec));
+  arm<Atom>(t, delay_ms, std::move(me));
 }
 
 /// Cancels `t` on its strand and lets go of it, so a second disarm posts nothing.

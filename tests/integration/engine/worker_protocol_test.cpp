@@ -4,6 +4,7 @@
 // NATS, real LMDB, both real listeners; the worker is this test speaking HTTP.
 
 #include <chrono>
+#include <future>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -45,6 +46,27 @@ json lease(http_client& w, int max_tasks = 1, int wait_ms = 10'000,
 
 http_reply call(http_client& w, const std::string& route, const std::string& token, json body) {
   return w.post_json("/v1/task/" + route, body, {{cap, token}});
+}
+
+TEST(workers, a_long_poll_ends_when_the_engine_clock_passes_its_wait) {
+  engine_env env;
+  auto& clock = env.use_manual_clock();
+  use_runtime(env, 600'000);
+  env.start();
+  const size_t armed_before = clock.armed();
+  auto poll = std::async(std::launch::async, [&] {
+    http_client w(env.internal_port());
+    return lease(w, 1, 10'000);
+  });
+  // The poll waits on a timer of the engine's clock, not on the wall clock.
+  ASSERT_TRUE(wait_for([&] { return clock.armed() > armed_before; }));
+  clock.advance(9'999);
+  EXPECT_EQ(poll.wait_for(milliseconds(300)), std::future_status::timeout)
+      << "the poll ended before the engine's clock passed its wait";
+  clock.advance(1);
+  // At once: a wall-clock wait would still have about 9 s to go.
+  ASSERT_EQ(poll.wait_for(std::chrono::seconds(3)), std::future_status::ready);
+  EXPECT_TRUE(poll.get().empty());
 }
 
 TEST(workers, a_worker_leases_a_job_completes_it_and_the_job_holds_its_output) {
