@@ -41,7 +41,7 @@ status check_fields(const json& j) {
   for (const auto& [key, value] : j.items()) {
     if (!contains(known_fields, key))
       return make_error(errc::unknown_parameter,
-                        "Unrecognized request argument supplied: " + key +
+                        "Unrecognized request argument supplied: " + quote_client(key) +
                             ". Allowed: endpoint, body, tasks, input_file_id, open, metadata, "
                             "max_attempts, webhook_url, timeout, max_inflight, task_events, "
                             "runtime, input, grants.",
@@ -248,7 +248,7 @@ result<task_input> parse_task(json& t, const std::string& at, std::optional<bool
   for (const auto& [key, value] : t.items()) {
     if (!contains(known_task_fields, key))
       return make_error(errc::unknown_parameter,
-                        "Unrecognized task argument supplied: " + param(key.c_str()) +
+                        "Unrecognized task argument supplied: " + quote_client(param(key.c_str())) +
                             ". Allowed: custom_id, body (request in an http job, input in a "
                             "job for a runtime).",
                         param(key.c_str()));
@@ -469,9 +469,10 @@ result<task_append> parse_append(json j) {
     return make_error(errc::invalid_request, "The request body must be a JSON object.");
   for (const auto& [key, value] : j.items()) {
     if (key != "tasks" && key != "last_batch")
-      return make_error(
-          errc::unknown_parameter,
-          "Unrecognized request argument supplied: " + key + ". Allowed: tasks, last_batch.", key);
+      return make_error(errc::unknown_parameter,
+                        "Unrecognized request argument supplied: " + quote_client(key) +
+                            ". Allowed: tasks, last_batch.",
+                        key);
   }
   task_append out;
   if (auto last = j.find("last_batch"); last != j.end() && !last->is_null()) {
