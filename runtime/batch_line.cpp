@@ -327,12 +327,20 @@ std::optional<line_error> check_line(od::parser& parser, const char* data, size_
     if (chat) out.prefix_hash = system_prompt_hash(messages);
   }
 
+  // `stream` is a boolean (or null, as OpenAI's schema allows): another type is refused as a
+  // job's body.stream is, not read as false.
   od::value stream;
-  bool streaming = false;
-  if (body.find_field_unordered("stream").get(stream) == simdjson::SUCCESS &&
-      stream.get_bool().get(streaming) == simdjson::SUCCESS && streaming) {
-    return make_line_error(line_no, errc::streaming_unsupported, "body.stream",
-                           "'body.stream' is true; batch requests cannot stream.");
+  if (body.find_field_unordered("stream").get(stream) == simdjson::SUCCESS) {
+    bool streaming = false;
+    bool is_null = false;
+    if (stream.get_bool().get(streaming) == simdjson::SUCCESS) {
+      if (streaming)
+        return make_line_error(line_no, errc::streaming_unsupported, "body.stream",
+                               "'body.stream' is true; batch requests cannot stream.");
+    } else if (stream.is_null().get(is_null) != simdjson::SUCCESS || !is_null) {
+      return make_line_error(line_no, errc::invalid_request, "body.stream",
+                             "'body.stream' must be true or false.");
+    }
   }
   return std::nullopt;
 }
