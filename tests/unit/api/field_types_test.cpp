@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/submission.hpp"
+#include "actors/task_file.hpp"
 #include "api/admission.hpp"
 #include "api/errors.hpp"
 #include "runtime/batch_plan.hpp"
@@ -302,6 +303,44 @@ TEST(field_types, a_task_file_line) {
               task_line, false);
   for (const char* text : {"[]", "1", "\"s\"", "null", "true"})
     EXPECT_EQ(task_line(text), (answer{false, "invalid_json_line", ""})) << text;
+}
+
+TEST(field_types, a_staged_file_reports_each_bad_line_as_an_entry) {
+  // The file as the ingest actor checks it: an entry {code, line, param, message} per bad line,
+  // blank lines counted; the line rules above give the code and param.
+  sy::test::temp_dir dir;
+  const std::string path = dir.sub("tasks.jsonl");
+  std::ofstream(path, std::ios::binary) << R"({"custom_id":"a","body":{"model":"m"}})"
+                                        << "\n\n"
+                                        << R"({"custom_id":7,"body":{"model":"m"}})"
+                                        << "\n"
+                                        << R"({"body":{"model":"m","stream":"no"}})"
+                                        << "\n"
+                                        << R"({"body":[]})"
+                                        << "\n"
+                                        << R"({"body":{"model":"m"},"body":{"model":"n"}})"
+                                        << "\n"
+                                        << R"({"body":{"model":"m","temperature":1e999999}})"
+                                        << "\n";
+  auto check = actors::check_task_file(path, 100, [](actors::task_input&) { return status(ok); });
+  ASSERT_TRUE(check.ok()) << check.error().message;
+  struct entry {
+    const char* code;
+    const char* param;
+    int64_t line;
+  };
+  const entry want[] = {{"invalid_tasks", "custom_id", 3},
+                        {"invalid_request", "body.stream", 4},
+                        {"invalid_body", "body", 5},
+                        {"invalid_request", "body", 6},
+                        {"invalid_json_line", "", 7}};
+  ASSERT_EQ(check->errors.size(), std::size(want));
+  for (size_t i = 0; i < std::size(want); ++i) {
+    EXPECT_EQ(check->errors[i].code, want[i].code) << i;
+    EXPECT_EQ(check->errors[i].param, want[i].param) << i;
+    EXPECT_EQ(check->errors[i].line, want[i].line) << i;
+    EXPECT_FALSE(check->errors[i].message.empty()) << i;
+  }
 }
 
 TEST(field_types, a_batch_input_line) {
