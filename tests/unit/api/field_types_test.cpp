@@ -310,18 +310,14 @@ TEST(field_types, a_staged_file_reports_each_bad_line_as_an_entry) {
   // blank lines counted; the line rules above give the code and param.
   sy::test::temp_dir dir;
   const std::string path = dir.sub("tasks.jsonl");
-  std::ofstream(path, std::ios::binary) << R"({"custom_id":"a","body":{"model":"m"}})"
-                                        << "\n\n"
-                                        << R"({"custom_id":7,"body":{"model":"m"}})"
-                                        << "\n"
-                                        << R"({"body":{"model":"m","stream":"no"}})"
-                                        << "\n"
-                                        << R"({"body":[]})"
-                                        << "\n"
-                                        << R"({"body":{"model":"m"},"body":{"model":"n"}})"
-                                        << "\n"
-                                        << R"({"body":{"model":"m","temperature":1e999999}})"
-                                        << "\n";
+  std::ofstream(path, std::ios::binary) << R"({"custom_id":"a","body":{"model":"m"}}
+
+{"custom_id":7,"body":{"model":"m"}}
+{"body":{"model":"m","stream":"no"}}
+{"body":[]}
+{"body":{"model":"m"},"body":{"model":"n"}}
+{"body":{"model":"m","temperature":1e999999}}
+)";
   auto check = actors::check_task_file(path, 100, [](actors::task_input&) { return status(ok); });
   ASSERT_TRUE(check.ok()) << check.error().message;
   struct entry {
