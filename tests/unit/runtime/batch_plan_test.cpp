@@ -224,6 +224,9 @@ TEST_F(BatchPlan, EveryValidationCode) {
        "invalid_request", "body.prompt", "/v1/completions"},
       {head + R"("body":{"model":"m","messages":[],"stream":true}})", "streaming_unsupported",
        "body.stream"},
+      // Not a boolean: refused, not read as false.
+      {head + R"("body":{"model":"m","messages":[],"stream":"true"}})", "invalid_request",
+       "body.stream"},
       {chat("good", "m"), "duplicate_custom_id", "custom_id"},
       // Planned for the first value, read by the gateway as the last: refused.
       {head + R"("body":{"model":"m","messages":[],"model":"other"}})", "invalid_request",
