@@ -153,11 +153,17 @@ TEST(batch, a_completed_batch_is_not_cancellable_and_unknown_ids_are_not_found) 
 
 TEST(batch, expiry_stops_dispatch_aborts_in_flight_and_marks_the_rest_batch_expired) {
   batch_env env;
+  // The completion window is a timer of the engine's clock: it passes when the test moves it.
+  auto& clock = env.use_manual_clock();
   env.settings().per_model_concurrency = 2;
   env.settings().gateway->request_timeout_ms = 60'000;
   env.start();
   auto lines = lines_of(4, "fast", "m") + lines_of(10, "slow", "m", {{"latency_ms", 30'000}});
-  auto b = env.create(env.upload(lines), 1'500);
+  auto b = env.create(env.upload(lines), 3'600'000);
+  ASSERT_TRUE(wait_for([&] { return env.get(b.id).completed == 4; }, std::chrono::seconds(15)))
+      << "the fast lines did not finish";
+  EXPECT_EQ(env.get(b.id).status, batch_status::in_progress) << "expired before its window";
+  clock.advance(3'600'000);
   auto done = env.wait_terminal(b.id, std::chrono::seconds(15));
   ASSERT_EQ(done.status, batch_status::expired);
   EXPECT_GT(done.expired_at, 0);
