@@ -1,6 +1,7 @@
 #include "actors/outbox_relay.hpp"
 
 #include <array>
+#include <utility>
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
@@ -106,7 +107,7 @@ outbox_relay_actor::behavior_type relay(relay_ptr self, storage::environment* en
   self->state.env = env;
   self->state.js = js;
   self->state.writer = std::move(writer);
-  self->state.opts = opts;
+  self->state.opts = std::move(opts);
   self->send(self, wake_atom::value);  // publish what a previous run left behind
   return {
       [=](wake_atom) { on_wake(self); },
@@ -135,8 +136,8 @@ outbox_relay_actor spawn_outbox_relay(caf::actor_system& sys, storage::environme
                                       storage_writer_actor writer, runtime::js_client& js,
                                       outbox_relay_options opts, runs_on where) {
   if (where == runs_on::scheduler)
-    return sys.spawn(relay, &env, std::move(writer), &js, opts, false);
-  return sys.spawn<caf::detached>(relay, &env, std::move(writer), &js, opts, true);
+    return sys.spawn(relay, &env, std::move(writer), &js, std::move(opts), false);
+  return sys.spawn<caf::detached>(relay, &env, std::move(writer), &js, std::move(opts), true);
 }
 
 }  // namespace sy::actors
