@@ -466,6 +466,8 @@ void engine::stop_actors() {
 
 void engine::shutdown() {
   if (shut_down_.exchange(true)) return;
+  // start() refused a setting (the webhook policy or key) before anything was started.
+  if (!ctx_) return;
   metric_readers_.clear();
   ctx_->stopping = true;
   log::info("engine", "shutting down", {});

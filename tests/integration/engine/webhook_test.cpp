@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "storage/lmdb_env.hpp"
@@ -114,6 +115,20 @@ TEST(webhooks, a_whsec_secret_signs_with_its_decoded_key_and_the_legacy_headers_
     ids.insert(d.headers.at("webhook-id"));
   }
   EXPECT_EQ(ids.size(), 2u);  // one id per delivery
+}
+
+TEST(webhooks, a_whsec_secret_that_is_not_base64_stops_the_start_naming_its_file) {
+  webhook_env w;
+  w.env.settings().webhook_secret_file = "/etc/switchyard/webhook.secret";
+  w.env.settings().webhook_secret = "whsec_not*base64";
+  try {
+    w.env.start();
+    ADD_FAILURE() << "the engine started";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("/etc/switchyard/webhook.secret"), std::string::npos) << what;
+    EXPECT_NE(what.find("not standard base64"), std::string::npos) << what;
+  }
 }
 
 TEST(webhooks, a_retry_keeps_its_id_and_is_signed_with_the_engine_clock) {
