@@ -65,8 +65,8 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   auto http_policy = runtime::make_http_task_policy(d.cfg);
   if (!http_policy) return http_policy.error();
   e->http_task_policy_ = *http_policy;
-  auto secret = runtime::load_or_create_webhook_secret(d.cfg);
-  if (!secret) return secret.error();
+  auto webhook_key = runtime::load_or_create_webhook_key(d.cfg);
+  if (!webhook_key) return webhook_key.error();
   // One worker: the actors on the scheduler (job actors, dispatchers, the registry, budgets)
   // never block, and each does little per message. A second worker mostly slept and was woken
   // for messages the first would have taken next — a context switch per hand-off on a 2-core
@@ -105,7 +105,7 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
       runtime::name_this_thread("sy-exec");
       self->exec_.run();
     });
-  e->webhooks_ = spawn_webhook_deliverer(ctx, d.env, e->webhook_policy_, std::move(*secret));
+  e->webhooks_ = spawn_webhook_deliverer(ctx, d.env, e->webhook_policy_, std::move(*webhook_key));
   e->webhooks_ready_ = true;  // the writer's hook may wake it from now on
   e->batches_ = std::make_unique<batch_manager>(ctx, d.env);
   if (auto st = e->batches_->start(); !st) {
@@ -469,6 +469,8 @@ void engine::stop_actors() {
 
 void engine::shutdown() {
   if (shut_down_.exchange(true)) return;
+  // start() refused a setting (the webhook policy or key) before anything was started.
+  if (!ctx_) return;
   metric_readers_.clear();
   ctx_->stopping = true;
   log::info("engine", "shutting down", {});

@@ -35,10 +35,14 @@ double random_unit() {
 /// What the deliveries share with the actor: shared, so that a delivery still running when the
 /// actor is gone (shutdown past its drain timeout) keeps its client alive.
 struct delivery_context {
-  delivery_context(engine_context& c, runtime::webhook_policy policy, std::string secret)
+  delivery_context(engine_context& c, runtime::webhook_policy policy, std::string key)
       : ctx(c),
         strand(asio::make_strand(c.exec)),
-        client(strand, std::move(policy), std::move(secret)),
+        // The engine's clock, not owned (an aliasing pointer without an owner): like `ctx`,
+        // which the deliveries already use, it outlives every delivery.
+        client(strand, std::move(policy), std::move(key),
+               std::shared_ptr<const runtime::clock>(std::shared_ptr<void>{}, &c.clock),
+               c.cfg.webhook_legacy_signature),
         timer(c.clock.make_timer(strand)) {}
   engine_context& ctx;
   asio::strand<asio::io_context::executor_type> strand;
@@ -210,9 +214,9 @@ webhook_deliverer_actor::behavior_type deliverer(deliverer_ptr self,
 }  // namespace
 
 webhook_deliverer_actor spawn_webhook_deliverer(engine_context& ctx, storage::environment& env,
-                                                runtime::webhook_policy policy, std::string secret,
+                                                runtime::webhook_policy policy, std::string key,
                                                 size_t max_in_flight) {
-  auto dc = std::make_shared<delivery_context>(ctx, std::move(policy), std::move(secret));
+  auto dc = std::make_shared<delivery_context>(ctx, std::move(policy), std::move(key));
   return ctx.sys.spawn(deliverer, std::move(dc), &env, max_in_flight);
 }
 

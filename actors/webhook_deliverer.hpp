@@ -33,9 +33,10 @@ using webhook_deliverer_actor =
     caf::typed_actor<caf::reacts_to<wake_atom>, caf::reacts_to<done_atom, uint64_t>,
                      caf::replies_to<drain_atom>::with<bool>>;
 
-/// Spawns the deliverer; it scans at once. `max_in_flight`: deliveries running at once.
+/// Spawns the deliverer; it scans at once. `key` signs the deliveries (load_or_create_webhook_key),
+/// with timestamps of the engine's clock. `max_in_flight`: deliveries running at once.
 webhook_deliverer_actor spawn_webhook_deliverer(engine_context& ctx, storage::environment& env,
-                                                runtime::webhook_policy policy, std::string secret,
+                                                runtime::webhook_policy policy, std::string key,
                                                 size_t max_in_flight = 16);
 
 }  // namespace sy::actors

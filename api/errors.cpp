@@ -154,7 +154,8 @@ constexpr std::array<result_error_info, 23> internal_table = {{
      "a listener (`listen` or `internal_listen`) cannot bind; switchyard exits at once, before "
      "anything starts"},
     {"webhook_secret", "startup",
-     "the webhook secret file cannot be made or read; switchyard exits"},
+     "the webhook secret file cannot be made or read, or its whsec_ value is not base64; "
+     "switchyard exits"},
     {"invalid_nats_host", "startup",
      "the embedded nats-server's host is not IPv4; switchyard exits"},
     {"invalid_nats_options", "startup", "the embedded nats-server has no store directory"},
@@ -179,7 +180,8 @@ constexpr std::array<result_error_info, 23> internal_table = {{
     {"batch_plan_corrupt", "batch",
      "a batch's plan file does not fit; the batch gets batch_failed"},
     {"invalid_webhook_signature", "webhook receiver",
-     "runtime::verify_webhook_signature, for receivers: the signature does not verify"},
+     "runtime::verify_standard_webhook (and the deprecated verify_webhook_signature), for "
+     "receivers: the signature does not verify"},
     {"streams_in_use", "startup, engine",
      "another store's engine holds the JetStream streams (docs/jetstream.md): switchyard does not "
      "start, or stops"},

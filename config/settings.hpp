@@ -132,6 +132,8 @@ struct settings {
   std::string webhook_url;          ///< default target for jobs that name none; empty: none
   std::string webhook_secret_file;  ///< HMAC key file; empty: <data_dir>/webhook_secret
   std::string webhook_secret;       ///< loaded from webhook_secret_file (never logged)
+  /// Also send the deprecated X-Switchyard-Signature and X-Switchyard-Delivery headers.
+  bool webhook_legacy_signature = true;
   int webhook_max_attempts = 5;
   int64_t webhook_timeout_ms = 10'000;
   int64_t webhook_initial_backoff_ms = 1'000;

@@ -350,9 +350,20 @@ std::vector<setting_def> build_settings_table() {
       sd{.name = "webhook_secret_file",
          .flag = "--webhook-secret-file",
          .type = vt::text,
-         .description = "File holding the HMAC-SHA256 key that signs webhooks. Empty: "
-                        "<data_dir>/webhook_secret, created with a random key on first start.",
+         .description = "File holding the secret that signs webhooks: `whsec_<base64>` (the "
+                        "key is the decoded bytes) or any other text (the key is its bytes). "
+                        "Empty: <data_dir>/webhook_secret, created with a random whsec_ secret "
+                        "on first start.",
          .field = &settings::webhook_secret_file},
+      sd{.name = "webhook_legacy_signature",
+         .flag = "--webhook-legacy-signature",
+         .type = vt::boolean,
+         .min = 0,
+         .max = 1,
+         .description = "Also send the deprecated X-Switchyard-Signature and "
+                        "X-Switchyard-Delivery headers beside the Standard Webhooks ones "
+                        "(webhook-id, webhook-timestamp, webhook-signature).",
+         .field = &settings::webhook_legacy_signature},
       sd{.name = "webhook_max_attempts",
          .flag = "--webhook-max-attempts",
          .type = vt::integer,

@@ -10,12 +10,16 @@ namespace asio = boost::asio;
 constexpr uint64_t kMaxResponseBytes = uint64_t{64} * 1024;
 
 struct webhook_client::impl {
-  impl(asio::any_io_executor ex, webhook_policy policy, std::string secret,
-       std::shared_ptr<const clock> c)
-      : out(std::move(ex), std::move(policy)), secret(std::move(secret)), clk(std::move(c)) {}
+  impl(asio::any_io_executor ex, webhook_policy policy, std::string key,
+       std::shared_ptr<const clock> c, bool legacy)
+      : out(std::move(ex), std::move(policy)),
+        key(std::move(key)),
+        clk(std::move(c)),
+        legacy_headers(legacy) {}
   outbound_client out;
-  std::string secret;
+  std::string key;
   std::shared_ptr<const clock> clk;
+  bool legacy_headers;
 };
 
 namespace {
@@ -26,12 +30,19 @@ asio::awaitable<webhook_outcome> run_delivery(
   outbound_request req;
   req.url = std::move(url);
   // Signed now, at send time, so that a delivery retried an hour later is not rejected by a
-  // receiver's timestamp tolerance.
+  // receiver's timestamp tolerance. The id is the delivery's, the same on every retry of it,
+  // which is what a receiver deduplicates on.
+  const int64_t now_s = self->clk->now_ms() / 1000;
   req.headers = {
       {"Content-Type", "application/json"},
       {"User-Agent", "switchyard-webhook"},
-      {"X-Switchyard-Signature", webhook_signature(self->secret, self->clk->now_ms() / 1000, body)},
-      {"X-Switchyard-Delivery", std::move(delivery_id)}};
+      {"webhook-id", delivery_id},
+      {"webhook-timestamp", std::to_string(now_s)},
+      {"webhook-signature", standard_webhook_signature(self->key, delivery_id, now_s, body)}};
+  if (self->legacy_headers) {
+    req.headers.emplace_back("X-Switchyard-Signature", webhook_signature(self->key, now_s, body));
+    req.headers.emplace_back("X-Switchyard-Delivery", std::move(delivery_id));
+  }
   for (auto& h : extra) req.headers.push_back(std::move(h));
   req.body = std::move(body);
   outbound_options options;
@@ -47,11 +58,11 @@ asio::awaitable<webhook_outcome> run_delivery(
 
 }  // namespace
 
-webhook_client::webhook_client(asio::any_io_executor ex, webhook_policy policy, std::string secret,
-                               std::shared_ptr<const clock> clk)
-    : impl_(
-          std::make_shared<impl>(std::move(ex), std::move(policy), std::move(secret),
-                                 clk ? std::move(clk) : std::make_shared<system_clock_source>())) {}
+webhook_client::webhook_client(asio::any_io_executor ex, webhook_policy policy, std::string key,
+                               std::shared_ptr<const clock> clk, bool legacy_headers)
+    : impl_(std::make_shared<impl>(std::move(ex), std::move(policy), std::move(key),
+                                   clk ? std::move(clk) : std::make_shared<system_clock_source>(),
+                                   legacy_headers)) {}
 
 webhook_client::~webhook_client() = default;
 

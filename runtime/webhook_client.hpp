@@ -1,6 +1,6 @@
 #pragma once
 /// The webhook transport: the client that POSTs one signed delivery to a target that passes the
-/// network policy (webhook_policy.hpp; signature scheme in webhook_signature.hpp).
+/// network policy (webhook_policy.hpp; signature schemes in webhook_signature.hpp).
 /// Retries and the durable queue of deliveries belong to the webhook deliverer (actors/), which
 /// calls `deliver()` once per attempt. Wire format and policy: docs/webhooks.md.
 ///
@@ -33,17 +33,21 @@ struct webhook_outcome {
 /// is what lets the policy see where a name points now).
 class webhook_client {
  public:
-  /// `secret` signs every delivery; `clock` supplies the signature's timestamp (nullptr: the
-  /// system clock).
-  webhook_client(boost::asio::any_io_executor ex, webhook_policy policy, std::string secret,
-                 std::shared_ptr<const clock> clock = nullptr);
+  /// `key` (the HMAC key: webhook_key() of the secret) signs every delivery; `clock` supplies
+  /// the signatures' timestamp (nullptr: the system clock); `legacy_headers` (the setting
+  /// `webhook_legacy_signature`) adds the deprecated X-Switchyard-Signature and
+  /// X-Switchyard-Delivery beside the Standard Webhooks headers.
+  webhook_client(boost::asio::any_io_executor ex, webhook_policy policy, std::string key,
+                 std::shared_ptr<const clock> clock = nullptr, bool legacy_headers = true);
   ~webhook_client();
   webhook_client(const webhook_client&) = delete;
   webhook_client& operator=(const webhook_client&) = delete;
 
   /// POSTs `body` (JSON text) to `url` with the headers Content-Type: application/json,
-  /// User-Agent: switchyard-webhook, X-Switchyard-Signature (signed now) and
-  /// X-Switchyard-Delivery: `delivery_id`. Resolves the host, keeps only the addresses that pass
+  /// User-Agent: switchyard-webhook, webhook-id: `delivery_id`, webhook-timestamp (now, in unix
+  /// seconds) and webhook-signature (standard_webhook_signature), plus, with legacy headers,
+  /// X-Switchyard-Signature (webhook_signature, same timestamp) and X-Switchyard-Delivery:
+  /// `delivery_id`. Resolves the host, keeps only the addresses that pass
   /// the policy (none: permanent failure naming each address and the rule it broke), and tries
   /// them in order. The whole exchange is bounded by the policy's timeout_ms. Redirects are not
   /// followed. A 2xx answer is delivered; any other answer, a timeout or a connection failure is

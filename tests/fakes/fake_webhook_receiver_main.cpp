@@ -1,5 +1,5 @@
 // The standalone webhook receiver for system tests:
-//   fake_webhook_receiver [--port N] [--secret TEXT] [--tolerance-s N]
+//   fake_webhook_receiver [--port N] [--secret TEXT (whsec_<base64> or raw)] [--tolerance-s N]
 //   [--tls-cert PEM --tls-key PEM]
 // prints "listening <port>" once ready and runs until SIGTERM or SIGINT. Observed over
 // GET /_receiver/deliveries, steered over POST /_receiver/control (see webhook_receiver.hpp).

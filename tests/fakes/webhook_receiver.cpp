@@ -39,7 +39,8 @@ namespace {
 
 auto use_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
 
-std::string hmac_hex(const std::string& key, const std::string& data) {
+/// The raw HMAC-SHA256 of `data` with `key`.
+std::string hmac(const std::string& key, const std::string& data) {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   static const unsigned char empty = 0;
@@ -47,19 +48,92 @@ std::string hmac_hex(const std::string& key, const std::string& data) {
        static_cast<int>(key.size()),
        data.empty() ? &empty : reinterpret_cast<const unsigned char*>(data.data()), data.size(),
        mac, &size);
+  return std::string(reinterpret_cast<const char*>(mac), size);
+}
+
+std::string hex(const std::string& bytes) {
   static constexpr char digits[] = "0123456789abcdef";
   std::string out;
-  for (unsigned int i = 0; i < size; ++i) {
-    out += digits[mac[i] >> 4];
-    out += digits[mac[i] & 0xF];
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 0xF];
   }
   return out;
 }
 
-/// Checks "t=<unix>,v1=<hex>" against the body, independently of the engine's code.
-bool signature_valid(const webhook_receiver_options& o, const std::string& header,
-                     const std::string& body) {
-  if (o.secret.empty()) return true;
+/// Standard base64 with padding, through OpenSSL's EVP_EncodeBlock.
+std::string base64(const std::string& bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()),
+                                static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+/// The key a secret stands for, the Standard Webhooks way: whsec_<base64> → the decoded bytes
+/// (OpenSSL's EVP_DecodeBlock, padding added when left out); any other text → its bytes.
+std::string key_of(const std::string& secret) {
+  if (secret.rfind("whsec_", 0) != 0) return secret;
+  std::string text = secret.substr(6);
+  while (text.size() % 4 != 0) text += '=';
+  std::string out(text.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  if (n < 0) return {};  // a malformed secret: nothing verifies
+  out.resize(static_cast<size_t>(n) -
+             static_cast<size_t>(
+                 std::count(text.end() - std::min<size_t>(2, text.size()), text.end(), '=')));
+  return out;
+}
+
+bool equal(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+bool fresh(const webhook_receiver_options& o, int64_t t) {
+  if (o.tolerance_s < 0) return true;
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  return t >= now - o.tolerance_s && t <= now + o.tolerance_s;
+}
+
+std::optional<std::string> header(const std::map<std::string, std::string>& h,
+                                  const std::string& name) {
+  auto it = h.find(name);
+  if (it == h.end()) return std::nullopt;
+  return it->second;
+}
+
+/// Checks webhook-id, webhook-timestamp and webhook-signature (Standard Webhooks: "v1,<base64>"
+/// entries separated by spaces, one match suffices), independently of the engine's code.
+bool standard_signature_valid(const webhook_receiver_options& o,
+                              const std::map<std::string, std::string>& h,
+                              const std::string& body) {
+  const auto id = header(h, "webhook-id"), ts = header(h, "webhook-timestamp"),
+             sig = header(h, "webhook-signature");
+  if (!id || !ts || !sig || id->empty()) return false;
+  int64_t t = -1;
+  auto [end, ec] = std::from_chars(ts->data(), ts->data() + ts->size(), t);
+  if (ts->empty() || ec != std::errc{} || end != ts->data() + ts->size() || !fresh(o, t))
+    return false;
+  const std::string expected = base64(hmac(key_of(o.secret), *id + "." + *ts + "." + body));
+  bool match = false;
+  for (size_t start = 0; start < sig->size();) {
+    const size_t space = std::min(sig->find(' ', start), sig->size());
+    const std::string entry = sig->substr(start, space - start);
+    start = space + 1;
+    if (entry.rfind("v1,", 0) == 0) match = equal(entry.substr(3), expected) || match;
+  }
+  return match;
+}
+
+/// Checks the deprecated "t=<unix>,v1=<hex>" against the body, independently of the engine's
+/// code.
+bool legacy_signature_valid(const webhook_receiver_options& o, const std::string& header,
+                            const std::string& body) {
   int64_t t = -1;
   std::vector<std::string> v1;
   size_t start = 0;
@@ -75,17 +149,24 @@ bool signature_valid(const webhook_receiver_options& o, const std::string& heade
       v1.push_back(item.substr(3));
     }
   }
-  if (t < 0 || v1.empty()) return false;
-  if (o.tolerance_s >= 0) {
-    const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
-    if (t < now - o.tolerance_s || t > now + o.tolerance_s) return false;
-  }
-  const std::string expected = hmac_hex(o.secret, std::to_string(t) + "." + body);
-  return std::any_of(v1.begin(), v1.end(), [&](const std::string& s) {
-    return s.size() == expected.size() && CRYPTO_memcmp(s.data(), expected.data(), s.size()) == 0;
-  });
+  if (t < 0 || v1.empty() || !fresh(o, t)) return false;
+  const std::string expected = hex(hmac(key_of(o.secret), std::to_string(t) + "." + body));
+  return std::any_of(v1.begin(), v1.end(),
+                     [&](const std::string& s) { return equal(s, expected); });
+}
+
+/// A delivery is signed when its Standard Webhooks headers verify and, when it also carries the
+/// deprecated ones, X-Switchyard-Signature verifies and X-Switchyard-Delivery is the webhook-id.
+bool signature_valid(const webhook_receiver_options& o, const received_webhook& r) {
+  if (o.secret.empty()) return true;
+  if (!standard_signature_valid(o, r.headers, r.raw_body)) return false;
+  if (auto legacy = header(r.headers, "x-switchyard-signature");
+      legacy && !legacy_signature_valid(o, *legacy, r.raw_body))
+    return false;
+  if (auto delivery = header(r.headers, "x-switchyard-delivery");
+      delivery && *delivery != r.headers.at("webhook-id"))
+    return false;
+  return true;
 }
 
 received_webhook to_received(const http_request& req) {
@@ -149,8 +230,7 @@ struct webhook_receiver::state {
 
 std::pair<int, int64_t> webhook_receiver::state::record(const http_request& req) {
   received_webhook r = to_received(req);
-  const auto sig = r.headers.find("x-switchyard-signature");
-  const bool ok = signature_valid(options, sig == r.headers.end() ? "" : sig->second, r.raw_body);
+  const bool ok = signature_valid(options, r);
   std::pair<int, int64_t> answer{200, 0};
   {
     std::lock_guard lock(mu);

@@ -1,7 +1,10 @@
 #pragma once
 /// A webhook receiver for integration and system tests: a real HTTP/1.1 server (Boost.Beast, its
-/// own io thread; optionally https) on 127.0.0.1 that accepts a POST on any path, checks
-/// X-Switchyard-Signature with the configured secret, records every delivery and counts them per
+/// own io thread; optionally https) on 127.0.0.1 that accepts a POST on any path, checks the
+/// signature with the configured secret the way a user's receiver does — the Standard Webhooks
+/// headers (webhook-id, webhook-timestamp, webhook-signature) always, the deprecated
+/// X-Switchyard-Signature and X-Switchyard-Delivery when present (they must then verify and
+/// agree with webhook-id) — records every delivery and counts them per
 /// (job_id, sequence) taken from the JSON body. It can answer the next N deliveries with an error
 /// status, or delay every answer, to exercise the deliverer's retries and timeouts.
 ///
@@ -26,9 +29,11 @@ namespace sy::fakes {
 
 /// How to start a receiver.
 struct webhook_receiver_options {
-  uint16_t port = 0;   ///< 0 picks a free port; read it back with port()
-  std::string secret;  ///< the webhook secret; empty: signatures are not checked
-  /// Largest allowed distance between the signature's t= and the receiver's clock, in seconds;
+  uint16_t port = 0;  ///< 0 picks a free port; read it back with port()
+  /// The webhook secret as in `webhook_secret_file`: `whsec_<base64>` (the key is the decoded
+  /// bytes) or raw text (the key is its bytes); empty: signatures are not checked.
+  std::string secret;
+  /// Largest allowed distance between the signed timestamp and the receiver's clock, in seconds;
   /// negative: the timestamp is not checked.
   int64_t tolerance_s = 300;
   /// PEM certificate chain and key: when both are set the receiver speaks https only.

@@ -161,7 +161,7 @@ test('batches and files list with cursors, and files can be deleted', async () =
 
   const files = await client.files.list({ purpose: 'batch' });
   assert.ok(files.data.some((f) => f.id === a.id));
-  const deleted = await client.files.del(a.id);
+  const deleted = await client.files.delete(a.id);
   assert.deepEqual(deleted, { id: a.id, object: 'file', deleted: true });
   await assert.rejects(client.files.retrieve(a.id), (e) => e instanceof OpenAI.NotFoundError);
 });

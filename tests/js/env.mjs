@@ -13,6 +13,8 @@ export const API_KEY = process.env.SY_API_KEY ?? '';
 export const WORKER_KEY = process.env.SY_WORKER_KEY ?? '';
 export const MODEL = process.env.SY_MODEL ?? 'test-model';
 export const SUBJECT_PREFIX = process.env.SY_SUBJECT_PREFIX ?? 'sy';
+// The engine's webhook secret (the content of its webhook_secret_file), whsec_<base64>.
+export const WEBHOOK_SECRET = process.env.SY_WEBHOOK_SECRET ?? '';
 
 /// Resolves once `check()` returns a truthy value (which it returns), re-checking every 20 ms;
 /// rejects after `deadlineMs`.

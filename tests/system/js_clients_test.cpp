@@ -29,6 +29,9 @@ namespace fs = std::filesystem;
 constexpr const char* api_key = "sk-js-clients-test";
 constexpr const char* worker_key = "wk-js-clients-test";
 constexpr const char* metrics_key = "mk-js-clients-test";
+/// The engine's webhook secret in the Standard Webhooks form: base64 of
+/// "js-clients-test-key-0123456789ab" (webhooks.test.mjs verifies with it through openai-node).
+constexpr const char* webhook_secret = "whsec_anMtY2xpZW50cy10ZXN0LWtleS0wMTIzNDU2Nzg5YWI=";
 constexpr const char* chromium = "/usr/bin/chromium";
 
 /// The executable `name` on PATH, or empty.
@@ -62,6 +65,8 @@ class js_clients_test : public ::testing::Test {
     ASSERT_TRUE(n) << n.error().message;
     nats_ = std::move(n.value());
 
+    const std::string secret_file = env_.dir().sub("webhook.secret");
+    { std::ofstream(secret_file) << webhook_secret << "\n"; }
     const std::string config = env_.dir().sub("switchyard.yaml");
     {
       std::ofstream out(config);
@@ -72,7 +77,9 @@ class js_clients_test : public ::testing::Test {
           << "    role: worker\n"
           << "  - sha256: " << config::sha256_hex(metrics_key) << "\n"
           << "    role: metrics\n"
-          << "runtimes:\n  demo: {lease_ttl_ms: 5s, max_attempts: 3}\n";
+          << "runtimes:\n  demo: {lease_ttl_ms: 5s, max_attempts: 3}\n"
+          << "webhook_secret_file: " << secret_file << "\n"
+          << "webhook_allow_loopback: true\n";  // webhooks.test.mjs receives on 127.0.0.1
     }
     env_.start_gateway(0);
     env_.start_engine({"--nats", nats_->url(), "--config", config});
@@ -103,6 +110,7 @@ class js_clients_test : public ::testing::Test {
                                      "SY_SCREENSHOT_DIR=" SY_BINARY_DIR "/dashboard-screenshots",
                                      "SY_CHROMIUM=" + std::string(chromium),
                                      "SY_MODEL=test-model",
+                                     "SY_WEBHOOK_SECRET=" + std::string(webhook_secret),
                                      node_,
                                      "--test",
                                      "--test-reporter=spec",
@@ -140,6 +148,9 @@ TEST_F(js_clients_test, OpenaiPackageCallsTheSynchronousEndpoints) {
 }
 
 TEST_F(js_clients_test, OpenaiPackageRunsBatches) { run_node_test("batches.test.mjs"); }
+
+// Job webhooks in the Standard Webhooks format: openai-node's webhooks.unwrap() accepts them.
+TEST_F(js_clients_test, OpenaiPackageVerifiesJobWebhooks) { run_node_test("webhooks.test.mjs"); }
 
 TEST_F(js_clients_test, NatsPackageUsesTheMicroService) { run_node_test("service.test.mjs"); }
 

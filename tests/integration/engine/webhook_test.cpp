@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <vector>
 
 #include "storage/lmdb_env.hpp"
 #include "tests/fakes/webhook_receiver.hpp"
@@ -17,14 +21,18 @@ using namespace std::chrono_literals;
 constexpr const char* secret = "whsec-test-0123456789";
 
 struct webhook_env {
-  static fakes::webhook_receiver_options options() {
+  /// `tolerance_s` as in webhook_receiver_options (negative: an engine on a manual clock signs
+  /// with its own time, which the receiver then does not hold against it).
+  static fakes::webhook_receiver_options options(const std::string& s, int64_t tolerance_s) {
     fakes::webhook_receiver_options o;
-    o.secret = secret;
+    o.secret = s;
+    o.tolerance_s = tolerance_s;
     return o;
   }
-  webhook_env() : receiver(options()) {
+  explicit webhook_env(const std::string& s = secret, int64_t tolerance_s = 300)
+      : receiver(options(s, tolerance_s)) {
     EXPECT_EQ(receiver.start(), "");
-    env.settings().webhook_secret = secret;
+    env.settings().webhook_secret = s;
     env.settings().webhook_allow_loopback = true;
     env.settings().webhook_initial_backoff_ms = 50;
     env.settings().webhook_max_backoff_ms = 200;
@@ -56,7 +64,8 @@ TEST(webhooks, every_transition_is_delivered_signed_with_the_exact_payload) {
     EXPECT_TRUE(d.signature_ok);
     EXPECT_EQ(d.path, "/hook");
     EXPECT_EQ(d.headers.at("content-type"), "application/json");
-    EXPECT_EQ(d.headers.at("x-switchyard-delivery").rfind("whd_", 0), 0u);
+    EXPECT_EQ(d.headers.at("webhook-id").rfind("whd_", 0), 0u);
+    EXPECT_EQ(d.headers.at("x-switchyard-delivery"), d.headers.at("webhook-id"));
     by_seq[d.body["sequence"].get<int64_t>()] = d.body;
   }
   ASSERT_EQ(by_seq.count(2), 1u);
@@ -87,8 +96,78 @@ TEST(webhooks, a_failing_receiver_is_retried_until_it_accepts) {
   EXPECT_TRUE(storage::read_due_webhooks(txn, INT64_MAX, 10).empty());
 }
 
-TEST(webhooks, a_retry_waits_for_its_backoff_on_the_engine_clock) {
+TEST(webhooks, a_whsec_secret_signs_with_its_decoded_key_and_the_legacy_headers_can_be_dropped) {
+  // base64 of "engine-test-key-0123456789abcdef"; the receiver decodes it on its own.
+  webhook_env w("whsec_ZW5naW5lLXRlc3Qta2V5LTAxMjM0NTY3ODlhYmNkZWY=");
+  w.env.settings().webhook_legacy_signature = false;
+  w.env.start();
+  http_client c(w.env.port());
+  auto r = w.env.submit(c, "standard", nullptr, {}, {{"webhook_url", w.receiver.url()}});
+  ASSERT_EQ(r.status, 202) << r.body;
+  ASSERT_EQ(w.env.wait_terminal(c, r.json()["id"])["status"], "completed");
+  ASSERT_TRUE(w.receiver.wait_delivered(2, 10'000));
+  EXPECT_EQ(w.receiver.bad_signatures(), 0);
+  std::set<std::string> ids;
+  for (const auto& d : w.receiver.deliveries()) {
+    EXPECT_TRUE(d.signature_ok);
+    EXPECT_EQ(d.headers.count("x-switchyard-signature"), 0u);
+    EXPECT_EQ(d.headers.count("x-switchyard-delivery"), 0u);
+    ids.insert(d.headers.at("webhook-id"));
+  }
+  EXPECT_EQ(ids.size(), 2u);  // one id per delivery
+}
+
+TEST(webhooks, a_whsec_secret_that_is_not_base64_stops_the_start_naming_its_file) {
   webhook_env w;
+  w.env.settings().webhook_secret_file = "/etc/switchyard/webhook.secret";
+  w.env.settings().webhook_secret = "whsec_not*base64";
+  try {
+    w.env.start();
+    ADD_FAILURE() << "the engine started";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("/etc/switchyard/webhook.secret"), std::string::npos) << what;
+    EXPECT_NE(what.find("not standard base64"), std::string::npos) << what;
+  }
+}
+
+TEST(webhooks, a_retry_keeps_its_id_and_is_signed_with_the_engine_clock) {
+  webhook_env w(secret, -1);
+  w.env.settings().webhook_initial_backoff_ms = 1;
+  w.env.settings().webhook_max_backoff_ms = 1;
+  w.env.settings().lease_ttl_ms = 10'000'000;
+  auto& clock = w.env.use_manual_clock(1'800'000'000'000);
+  w.env.start();
+  w.receiver.fail_next(1, 503);
+  http_client c(w.env.port());
+  auto r = w.env.submit(c, "clocked", nullptr, {}, {{"webhook_url", w.receiver.url()}});
+  ASSERT_EQ(r.status, 202) << r.body;
+  ASSERT_EQ(w.env.wait_terminal(c, r.json()["id"])["status"], "completed");
+  std::map<std::string, std::vector<std::string>> timestamps;  // per webhook-id
+  ASSERT_TRUE(wait_for(
+      [&] {
+        clock.advance(1'000);  // the backoff ends, and each attempt is signed a second later
+        timestamps.clear();
+        for (const auto& d : w.receiver.deliveries())
+          timestamps[d.headers.at("webhook-id")].push_back(d.headers.at("webhook-timestamp"));
+        return w.counter("webhooks_delivered") == 2;
+      },
+      10s));
+  EXPECT_EQ(w.receiver.bad_signatures(), 0);
+  ASSERT_EQ(timestamps.size(), 2u);
+  size_t retried = 0;
+  for (const auto& [id, ts] : timestamps) {
+    for (const auto& t : ts) EXPECT_GE(std::stoll(t), 1'800'000'000) << id;
+    if (ts.size() == 2) {
+      ++retried;
+      EXPECT_LT(std::stoll(ts[0]), std::stoll(ts[1])) << id;
+    }
+  }
+  EXPECT_EQ(retried, 1u);  // the refused delivery came again under its id, signed later
+}
+
+TEST(webhooks, a_retry_waits_for_its_backoff_on_the_engine_clock) {
+  webhook_env w(secret, -1);
   auto& clock = w.env.use_manual_clock();
   w.env.settings().lease_ttl_ms = 10'000'000;
   w.env.settings().webhook_initial_backoff_ms = 3'600'000;  // an hour: 30–60 min with jitter

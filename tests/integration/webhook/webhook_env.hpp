@@ -16,7 +16,10 @@
 
 namespace sy::testing {
 
-inline constexpr const char* kWebhookSecret = "whsec_integration";
+/// The receivers' secret, in the Standard Webhooks form (as in a webhook_secret_file), and the
+/// key it stands for, which the clients sign with: base64 of the key after `whsec_`.
+inline constexpr const char* kWebhookSecret = "whsec_aW50ZWdyYXRpb24ta2V5LTAxMjM0NTY3ODlhYmNkZWY=";
+inline constexpr const char* kWebhookKey = "integration-key-0123456789abcdef";
 
 class WebhookTest : public ::testing::Test {
  protected:

@@ -17,7 +17,7 @@ webhook_policy with_allow(webhook_policy p, const std::string& allow) {
 }
 
 TEST_F(WebhookTest, MetadataAddressIsPermanentlyRefusedWithoutConnecting) {
-  webhook_client client(ioc.get_executor(), loopback_policy(10'000), kWebhookSecret);
+  webhook_client client(ioc.get_executor(), loopback_policy(10'000), kWebhookKey);
   const auto start = std::chrono::steady_clock::now();
   auto out = deliver(client, "http://169.254.169.254/latest/meta-data/", body("j", 1));
   // A connect attempt to a link-local address would hang until the 10 s timeout or fail with a
@@ -38,7 +38,7 @@ TEST_F(WebhookTest, MetadataAddressIsPermanentlyRefusedWithoutConnecting) {
 TEST_F(WebhookTest, LoopbackIsRefusedUnlessAllowed) {
   webhook_policy no_loopback = loopback_policy();
   no_loopback.allow_loopback = false;
-  webhook_client client(ioc.get_executor(), no_loopback, kWebhookSecret);
+  webhook_client client(ioc.get_executor(), no_loopback, kWebhookKey);
   auto out = deliver(client, receiver.url(), body("j", 1));
   EXPECT_FALSE(out.delivered);
   EXPECT_TRUE(out.permanent);
@@ -56,14 +56,14 @@ TEST_F(WebhookTest, LoopbackIsRefusedUnlessAllowed) {
   // Nothing reached the receiver; the same target with loopback allowed does reach it, so the
   // connection counter is live.
   EXPECT_EQ(receiver.connections(), 0);
-  webhook_client allowed(ioc.get_executor(), loopback_policy(), kWebhookSecret);
+  webhook_client allowed(ioc.get_executor(), loopback_policy(), kWebhookKey);
   EXPECT_TRUE(deliver(allowed, receiver.url(), body("j", 1)).delivered);
   EXPECT_EQ(receiver.connections(), 1);
 }
 
 TEST_F(WebhookTest, AllowListIsEnforced) {
   webhook_client outside(ioc.get_executor(), with_allow(loopback_policy(), "10.0.0.0/8"),
-                         kWebhookSecret);
+                         kWebhookKey);
   auto out = deliver(outside, receiver.url(), body("j", 1));
   EXPECT_FALSE(out.delivered);
   EXPECT_TRUE(out.permanent);
@@ -73,7 +73,7 @@ TEST_F(WebhookTest, AllowListIsEnforced) {
   EXPECT_EQ(receiver.connections(), 0);
 
   webhook_client inside(ioc.get_executor(), with_allow(loopback_policy(), "10.0.0.0/8,127.0.0.0/8"),
-                        kWebhookSecret);
+                        kWebhookKey);
   out = deliver(inside, receiver.url(), body("j", 1));
   EXPECT_TRUE(out.delivered) << out.error;
   EXPECT_EQ(receiver.delivered(), 1);
@@ -84,7 +84,7 @@ TEST_F(WebhookTest, DenyListIsEnforced) {
   auto deny = config::parse_network_list("127.0.0.0/8");
   ASSERT_TRUE(deny.ok());
   p.deny = *deny;
-  webhook_client client(ioc.get_executor(), p, kWebhookSecret);
+  webhook_client client(ioc.get_executor(), p, kWebhookKey);
   auto out = deliver(client, receiver.url(), body("j", 1));
   EXPECT_TRUE(out.permanent);
   EXPECT_NE(out.error.find("denied network 127.0.0.0/8"), std::string::npos) << out.error;

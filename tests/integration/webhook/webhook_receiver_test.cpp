@@ -1,7 +1,9 @@
 // The receiver's HTTP control surface and its standalone binary, as system tests use them.
 
 #include <sys/wait.h>
+#include <chrono>
 #include <csignal>
+#include <map>
 #include <regex>
 
 #include "tests/integration/webhook/webhook_env.hpp"
@@ -20,7 +22,7 @@ TEST_F(WebhookTest, ReceiverIsSteeredAndObservedOverHttp) {
   auto r = control.post_json("/_receiver/control", {{"fail_next", 1}, {"status", 502}});
   ASSERT_EQ(r.status, 200) << r.body;
 
-  webhook_client client(ioc.get_executor(), loopback_policy(), kWebhookSecret);
+  webhook_client client(ioc.get_executor(), loopback_policy(), kWebhookKey);
   EXPECT_EQ(deliver(client, receiver.url() + "/a", body("job_h", 7)).status_code, 502);
   EXPECT_TRUE(deliver(client, receiver.url() + "/a", body("job_h", 7)).delivered);
 
@@ -60,6 +62,41 @@ TEST_F(WebhookTest, ReceiverRefusesUnsignedDeliveries) {
   EXPECT_FALSE(receiver.deliveries()[0].signature_ok);
 }
 
+TEST_F(WebhookTest, ReceiverChecksTheLegacyHeadersOnlyWhenPresent) {
+  test::http_client plain(receiver.port());
+  const std::string b = body("job_l", 1);
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const std::map<std::string, std::string> standard = {
+      {"Content-Type", "application/json"},
+      {"webhook-id", "whd_9"},
+      {"webhook-timestamp", std::to_string(now)},
+      {"webhook-signature", runtime::standard_webhook_signature(kWebhookKey, "whd_9", now, b)}};
+  EXPECT_EQ(plain.request("POST", "/hook", b, standard).status, 200);
+  auto with = [&](std::map<std::string, std::string> extra) {
+    extra.insert(standard.begin(), standard.end());
+    return plain.request("POST", "/hook", b, extra).status;
+  };
+  EXPECT_EQ(with({{"X-Switchyard-Signature", runtime::webhook_signature(kWebhookKey, now, b)},
+                  {"X-Switchyard-Delivery", "whd_9"}}),
+            200);
+  EXPECT_EQ(with({{"X-Switchyard-Signature", "t=1,v1=00"}}), 401);
+  EXPECT_EQ(with({{"X-Switchyard-Delivery", "whd_other"}}), 401);
+  // Another id, a stale timestamp or an altered body no longer match webhook-signature.
+  auto changed = standard;
+  changed["webhook-id"] = "whd_10";
+  EXPECT_EQ(plain.request("POST", "/hook", b, changed).status, 401);
+  changed = standard;
+  changed["webhook-timestamp"] = std::to_string(now - 3600);
+  changed["webhook-signature"] =
+      runtime::standard_webhook_signature(kWebhookKey, "whd_9", now - 3600, b);
+  EXPECT_EQ(plain.request("POST", "/hook", b, changed).status, 401);
+  EXPECT_EQ(plain.request("POST", "/hook", b + " ", standard).status, 401);
+  EXPECT_EQ(receiver.delivered(), 2);
+  EXPECT_EQ(receiver.bad_signatures(), 5);
+}
+
 TEST_F(WebhookTest, StandaloneReceiverBinary) {
   test::temp_dir dir;
   test::child_process proc({SY_BINARY_DIR "/tests/fakes/fake_webhook_receiver", "--port", "0",
@@ -74,10 +111,10 @@ TEST_F(WebhookTest, StandaloneReceiverBinary) {
   })) << proc.log();
   const auto port = static_cast<uint16_t>(std::stoi(m[1]));
 
-  webhook_client client(ioc.get_executor(), loopback_policy(), kWebhookSecret);
+  webhook_client client(ioc.get_executor(), loopback_policy(), kWebhookKey);
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/x";
   EXPECT_TRUE(deliver(client, url, body("job_b", 1)).delivered);
-  webhook_client wrong(ioc.get_executor(), loopback_policy(), "whsec_wrong");
+  webhook_client wrong(ioc.get_executor(), loopback_policy(), "wrong-key");
   EXPECT_EQ(deliver(wrong, url, body("job_b", 1)).status_code, 401);
 
   test::http_client control(port);

@@ -54,7 +54,7 @@ class WebhookTlsTest : public WebhookTest {
 };
 
 TEST_F(WebhookTlsTest, DeliversOverHttpsWhenTheCertificateIsTrusted) {
-  webhook_client client(ioc.get_executor(), trusting_policy(), kWebhookSecret);
+  webhook_client client(ioc.get_executor(), trusting_policy(), kWebhookKey);
   auto out = deliver(client, localhost_url(), body("job_tls", 1));
   EXPECT_TRUE(out.delivered) << out.error;
   EXPECT_EQ(out.status_code, 200);
@@ -66,7 +66,7 @@ TEST_F(WebhookTlsTest, DeliversOverHttpsWhenTheCertificateIsTrusted) {
 }
 
 TEST_F(WebhookTlsTest, UntrustedCertificateIsRefused) {
-  webhook_client client(ioc.get_executor(), loopback_policy(), kWebhookSecret);
+  webhook_client client(ioc.get_executor(), loopback_policy(), kWebhookKey);
   auto out = deliver(client, localhost_url(), body("job_tls", 1));
   EXPECT_FALSE(out.delivered);
   EXPECT_FALSE(out.permanent);
@@ -76,7 +76,7 @@ TEST_F(WebhookTlsTest, UntrustedCertificateIsRefused) {
 }
 
 TEST_F(WebhookTlsTest, HostNameMustMatchTheCertificate) {
-  webhook_client client(ioc.get_executor(), trusting_policy(), kWebhookSecret);
+  webhook_client client(ioc.get_executor(), trusting_policy(), kWebhookKey);
   // Trusted chain, but the certificate names "localhost", not 127.0.0.1.
   auto out = deliver(client, tls_receiver->url() + "/tls-hook", body("job_tls", 1));
   EXPECT_FALSE(out.delivered);
@@ -85,7 +85,7 @@ TEST_F(WebhookTlsTest, HostNameMustMatchTheCertificate) {
 }
 
 TEST_F(WebhookTlsTest, PlainHttpToATlsReceiverFails) {
-  webhook_client client(ioc.get_executor(), trusting_policy(), kWebhookSecret);
+  webhook_client client(ioc.get_executor(), trusting_policy(), kWebhookKey);
   auto out = deliver(client, "http://localhost:" + std::to_string(tls_receiver->port()) + "/",
                      body("job_tls", 1));
   EXPECT_FALSE(out.delivered);
@@ -97,7 +97,7 @@ TEST_F(WebhookTlsTest, PlainHttpToATlsReceiverFails) {
 TEST_F(WebhookTlsTest, UnreadableCaFileIsReported) {
   auto p = loopback_policy();
   p.ca_file = dir.sub("missing.pem");
-  webhook_client client(ioc.get_executor(), p, kWebhookSecret);
+  webhook_client client(ioc.get_executor(), p, kWebhookKey);
   auto out = deliver(client, localhost_url(), body("job_tls", 1));
   EXPECT_FALSE(out.delivered);
   EXPECT_NE(out.error.find("cannot load the CA certificates"), std::string::npos) << out.error;
