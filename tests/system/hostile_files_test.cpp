@@ -25,6 +25,7 @@
 #include "runtime/nats_server.hpp"
 #include "tests/support/multipart_form.hpp"
 #include "tests/support/wait.hpp"
+#include "tests/system/nats_client.hpp"
 #include "tests/system/system_env.hpp"
 
 namespace sy::test {
@@ -661,21 +662,10 @@ TEST_F(HostileFiles, hostile_file_lines_fail_the_batch_and_the_task_list_and_run
 
 // --- garbage credentials --------------------------------------------------------------------
 
-struct nats_conn {
-  natsConnection* nc = nullptr;
-  ~nats_conn() { natsConnection_Destroy(nc); }
-};
-
-std::string header_of(natsMsg* m, const char* key) {
-  const char* v = nullptr;
-  return natsMsgHeader_Get(m, key, &v) == NATS_OK && v != nullptr ? v : "";
-}
-
 verdict from_nats(int status, natsMsg* m) {
-  const std::string body(natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m)));
   http_reply r;
   r.status = status;
-  r.body = body;
+  r.body = data_of(m);
   return from_reply(r);
 }
 

@@ -20,6 +20,7 @@
 
 #include "runtime/nats_server.hpp"
 #include "tests/support/wait.hpp"
+#include "tests/system/nats_client.hpp"
 #include "tests/system/system_env.hpp"
 
 namespace sy::test {
@@ -51,20 +52,6 @@ verdict from_body(int status, const std::string& body) {
     if (j["error"]["param"].is_string()) v.param = j["error"]["param"];
   }
   return v;
-}
-
-struct nats_conn {
-  natsConnection* nc = nullptr;
-  ~nats_conn() { natsConnection_Destroy(nc); }
-};
-
-std::string header_of(natsMsg* m, const char* key) {
-  const char* v = nullptr;
-  return natsMsgHeader_Get(m, key, &v) == NATS_OK && v != nullptr ? v : "";
-}
-
-std::string data_of(natsMsg* m) {
-  return {natsMsg_GetData(m), static_cast<size_t>(natsMsg_GetDataLength(m))};
 }
 
 class HostileSurfaces : public ::testing::Test {
