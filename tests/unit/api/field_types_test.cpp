@@ -156,23 +156,26 @@ TEST(field_types, a_single_job) {
               job);
 }
 
+/// The rules of a list's first task, the same in a job's `tasks` and in an append's.
+std::vector<field_rule> task_rules() {
+  return {
+      {"/tasks", "array null", errc::invalid_tasks, "tasks"},
+      {"/tasks/0", "object", errc::invalid_tasks, "tasks[0]"},
+      {"/tasks/0/custom_id", "string null", errc::invalid_tasks, "tasks[0].custom_id"},
+      {"/tasks/0/body", "object", errc::invalid_body, "tasks[0].body"},
+      {"/tasks/0/body/model", "string", errc::missing_model, "tasks[0].body.model"},
+      {"/tasks/0/body/stream", "bool null", errc::invalid_request, "tasks[0].body.stream"},
+  };
+}
+
 TEST(field_types, a_task_list) {
   const json base = {{"endpoint", "/v1/chat/completions"},
                      {"tasks", {{{"custom_id", "a"}, {"body", chat_body()}}}},
                      {"max_inflight", 4}};
-  check_rules(
-      "task list", base,
-      {
-          {"/tasks", "array null", errc::invalid_tasks, "tasks"},
-          {"/tasks/0", "object", errc::invalid_tasks, "tasks[0]"},
-          {"/tasks/0/custom_id", "string null", errc::invalid_tasks, "tasks[0].custom_id"},
-          {"/tasks/0/body", "object", errc::invalid_body, "tasks[0].body"},
-          {"/tasks/0/body/model", "string", errc::missing_model, "tasks[0].body.model"},
-          {"/tasks/0/body/stream", "bool null", errc::invalid_request, "tasks[0].body.stream"},
-          {"/max_inflight", "integer null", errc::invalid_max_inflight, "max_inflight"},
-          {"/task_events", "bool null", errc::invalid_tasks, "task_events"},
-      },
-      job);
+  auto rules = task_rules();
+  rules.push_back({"/max_inflight", "integer null", errc::invalid_max_inflight, "max_inflight"});
+  rules.push_back({"/task_events", "bool null", errc::invalid_tasks, "task_events"});
+  check_rules("task list", base, rules, job);
 }
 
 TEST(field_types, an_http_task_list) {
@@ -231,18 +234,9 @@ TEST(field_types, an_append) {
   };
   const json base = {{"tasks", {{{"custom_id", "a"}, {"body", chat_body()}}}},
                      {"last_batch", false}};
-  check_rules(
-      "append", base,
-      {
-          {"/tasks", "array null", errc::invalid_tasks, "tasks"},
-          {"/tasks/0", "object", errc::invalid_tasks, "tasks[0]"},
-          {"/tasks/0/custom_id", "string null", errc::invalid_tasks, "tasks[0].custom_id"},
-          {"/tasks/0/body", "object", errc::invalid_body, "tasks[0].body"},
-          {"/tasks/0/body/model", "string", errc::missing_model, "tasks[0].body.model"},
-          {"/tasks/0/body/stream", "bool null", errc::invalid_request, "tasks[0].body.stream"},
-          {"/last_batch", "bool null", errc::invalid_tasks, "last_batch"},
-      },
-      append);
+  auto rules = task_rules();
+  rules.push_back({"/last_batch", "bool null", errc::invalid_tasks, "last_batch"});
+  check_rules("append", base, rules, append);
   // An append's task may be an http task's or a runtime's: the job's kind is checked later.
   const json http = {{"tasks", {{{"request", {{"method", "GET"}, {"url", "https://e.com/"}}}}}}};
   check_rules("http append", http,
