@@ -662,10 +662,10 @@ TEST_F(HostileFiles, hostile_file_lines_fail_the_batch_and_the_task_list_and_run
 
 // --- garbage credentials --------------------------------------------------------------------
 
-verdict from_nats(int status, natsMsg* m) {
+verdict from_answer(const nats_answer& a) {
   http_reply r;
-  r.status = status;
-  r.body = data_of(m);
+  r.status = a.status;
+  r.body = a.body;
   return from_reply(r);
 }
 
@@ -694,45 +694,24 @@ class HostileCredentials : public ::testing::Test {
   }
 
   verdict micro(const std::string& body, const std::optional<std::string>& authorization) {
-    natsMsg* req = nullptr;
-    EXPECT_EQ(natsMsg_Create(&req, "sy.api.jobs.create", nullptr, body.data(),
-                             static_cast<int>(body.size())),
-              NATS_OK);
-    if (authorization) natsMsgHeader_Set(req, "Authorization", authorization->c_str());
-    natsMsg* reply = nullptr;
-    natsStatus st = natsConnection_RequestMsg(&reply, conn_.nc, req, 10'000);
-    natsMsg_Destroy(req);
-    if (st != NATS_OK) return {-1, natsStatus_GetText(st), "", 0};
-    const std::string code = header_of(reply, "Nats-Service-Error-Code");
-    verdict v = from_nats(code.empty() ? 202 : std::stoi(code), reply);
-    natsMsg_Destroy(reply);
-    return v;
+    std::map<std::string, std::string> headers;
+    if (authorization) headers["Authorization"] = *authorization;
+    auto a = micro_request(conn_.nc, "sy.api.jobs.create", body, headers);
+    if (a.status < 0) return {-1, a.body, "", 0};
+    return from_answer(a);
   }
 
   verdict intake(const std::string& body, const std::optional<std::string>& authorization) {
-    const std::string inbox = "hostile.creds." + std::to_string(++replies_);
-    natsSubscription* sub = nullptr;
-    EXPECT_EQ(natsConnection_SubscribeSync(&sub, conn_.nc, inbox.c_str()), NATS_OK);
-    natsMsg* m = nullptr;
-    EXPECT_EQ(
-        natsMsg_Create(&m, "sy.submit.job", nullptr, body.data(), static_cast<int>(body.size())),
-        NATS_OK);
-    natsMsgHeader_Set(m, "Sy-Reply-To", inbox.c_str());
-    if (authorization) natsMsgHeader_Set(m, "Authorization", authorization->c_str());
-    EXPECT_EQ(natsConnection_PublishMsg(conn_.nc, m), NATS_OK);
-    natsMsg_Destroy(m);
-    natsMsg* reply = nullptr;
-    verdict v{-1, "no reply", "", 0};
-    if (natsSubscription_NextMsg(&reply, sub, 10'000) == NATS_OK) {
-      v = from_nats(std::stoi(header_of(reply, "Sy-Status")), reply);
-      natsMsg_Destroy(reply);
-    } else {
+    std::map<std::string, std::string> headers;
+    if (authorization) headers["Authorization"] = *authorization;
+    auto a = intake_request(conn_.nc, "hostile.creds." + std::to_string(++replies_), body, headers);
+    if (a.status < 0) {
       const std::string log = env_.engine_log();
-      ADD_FAILURE() << "no reply on the intake; the engine's log ends:\n"
+      ADD_FAILURE() << "no reply on the intake (" << a.body << "); the engine's log ends:\n"
                     << log.substr(log.size() > 3000 ? log.size() - 3000 : 0);
+      return {-1, a.body, "", 0};
     }
-    natsSubscription_Destroy(sub);
-    return v;
+    return from_answer(a);
   }
 
   size_t jobs_stored() {

@@ -78,59 +78,19 @@ class HostileSurfaces : public ::testing::Test {
   /// A request to the micro service on `subject` with `headers`.
   verdict micro(const std::string& body, const std::string& subject = "sy.api.jobs.create",
                 const std::map<std::string, std::string>& headers = {}) {
-    natsMsg* req = nullptr;
-    EXPECT_EQ(
-        natsMsg_Create(&req, subject.c_str(), nullptr, body.data(), static_cast<int>(body.size())),
-        NATS_OK);
-    for (const auto& [k, v] : headers) natsMsgHeader_Set(req, k.c_str(), v.c_str());
-    natsMsg* reply = nullptr;
-    natsStatus st = natsConnection_RequestMsg(&reply, conn_.nc, req, 10'000);
-    natsMsg_Destroy(req);
-    if (st != NATS_OK) return {-1, natsStatus_GetText(st), "", 0, ""};
-    std::string code = header_of(reply, "Nats-Service-Error-Code");
-    verdict v = from_body(code.empty() ? 202 : std::stoi(code), data_of(reply));
-    natsMsg_Destroy(reply);
-    return v;
+    auto a = micro_request(conn_.nc, subject, body, headers);
+    if (a.status < 0) return {-1, a.body, "", 0, ""};
+    return from_body(a.status, a.body);
   }
 
   /// An intake message with a reply subject (and `msg_id` as its Nats-Msg-Id when not empty);
-  /// its reply's Sy-Status and body. With an id, it is published through JetStream and again
-  /// while the stream's duplicate window (100 ms, docs/nats.md) still drops it as a copy.
+  /// its reply's Sy-Status and body.
   verdict intake(const std::string& body, const std::string& msg_id = "") {
-    const std::string inbox = "hostile.reply." + std::to_string(++replies_);
-    natsSubscription* sub = nullptr;
-    EXPECT_EQ(natsConnection_SubscribeSync(&sub, conn_.nc, inbox.c_str()), NATS_OK);
-    natsMsg* m = nullptr;
-    EXPECT_EQ(
-        natsMsg_Create(&m, "sy.submit.job", nullptr, body.data(), static_cast<int>(body.size())),
-        NATS_OK);
-    natsMsgHeader_Set(m, "Sy-Reply-To", inbox.c_str());
-    if (msg_id.empty()) {
-      EXPECT_EQ(natsConnection_PublishMsg(conn_.nc, m), NATS_OK);
-    } else {
-      natsMsgHeader_Set(m, "Nats-Msg-Id", msg_id.c_str());
-      jsCtx* js = nullptr;
-      EXPECT_EQ(natsConnection_JetStream(&js, conn_.nc, nullptr), NATS_OK);
-      EXPECT_TRUE(wait_for(
-          [&] {
-            jsPubAck* ack = nullptr;
-            natsStatus st = js_PublishMsg(&ack, js, m, nullptr, nullptr);
-            const bool taken = st == NATS_OK && ack != nullptr && !ack->Duplicate;
-            jsPubAck_Destroy(ack);
-            return taken;
-          },
-          10s));
-      jsCtx_Destroy(js);
-    }
-    natsMsg_Destroy(m);
-    natsMsg* reply = nullptr;
-    verdict v{-1, "no reply", "", 0, ""};
-    if (natsSubscription_NextMsg(&reply, sub, 15'000) == NATS_OK) {
-      v = from_body(std::stoi(header_of(reply, "Sy-Status")), data_of(reply));
-      natsMsg_Destroy(reply);
-    }
-    natsSubscription_Destroy(sub);
-    return v;
+    std::map<std::string, std::string> headers;
+    if (!msg_id.empty()) headers["Nats-Msg-Id"] = msg_id;
+    auto a = intake_request(conn_.nc, "hostile.reply." + std::to_string(++replies_), body, headers);
+    if (a.status < 0) return {-1, a.body, "", 0, ""};
+    return from_body(a.status, a.body);
   }
 
   /// The jobs the engine holds (GET /v1/jobs, newest first, at most 100).
