@@ -672,9 +672,7 @@ verdict from_answer(const nats_answer& a) {
 class HostileCredentials : public ::testing::Test {
  protected:
   void SetUp() override {
-    runtime::nats_server_options o;
-    o.store_dir = env_.dir().sub("external-nats");
-    auto s = runtime::nats_server::start(o);
+    auto s = env_.start_nats();
     ASSERT_TRUE(s) << s.error().message;
     nats_ = std::move(*s);
     const auto config = env_.dir().sub("switchyard.yaml");

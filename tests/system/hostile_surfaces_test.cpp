@@ -57,9 +57,7 @@ verdict from_body(int status, const std::string& body) {
 class HostileSurfaces : public ::testing::Test {
  protected:
   void SetUp() override {
-    runtime::nats_server_options o;
-    o.store_dir = env_.dir().sub("external-nats");
-    auto s = runtime::nats_server::start(o);
+    auto s = env_.start_nats();
     ASSERT_TRUE(s) << s.error().message;
     nats_ = std::move(*s);
     env_.start_gateway(0);

@@ -31,9 +31,7 @@ bool log_has(const system_env& env, const std::string& text) {
 // intake's timeout, reported with a text nats.c had left from the registry's claim.
 TEST(system, an_engine_on_a_jetstream_reset_repairs_it_and_runs_every_job_once) {
   system_env env;
-  runtime::nats_server_options o;
-  o.store_dir = env.dir().sub("external-nats");
-  auto nats = runtime::nats_server::start(o);
+  auto nats = env.start_nats();
   ASSERT_TRUE(nats.ok()) << nats.error().message;
   env.start_gateway(/*latency_ms=*/0);
   const std::vector<std::string> flags = {"--nats", (*nats)->url(), "--reconcile-after-ms", "1000"};
@@ -59,7 +57,8 @@ TEST(system, an_engine_on_a_jetstream_reset_repairs_it_and_runs_every_job_once) 
   ASSERT_NE(env.engine().wait(std::chrono::seconds(30)), -1);
 
   // The reset: the engine's streams (and their consumers) are gone from the server's store.
-  const auto streams = std::filesystem::path(o.store_dir) / "jetstream" / "$G" / "streams";
+  const auto streams =
+      std::filesystem::path(env.dir().sub("external-nats")) / "jetstream" / "$G" / "streams";
   for (const char* s : {"SY_TASKS", "SY_INTAKE", "SY_EVENTS", "SY_DLQ"})
     std::filesystem::remove_all(streams / s);
   ASSERT_TRUE(std::filesystem::exists(streams / "KV_SY_REGISTRY"));
@@ -107,9 +106,7 @@ TEST(system, an_engine_on_a_jetstream_reset_repairs_it_and_runs_every_job_once) 
 // both run after a restart against a fresh server.
 TEST(system, sigterm_with_nats_dead_exits_within_the_shutdown_timeout_and_keeps_the_jobs) {
   system_env env;
-  runtime::nats_server_options o;
-  o.store_dir = env.dir().sub("external-nats");
-  auto nats = runtime::nats_server::start(o);
+  auto nats = env.start_nats();
   ASSERT_TRUE(nats.ok()) << nats.error().message;
   env.start_gateway(/*latency_ms=*/3000);
   constexpr int64_t shutdown_timeout_ms = 1000;

@@ -14,9 +14,7 @@ namespace SY_UNITY_ID {
 
 TEST(system, nats_restart_mid_flight) {
   system_env env;
-  runtime::nats_server_options o;
-  o.store_dir = env.dir().sub("external-nats");
-  auto nats = runtime::nats_server::start(o);
+  auto nats = env.start_nats();
   ASSERT_TRUE(nats.ok()) << nats.error().message;
   env.start_gateway(/*latency_ms=*/100);
   env.start_engine({"--nats", (*nats)->url()});
@@ -42,9 +40,7 @@ TEST(system, nats_restart_mid_flight) {
 // publishes what it accepted and runs every job once.
 TEST(system, an_engine_started_while_its_nats_is_down_runs_the_jobs_once_nats_is_up) {
   system_env env;
-  runtime::nats_server_options o;
-  o.store_dir = env.dir().sub("external-nats");
-  auto nats = runtime::nats_server::start(o);
+  auto nats = env.start_nats();
   ASSERT_TRUE(nats.ok()) << nats.error().message;
   ASSERT_TRUE((*nats)->stop().ok());  // its port and (empty) store are reused by restart()
   env.start_gateway(/*latency_ms=*/0);
@@ -71,9 +67,7 @@ TEST(system, an_engine_started_while_its_nats_is_down_runs_the_jobs_once_nats_is
 // again the task whose message was lost with the store. Each job runs once.
 TEST(system, nats_back_without_its_store_loses_no_job) {
   system_env env;
-  runtime::nats_server_options o;
-  o.store_dir = env.dir().sub("external-nats");
-  auto nats = runtime::nats_server::start(o);
+  auto nats = env.start_nats();
   ASSERT_TRUE(nats.ok()) << nats.error().message;
   env.start_gateway(/*latency_ms=*/1500);
   // One slot: the second job's message waits in the stream while the first runs.
@@ -86,7 +80,8 @@ TEST(system, nats_back_without_its_store_loses_no_job) {
   ASSERT_FALSE(running.empty());
   ASSERT_FALSE(waiting.empty());
   (*nats)->kill9();
-  std::filesystem::remove_all(o.store_dir);  // the waiting job's message is gone with it
+  std::filesystem::remove_all(
+      env.dir().sub("external-nats"));  // the waiting job's message is gone with it
   ASSERT_TRUE((*nats)->restart().ok());
   EXPECT_EQ(env.wait_terminal(c, running), "completed");
   EXPECT_EQ(env.wait_terminal(c, waiting), "completed");

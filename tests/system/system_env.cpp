@@ -15,6 +15,12 @@ namespace sy::test {
 
 system_env::system_env() = default;
 
+result<std::unique_ptr<runtime::nats_server>> system_env::start_nats() {
+  runtime::nats_server_options o;
+  o.store_dir = dir_.sub("external-nats");
+  return runtime::nats_server::start(o);
+}
+
 void system_env::start_gateway(int latency_ms, uint16_t port) {
   auto log = dir_.sub("gateway-" + std::to_string(port) + ".log");
   std::filesystem::remove(log);

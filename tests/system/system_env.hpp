@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "config/result.hpp"
+#include "runtime/nats_server.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -15,6 +17,10 @@ namespace sy::test {
 class system_env {
  public:
   system_env();
+
+  /// Starts a nats-server of the test's own (JetStream, a free port, its store under the test's
+  /// folder), for an engine started with `--nats` its url.
+  result<std::unique_ptr<runtime::nats_server>> start_nats();
 
   /// Starts the fake gateway binary (on `port`, 0: a free one) with `latency_ms`.
   void start_gateway(int latency_ms, uint16_t port = 0);
