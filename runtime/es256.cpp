@@ -14,8 +14,6 @@
 namespace sy::runtime {
 namespace {
 
-constexpr std::string_view b64url_chars =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 constexpr size_t coord_bytes = 32;  // P-256
 
 template <class T, void (*Free)(T*)>
@@ -74,50 +72,6 @@ std::string sha256_raw(std::string_view data) {
 }
 
 }  // namespace
-
-std::string base64url_encode(std::string_view in) {
-  std::string out;
-  out.reserve((in.size() * 4 + 2) / 3);
-  size_t i = 0;
-  for (; i + 3 <= in.size(); i += 3) {
-    const uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8) |
-                       uint32_t(uint8_t(in[i + 2]));
-    for (int shift = 18; shift >= 0; shift -= 6) out.push_back(b64url_chars[(v >> shift) & 63]);
-  }
-  const size_t rest = in.size() - i;
-  if (rest == 1) {
-    const uint32_t v = uint32_t(uint8_t(in[i])) << 16;
-    out.push_back(b64url_chars[(v >> 18) & 63]);
-    out.push_back(b64url_chars[(v >> 12) & 63]);
-  } else if (rest == 2) {
-    const uint32_t v = (uint32_t(uint8_t(in[i])) << 16) | (uint32_t(uint8_t(in[i + 1])) << 8);
-    out.push_back(b64url_chars[(v >> 18) & 63]);
-    out.push_back(b64url_chars[(v >> 12) & 63]);
-    out.push_back(b64url_chars[(v >> 6) & 63]);
-  }
-  return out;
-}
-
-std::optional<std::string> base64url_decode(std::string_view in) {
-  if (in.size() % 4 == 1) return std::nullopt;
-  std::string out;
-  out.reserve(in.size() * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : in) {
-    const auto pos = b64url_chars.find(c);
-    if (pos == std::string_view::npos) return std::nullopt;
-    acc = (acc << 6) | static_cast<uint32_t>(pos);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  // The leftover bits of the last character must be zero (one spelling per byte string).
-  if ((acc & ((1u << bits) - 1)) != 0) return std::nullopt;
-  return out;
-}
 
 void es256_key::free_pkey::operator()(EVP_PKEY* k) const { EVP_PKEY_free(k); }
 

@@ -17,15 +17,11 @@
 #include <nlohmann/json.hpp>
 
 #include "config/result.hpp"
+#include "runtime/base64.hpp"  // base64url_*, which JWS uses
 
 using EVP_PKEY = struct evp_pkey_st;
 
 namespace sy::runtime {
-
-/// Base64url without padding (RFC 4648 §5), as JWS uses.
-std::string base64url_encode(std::string_view bytes);
-/// Decodes base64url without padding; nullopt on any other character or a bad length.
-std::optional<std::string> base64url_decode(std::string_view text);
 
 /// A P-256 key pair (or only its public half, when loaded from a JWK).
 class es256_key {

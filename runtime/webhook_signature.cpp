@@ -12,55 +12,12 @@
 #include <vector>
 
 #include "config/sha256.hpp"
+#include "runtime/base64.hpp"
 #include "runtime/log.hpp"
 #include "runtime/private_file.hpp"
 
 namespace sy::runtime {
 namespace {
-
-constexpr char b64_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Standard base64 (RFC 4648 §4) with `=` padding.
-std::string base64_encode(std::string_view bytes) {
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    const size_t n = std::min<size_t>(3, bytes.size() - i);
-    uint32_t v = 0;
-    for (size_t k = 0; k < 3; ++k)
-      v = (v << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0u);
-    for (size_t k = 0; k < 4; ++k) out += k <= n ? b64_digits[(v >> (18 - 6 * k)) & 0x3F] : '=';
-  }
-  return out;
-}
-
-/// Decodes standard base64; the `=` padding may be left out, but when present it must complete
-/// the last group. nullopt on any character outside the alphabet (whitespace included), a
-/// misplaced `=` or an impossible length. Unused bits of the last character are ignored, as
-/// Python's and Node's decoders ignore them.
-std::optional<std::string> base64_decode(std::string_view text) {
-  size_t pad = 0;
-  while (pad < 2 && !text.empty() && text.back() == '=') {
-    text.remove_suffix(1);
-    ++pad;
-  }
-  if ((pad > 0 && (text.size() + pad) % 4 != 0) || text.size() % 4 == 1) return std::nullopt;
-  std::string out;
-  out.reserve(text.size() * 3 / 4);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (char c : text) {
-    const char* at = std::find(b64_digits, b64_digits + 64, c);
-    if (at == b64_digits + 64) return std::nullopt;
-    acc = ((acc << 6) | static_cast<uint32_t>(at - b64_digits)) & 0xFFFF;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out += static_cast<char>((acc >> bits) & 0xFF);
-    }
-  }
-  return out;
-}
 
 std::string to_hex(const unsigned char* data, size_t size) {
   static constexpr char digits[] = "0123456789abcdef";
