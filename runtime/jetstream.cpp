@@ -213,7 +213,8 @@ js_message::js_message(js_message&& other) noexcept
     : msg_(std::exchange(other.msg_, nullptr)),
       sub_(std::move(other.sub_)),
       delivered_(other.delivered_),
-      stream_seq_(other.stream_seq_) {}
+      stream_seq_(other.stream_seq_),
+      headers_(std::move(other.headers_)) {}
 
 js_message& js_message::operator=(js_message&& other) noexcept {
   if (this != &other) {
@@ -222,6 +223,7 @@ js_message& js_message::operator=(js_message&& other) noexcept {
     sub_ = std::move(other.sub_);
     delivered_ = other.delivered_;
     stream_seq_ = other.stream_seq_;
+    headers_ = std::move(other.headers_);
   }
   return *this;
 }
@@ -234,8 +236,9 @@ std::string_view js_message::data() const {
 }
 
 std::optional<std::string> js_message::header(const char* name) const {
-  for (auto& [key, value] : read_nats_headers(msg_))
-    if (same_header(key, name)) return std::move(value);
+  if (!headers_) headers_ = read_nats_headers(msg_);
+  for (const auto& [key, value] : *headers_)
+    if (same_header(key, name)) return value;
   return std::nullopt;
 }
 

@@ -98,6 +98,7 @@ class js_message {
   std::string_view subject() const;
   /// The first value of header `name`, matched case-insensitively as HTTP headers are (NATS
   /// clients keep the case the publisher wrote); nullopt when the message has no such header.
+  /// The headers are read (runtime/nats_headers.hpp) at the first call, and kept.
   std::optional<std::string> header(const char* name) const;
   /// How many times JetStream has delivered this message (1 on the first delivery).
   uint64_t delivered() const { return delivered_; }
@@ -125,6 +126,8 @@ class js_message {
   std::shared_ptr<detail::js_sub> sub_;
   uint64_t delivered_ = 0;
   uint64_t stream_seq_ = 0;
+  /// The headers, once `header` has read them (a task message's never are).
+  mutable std::optional<std::vector<std::pair<std::string, std::string>>> headers_;
 };
 
 /// One durable pull consumer bound by this process (several processes may bind the same one:
