@@ -4,7 +4,6 @@
 
 #include <algorithm>
 
-#include <boost/asio/strand.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -83,9 +82,8 @@ sy::error rotate(minter_ptr self) {
 
 void arm_rotation(minter_ptr self) {
   auto& st = self->state;
-  if (!st.rotation) st.rotation = st.ctx->clock.make_timer(boost::asio::make_strand(st.ctx->exec));
-  detail::arm<tick_atom>(st.rotation, st.ctx->cfg.signing_key_rotation_ms,
-                         credential_minter_actor{self});
+  detail::arm_on<tick_atom>(st.rotation, st.ctx->clock, st.ctx->exec,
+                            st.ctx->cfg.signing_key_rotation_ms, credential_minter_actor{self});
 }
 
 credential_minter_actor::behavior_type minter(minter_ptr self, engine_context* ctx,

@@ -208,7 +208,6 @@ lease_reaper_actor::behavior_type reaper(reaper_ptr self, engine_context* ctx,
   self->state.ctx = ctx;
   self->state.env = env;
   self->state.node_prefix = std::move(node_prefix);
-  self->state.tick = ctx->clock.make_timer(boost::asio::make_strand(ctx->exec));
   self->send(self, tick_atom::value);
   return {
       [=](tick_atom) {
@@ -218,8 +217,8 @@ lease_reaper_actor::behavior_type reaper(reaper_ptr self, engine_context* ctx,
         purge_due(self, now);
         reconcile(self, now);
         measure_queues(self, now);
-        detail::arm<tick_atom>(self->state.tick, ctx->cfg.reaper_interval_ms,
-                               lease_reaper_actor{self});
+        detail::arm_on<tick_atom>(self->state.tick, ctx->clock, ctx->exec,
+                                  ctx->cfg.reaper_interval_ms, lease_reaper_actor{self});
       },
   };
 }
