@@ -138,6 +138,7 @@ void start(batch_ptr self) {
   st.traceparent = at.self.traceparent();
   st.tracestate = at.self.state;
   st.input_file_id = b->input_file_id;
+  st.max_inflight = b->max_inflight;
   st.stop_code = b->stop_code;
   // Only this actor records the batch's lines (its claim), so the counts stay as read here.
   st.fresh = b->completed == 0 && b->failed == 0;

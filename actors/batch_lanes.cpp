@@ -58,13 +58,26 @@ void update(batch_ptr self, batch_lane& lane, int32_t give_back) {
   lane.owed = std::max(0, lane.owed - give_back);
   int32_t want = 0;
   if (!lane.ended) {
-    const auto desired = static_cast<int32_t>(std::min<uint64_t>(
+    auto desired = static_cast<int32_t>(std::min<uint64_t>(
         std::max(1, st.ctx->cfg.per_model_concurrency), lane.busy + lines_left(lane)));
+    // The batch's own cap: what the other lanes hold or asked for is not this lane's to ask for.
+    if (st.max_inflight > 0) {
+      int64_t others = 0;
+      for (const auto& l : st.lanes)
+        if (&l != &lane) others += l.held + l.wished;
+      desired = static_cast<int32_t>(
+          std::min<int64_t>(desired, std::max<int64_t>(0, st.max_inflight - others)));
+    }
     want = std::max(0, desired - lane.held);
   }
   if (give_back == 0 && want == lane.wished) return;
   lane.wished = want;
   self->send(lane.owner, slot_update{lane.key, give_back, want, true}, slot_holder_actor{self});
+  // Under the batch's cap, what this lane gave up or stopped asking for may go to another lane.
+  if (st.max_inflight > 0 && (give_back > 0 || want == 0))
+    for (auto& other : st.lanes)
+      if (&other != &lane && !other.ended && other.wished == 0 && other.held == other.busy)
+        update(self, other, 0);
 }
 
 /// Hands a result to the next commit of results. A result not yet committed when the process

@@ -36,9 +36,11 @@ constexpr auto sweep_interval = std::chrono::seconds(1);
 
 }  // namespace
 
-batch_manager::batch_manager(engine_context& ctx, storage::environment& env)
+batch_manager::batch_manager(engine_context& ctx, storage::environment& env,
+                             const runtime::webhook_policy& webhooks)
     : ctx_(ctx),
       env_(env),
+      webhooks_(webhooks),
       files_dir_((fs::path(ctx.cfg.data_dir) / "files").string()),
       uploads_dir_((fs::path(ctx.cfg.data_dir) / "files" / "uploads").string()),
       batches_dir_((fs::path(ctx.cfg.data_dir) / "batches").string()) {
@@ -225,6 +227,11 @@ asio::awaitable<result<storage::batch_record>> batch_manager::create_batch(
                                input->purpose + "'.",
                            "input_file_id");
   }
+  // The configured default applies to a batch as to a job; the target's network is checked here.
+  std::string webhook_url = req.webhook_url.empty() ? ctx_.cfg.webhook_url : req.webhook_url;
+  if (!webhook_url.empty()) {
+    if (auto st = runtime::check_webhook_url(webhook_url, webhooks_); !st) co_return st.error();
+  }
   const int64_t now = ctx_.clock.now_ms();
   storage::batch_record b;
   b.id = "batch_" + ids_.next(now);
@@ -239,6 +246,8 @@ asio::awaitable<result<storage::batch_record>> batch_manager::create_batch(
   b.output_expires_after = req.output_expires_after;
   b.trace = trace::to_keep(req.trace);
   b.trace_state = req.trace.state;
+  b.max_inflight = req.max_inflight;
+  b.webhook_url = std::move(webhook_url);
   storage::create_batch_op op{b};
   auto r = co_await commit(std::move(op));
   if (!r) co_return r.error();

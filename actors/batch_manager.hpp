@@ -28,6 +28,7 @@
 #include "actors/batch_service.hpp"
 #include "actors/engine_context.hpp"
 #include "runtime/ulid.hpp"
+#include "runtime/webhook_policy.hpp"
 #include "storage/ops.hpp"
 
 namespace sy::actors {
@@ -44,7 +45,9 @@ struct batch_retry_policy {
 
 class batch_manager final : public batch_service {
  public:
-  batch_manager(engine_context& ctx, storage::environment& env);
+  /// `webhooks`: the network policy a batch's webhook URL is checked against.
+  batch_manager(engine_context& ctx, storage::environment& env,
+                const runtime::webhook_policy& webhooks);
   ~batch_manager() override;
   batch_manager(const batch_manager&) = delete;
   batch_manager& operator=(const batch_manager&) = delete;
@@ -98,6 +101,7 @@ class batch_manager final : public batch_service {
 
   engine_context& ctx_;
   storage::environment& env_;
+  const runtime::webhook_policy& webhooks_;
   std::string files_dir_;
   std::string uploads_dir_;
   std::string batches_dir_;

@@ -41,6 +41,8 @@ struct batch_request {
   nlohmann::json metadata;           ///< null or an object of ≤ 16 string pairs
   int64_t output_expires_after = 0;  ///< seconds (anchor: created_at); 0: never
   trace::context trace;              ///< the client's trace context (not valid: none)
+  int max_inflight = 0;              ///< the most lines in flight at once; 0: no cap of its own
+  std::string webhook_url;           ///< empty: the configured default (if any)
 };
 
 /// An upload whose form admission checked: its record (`id` empty: a new one is given; a zero

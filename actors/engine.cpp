@@ -107,7 +107,7 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
     });
   e->webhooks_ = spawn_webhook_deliverer(ctx, d.env, e->webhook_policy_, std::move(*webhook_key));
   e->webhooks_ready_ = true;  // the writer's hook may wake it from now on
-  e->batches_ = std::make_unique<batch_manager>(ctx, d.env);
+  e->batches_ = std::make_unique<batch_manager>(ctx, d.env, e->webhook_policy_);
   if (auto st = e->batches_->start(); !st) {
     e->shutdown();
     return st.error();

@@ -173,18 +173,6 @@ result<list_kind> parse_list_kind(const json& j) {
   return k;
 }
 
-result<int> parse_max_inflight(const json& j, bool list) {
-  auto it = j.find("max_inflight");
-  if (it == j.end() || it->is_null()) return 0;
-  auto bad = make_error(errc::invalid_max_inflight,
-                        "'max_inflight' must be an integer from 1 to 10000, given with 'tasks'.",
-                        "max_inflight");
-  if (!list || !it->is_number_integer()) return bad;
-  const auto v = it->get<int64_t>();
-  if (v < 1 || v > max_inflight_cap) return bad;
-  return static_cast<int>(v);
-}
-
 /// The metadata, checked (nullptr when absent or null); moved out of the document afterwards.
 result<json*> parse_metadata(json& j) {
   auto it = j.find("metadata");
@@ -212,18 +200,6 @@ result<int> parse_max_attempts(const json& j, int cap) {
   return bad;
 }
 
-/// Syntax, by the one webhook URL parser the deliverer uses too; the engine then checks the
-/// target against the webhook network policy.
-result<std::string> parse_webhook_url(const json& j) {
-  auto it = j.find("webhook_url");
-  if (it == j.end() || it->is_null()) return std::string();
-  if (!it->is_string())
-    return make_error(errc::invalid_webhook_url, "'webhook_url' must be a string.", "webhook_url");
-  const auto& url = it->get_ref<const std::string&>();
-  if (auto parsed = runtime::parse_webhook_url(url); !parsed) return parsed.error();
-  return url;
-}
-
 result<int64_t> parse_timeout(const json& j) {
   auto it = j.find("timeout");
   if (it == j.end() || it->is_null()) return int64_t{0};
@@ -236,6 +212,31 @@ result<int64_t> parse_timeout(const json& j) {
 }
 
 }  // namespace
+
+result<int> parse_max_inflight(const json& j, bool allowed, std::string_view needs) {
+  auto it = j.find("max_inflight");
+  if (it == j.end() || it->is_null()) return 0;
+  auto bad =
+      make_error(errc::invalid_max_inflight,
+                 "'max_inflight' must be an integer from 1 to 10000" + std::string(needs) + ".",
+                 "max_inflight");
+  if (!allowed || !it->is_number_integer()) return bad;
+  const auto v = it->get<int64_t>();
+  if (v < 1 || v > max_inflight_cap) return bad;
+  return static_cast<int>(v);
+}
+
+/// Syntax, by the one webhook URL parser the deliverer uses too; the engine then checks the
+/// target against the webhook network policy.
+result<std::string> parse_webhook_url(const json& j) {
+  auto it = j.find("webhook_url");
+  if (it == j.end() || it->is_null()) return std::string();
+  if (!it->is_string())
+    return make_error(errc::invalid_webhook_url, "'webhook_url' must be a string.", "webhook_url");
+  const auto& url = it->get_ref<const std::string&>();
+  if (auto parsed = runtime::parse_webhook_url(url); !parsed) return parsed.error();
+  return url;
+}
 
 result<task_input> parse_task(json& t, const std::string& at, std::optional<bool> http) {
   auto param = [&](const char* field) {
@@ -332,7 +333,7 @@ status parse_job_options(json& j, int max_attempts_cap, submission& s) {
 /// `s`; `http` as parse_tasks takes it.
 status parse_list_parts(json& j, list_kind kind, std::optional<bool> http, submission& s) {
   const bool list = kind.tasks || kind.open || !kind.input_file_id.empty();
-  auto max_inflight = parse_max_inflight(j, list);
+  auto max_inflight = parse_max_inflight(j, list, ", given with 'tasks'");
   if (!max_inflight) return max_inflight.error();
   if (list) {
     auto parsed = parse_tasks(j, !kind.tasks, http);

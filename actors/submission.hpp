@@ -58,6 +58,13 @@ result<task_input> parse_task(nlohmann::json& t, const std::string& at,
 /// (invalid UTF-8, an overflowing number, ...) invalid_json_line; then parse_task's rules.
 result<task_input> parse_task_line(std::string_view line);
 
+/// `max_inflight` of a task list or a batch: 0 when absent or null; invalid_max_inflight when it
+/// is not an integer from 1 to 10000 or not `allowed` (`needs` ends the message: what it needs).
+result<int> parse_max_inflight(const nlohmann::json& j, bool allowed, std::string_view needs = "");
+/// `webhook_url` of a job or a batch: empty when absent or null; invalid_webhook_url when it is
+/// not an http(s) URL (runtime::parse_webhook_url). The engine checks the target's network.
+result<std::string> parse_webhook_url(const nlohmann::json& j);
+
 /// Validates the document of `POST /v1/jobs/{id}/tasks`: `{"tasks": [...], "last_batch"?}`
 /// (tasks may be empty only in a last batch). Errors as parse_submission's for tasks, and
 /// invalid_tasks (last_batch), unknown_parameter.

@@ -57,7 +57,7 @@ result<actors::batch_request> read_batch(const json& d, const std::string& windo
     return make_error(errc::invalid_request, "The request body must be a JSON object.");
   for (const auto& [k, v] : d.items())
     if (k != "input_file_id" && k != "endpoint" && k != "completion_window" && k != "metadata" &&
-        k != "output_expires_after")
+        k != "output_expires_after" && k != "max_inflight" && k != "webhook_url")
       return make_error(errc::unknown_parameter,
                         "Unrecognized request argument supplied: " + quote_client(k) + ".", k);
   actors::batch_request r;
@@ -100,6 +100,12 @@ result<actors::batch_request> read_batch(const json& d, const std::string& windo
   auto expiry = output_expiry(d);
   if (!expiry) return expiry.error();
   r.output_expires_after = *expiry;
+  auto inflight = actors::parse_max_inflight(d, true);
+  if (!inflight) return inflight.error();
+  r.max_inflight = *inflight;
+  auto webhook = actors::parse_webhook_url(d);
+  if (!webhook) return webhook.error();
+  r.webhook_url = std::move(*webhook);
   return r;
 }
 

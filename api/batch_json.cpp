@@ -73,7 +73,9 @@ json batch_to_json(const storage::batch_record& b) {
       {"cancelled_at", time_or_null(b.cancelled_at)},
       {"request_counts", {{"total", b.total}, {"completed", b.completed}, {"failed", b.failed}}},
       {"usage", std::move(usage)},
-      {"metadata", b.metadata.is_object() ? b.metadata : json(nullptr)}};
+      {"metadata", b.metadata.is_object() ? b.metadata : json(nullptr)},
+      {"max_inflight", b.max_inflight > 0 ? json(b.max_inflight) : json(nullptr)},
+      {"webhook_url", text_or_null(b.webhook_url)}};
 }
 
 }  // namespace sy::api

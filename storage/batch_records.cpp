@@ -92,6 +92,8 @@ json to_json(const batch_record& r) {
          {"sc", r.stop_code}};
   if (!r.trace.empty()) j["tp"] = r.trace;
   if (!r.trace_state.empty()) j["ts"] = r.trace_state;
+  if (r.max_inflight > 0) j["mi"] = r.max_inflight;
+  if (!r.webhook_url.empty()) j["wh"] = r.webhook_url;
   return j;
 }
 
@@ -129,6 +131,8 @@ batch_record batch_from_json(const json& j) {
   r.stop_code = value_or<std::string>(j, "sc", "");
   r.trace = value_or<std::string>(j, "tp", "");
   r.trace_state = value_or<std::string>(j, "ts", "");
+  r.max_inflight = number(j, "mi");
+  r.webhook_url = value_or<std::string>(j, "wh", "");
   return r;
 }
 

@@ -87,6 +87,8 @@ struct batch_record {
   /// to_keep), and the client's tracestate. Empty otherwise: the trace is derived from the id.
   std::string trace;
   std::string trace_state;
+  int64_t max_inflight = 0;  ///< the most lines in flight at once; 0: no cap of its own
+  std::string webhook_url;   ///< where its terminal transitions are POSTed; empty: nowhere
 
   bool operator==(const batch_record&) const = default;
 };
@@ -115,7 +117,7 @@ typename Inspector::result_type inspect(Inspector& f, batch_record& x) {
            x.finalizing_at, x.completed_at, x.failed_at, x.expired_at, x.cancelling_at,
            x.cancelled_at, x.deadline_ms, x.total, x.completed, x.failed, x.errors,
            json_field{x.usage}, json_field{x.metadata}, x.output_expires_after, x.stop_code,
-           x.trace, x.trace_state);
+           x.trace, x.trace_state, x.max_inflight, x.webhook_url);
 }
 
 /// The token counts of gateway responses. Chat and completions report prompt/completion tokens,

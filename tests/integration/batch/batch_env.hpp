@@ -110,8 +110,10 @@ class batch_env : public engine_env {
     return f.id;
   }
 
-  batch_record create(const std::string& file_id, int64_t window_ms = 86'400'000) {
+  batch_record create(const std::string& file_id, int64_t window_ms = 86'400'000,
+                      int max_inflight = 0) {
     actors::batch_request req;
+    req.max_inflight = max_inflight;
     req.tenant = "default";
     req.input_file_id = file_id;
     req.endpoint = "/v1/chat/completions";

@@ -185,6 +185,21 @@ TEST(batch, the_per_model_limit_holds) {
   EXPECT_EQ(env.gateway().peak_in_flight(), 2);
 }
 
+TEST(batch, its_max_inflight_caps_its_lines_across_models_below_their_limits) {
+  batch_env env;
+  env.settings().per_model_concurrency = 4;
+  env.start();
+  auto lines =
+      lines_of(12, "a", "m1", {{"latency_ms", 20}}) + lines_of(12, "b", "m2", {{"latency_ms", 20}});
+  auto b = env.create(env.upload(lines), 86'400'000, 3);
+  EXPECT_EQ(b.max_inflight, 3);
+  auto done = env.wait_terminal(b.id);
+  ASSERT_EQ(done.status, batch_status::completed);
+  EXPECT_EQ(done.completed, 24);
+  EXPECT_LE(env.gateway().peak_in_flight(), 3);
+  EXPECT_GE(env.gateway().peak_in_flight(), 2);
+}
+
 TEST(batch, jobs_and_batches_of_one_model_share_its_limit) {
   batch_env env;
   env.settings().per_model_concurrency = 2;

@@ -107,6 +107,13 @@ TEST(call_types, a_batch_field_of_another_type_is_refused_naming_it) {
        "output_expires_after"},
       {with("output_expires_after", R"({"anchor":"created_at","seconds":3600,"x":1})"),
        "invalid_value", "output_expires_after"},
+      {with("max_inflight", "\"3\""), "invalid_max_inflight", "max_inflight"},
+      {with("max_inflight", "2.5"), "invalid_max_inflight", "max_inflight"},
+      {with("max_inflight", "0"), "invalid_max_inflight", "max_inflight"},
+      {with("max_inflight", "true"), "invalid_max_inflight", "max_inflight"},
+      {with("webhook_url", "5"), "invalid_webhook_url", "webhook_url"},
+      {with("webhook_url", "[]"), "invalid_webhook_url", "webhook_url"},
+      {with("webhook_url", "\"ftp://h/x\""), "invalid_webhook_url", "webhook_url"},
       {with("surprise", "1"), "unknown_parameter", "surprise"},
       {"[]", "invalid_request", ""},
   };
@@ -125,6 +132,19 @@ TEST(call_types, a_batch_field_of_another_type_is_refused_naming_it) {
   ASSERT_TRUE(b.ok()) << b.error().message;
   EXPECT_EQ((*b)->completion_window_ms, 86'400'000);
   EXPECT_EQ((*b)->tenant, "default");
+  EXPECT_EQ((*b)->max_inflight, 0);
+  // null in an optional field is as if it were absent.
+  for (const char* field : {"max_inflight", "webhook_url", "metadata", "output_expires_after"}) {
+    const std::string body = with(field, "null");  // c.body is a view
+    c.body = body;
+    auto r = admit().batch(c);
+    EXPECT_TRUE(r.ok()) << field << ": " << (r ? "" : r.error().message);
+  }
+  const std::string seven = with("max_inflight", "7");
+  c.body = seven;
+  auto capped = admit().batch(c);
+  ASSERT_TRUE(capped.ok());
+  EXPECT_EQ((*capped)->max_inflight, 7);
 }
 
 }  // namespace SY_UNITY_ID
