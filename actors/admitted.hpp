@@ -29,6 +29,16 @@ class admitted {
   friend class sy::api::admission;
   friend struct sy::test::admit;
   T value_;
+
+  /// The request as a plain value (actors/job_service.hpp): loading one is how a request that
+  /// another node's admission let through arrives; nothing on this node constructs one.
+  template <class Inspector, class U>
+  friend typename Inspector::result_type inspect(Inspector& f, admitted<U>& x);
 };
+
+template <class Inspector, class U>
+typename Inspector::result_type inspect(Inspector& f, admitted<U>& x) {
+  return f(x.value_);
+}
 
 }  // namespace sy::actors

@@ -21,11 +21,15 @@ namespace sy::actors {
 struct file_page {
   std::vector<storage::file_record> files;
   bool has_more = false;
+
+  bool operator==(const file_page&) const = default;
 };
 
 struct batch_page {
   std::vector<storage::batch_record> batches;
   bool has_more = false;
+
+  bool operator==(const batch_page&) const = default;
 };
 
 /// A validated POST /v1/batches.
@@ -43,6 +47,8 @@ struct batch_request {
   trace::context trace;              ///< the client's trace context (not valid: none)
   int max_inflight = 0;              ///< the most lines in flight at once; 0: no cap of its own
   std::string webhook_url;           ///< empty: the configured default (if any)
+
+  bool operator==(const batch_request&) const = default;
 };
 
 /// An upload whose form admission checked: its record (`id` empty: a new one is given; a zero
@@ -52,7 +58,34 @@ struct staged_file {
   storage::file_record record;
   std::string path;
   int64_t expires_after_s = 0;
+
+  bool operator==(const staged_file&) const = default;
 };
+
+// --- inspect (storage/inspect.hpp): plain values, like job_service.hpp's. A staged file names a
+// path on the node that received the upload (docs/storage.md, "State outside LMDB").
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, file_page& x) {
+  return f(x.files, x.has_more);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_page& x) {
+  return f(x.batches, x.has_more);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_request& x) {
+  return f(x.tenant, x.input_file_id, x.endpoint, x.completion_window, x.completion_window_ms,
+           storage::json_field{x.metadata}, x.output_expires_after, x.trace, x.max_inflight,
+           x.webhook_url);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, staged_file& x) {
+  return f(x.record, x.path, x.expires_after_s);
+}
 
 class batch_service {
  public:

@@ -26,17 +26,6 @@
 #include "runtime/capability_token.hpp"
 #include "runtime/sts.hpp"
 
-namespace sy::config {
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, s3_prefix& x) {
-  return f(x.bucket, x.prefix);
-}
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, s3_grants& x) {
-  return f(x.read, x.write, x.scratch);
-}
-}  // namespace sy::config
-
 namespace sy::runtime {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, capability_claims& x) {

@@ -234,8 +234,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(admitted<submissio
   submission s = std::move(in).take();
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   if (s.task_list()) co_return co_await submit_list(std::move(s));
-  auto model = s.runtime.empty() ? result<std::string>(s.body["model"].get<std::string>())
-                                 : runtime_model(s);
+  auto model = s.runtime.empty() ? result<std::string>(s.model) : runtime_model(s);
   if (!model) co_return model.error();
   auto webhook_url = job_webhook(s);
   if (!webhook_url) co_return webhook_url.error();
@@ -244,7 +243,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(admitted<submissio
   }
   storage::job_record job = new_job(s, std::move(*webhook_url));
   job.model = *model;
-  job.body = s.body.dump();
+  job.body = std::move(s.body);
   job.task_id = task_id_for(job.id, 0);
   storage::task_record task;
   task.id = job.task_id;

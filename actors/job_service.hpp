@@ -28,19 +28,24 @@ namespace sy::actors {
 // NOLINTNEXTLINE(bugprone-exception-escape)
 struct task_input {
   std::string custom_id;  ///< the client's id, unique within the job; empty: none
-  nlohmann::json body;    ///< the OpenAI request, or an http task's request (`http`)
-  std::string model;      ///< its queue: body["model"], or http-task:<host> (actors/http_task.hpp)
-  bool http = false;      ///< an http task: `body` is {method, url, headers?, body?}
-  bool runtime = false;   ///< a task for a runtime's workers: `body` is its `input`; `model` is
-                          ///< the job's runtime queue, set once the job is known
+  /// Its JSON as compact text (admission parsed and checked it): the OpenAI request, an http
+  /// task's request (`http`) or a runtime task's input (`runtime`).
+  std::string body;
+  std::string model;     ///< its queue: body["model"], or http-task:<host> (actors/http_task.hpp)
+  bool http = false;     ///< an http task: `body` is {method, url, headers?, body?}
+  bool runtime = false;  ///< a task for a runtime's workers: `body` is its `input`; `model` is
+                         ///< the job's runtime queue, set once the job is known
+
+  bool operator==(const task_input&) const = default;
 };
 
 /// A validated submission (see actors/submission.hpp for how JSON becomes one).
 struct submission {
   std::string tenant;
   std::string endpoint;  ///< /v1/chat/completions | /v1/embeddings | /v1/completions
-  nlohmann::json body;   ///< the OpenAI request; body["model"] is a non-empty string (null for a
-                         ///< task list)
+  /// The OpenAI request (a runtime job: its input) as compact JSON text; empty for a task list.
+  std::string body;
+  std::string model;  ///< a single OpenAI request's `body.model` (non-empty); else empty
   std::vector<task_input> tasks;  ///< a task list instead of `body`; empty: a single request
   int max_inflight = 0;           ///< a task list's most tasks in flight; 0: `task_window`
   bool open = false;              ///< a task list that takes more tasks by appends until closed
@@ -58,18 +63,24 @@ struct submission {
   /// The client's trace context (its `traceparent`/`tracestate`); not valid: none was sent, or
   /// it did not parse, and the job starts a trace of its own.
   trace::context trace;
+
+  bool operator==(const submission&) const = default;
 };
 
 /// One page of `list`: newest first.
 struct job_page {
   std::vector<storage::job_record> jobs;
   bool has_more = false;
+
+  bool operator==(const job_page&) const = default;
 };
 
 /// A job and its state changes after some sequence number (the SSE stream).
 struct event_batch {
   storage::job_record job;
   std::vector<storage::event_record> events;
+
+  bool operator==(const event_batch&) const = default;
 };
 
 /// An append to an open task list (POST /v1/jobs/{id}/tasks; /close is an empty last batch).
@@ -78,6 +89,8 @@ struct task_append {
   bool last_batch = false;
   std::string tenant;           ///< whose job it appends to
   std::string idempotency_key;  ///< empty when none
+
+  bool operator==(const task_append&) const = default;
 };
 
 /// One page of a task list's tasks, in index order, with the job they belong to.
@@ -85,6 +98,8 @@ struct task_page {
   storage::job_record job;
   std::vector<storage::task_record> tasks;
   bool has_more = false;
+
+  bool operator==(const task_page&) const = default;
 };
 
 /// What a submit produced: the job, and whether this call created it (false: an earlier
@@ -92,7 +107,49 @@ struct task_page {
 struct submit_outcome {
   storage::job_record job;
   bool created = false;
+
+  bool operator==(const submit_outcome&) const = default;
 };
+
+// --- inspect (storage/inspect.hpp): the requests and answers of this boundary are plain values
+// that CAF's serializers carry (tests/unit/actors/surface_messages_test.cpp round-trips each).
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, task_input& x) {
+  return f(x.custom_id, x.body, x.model, x.http, x.runtime);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, submission& x) {
+  return f(x.tenant, x.endpoint, x.body, x.model, x.tasks, x.max_inflight, x.open, x.task_events,
+           x.input_file_id, x.runtime, x.grants, storage::json_field{x.metadata}, x.max_attempts,
+           x.idempotency_key, x.webhook_url, x.timeout_ms, x.trace);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, task_append& x) {
+  return f(x.tasks, x.last_batch, x.tenant, x.idempotency_key);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_page& x) {
+  return f(x.jobs, x.has_more);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, event_batch& x) {
+  return f(x.job, x.events);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, task_page& x) {
+  return f(x.job, x.tasks, x.has_more);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, submit_outcome& x) {
+  return f(x.job, x.created);
+}
 
 class job_service {
  public:

@@ -38,6 +38,8 @@ struct leased_task {
   /// The attempt's span (runtime/trace.hpp) under the job's: the worker's spans are its children.
   std::string traceparent;
   std::string tracestate;
+
+  bool operator==(const leased_task&) const = default;
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, leased_task& x) {
@@ -47,6 +49,8 @@ typename Inspector::result_type inspect(Inspector& f, leased_task& x) {
 
 struct lease_reply {
   std::vector<leased_task> tasks;
+
+  bool operator==(const lease_reply&) const = default;
 };
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, lease_reply& x) {

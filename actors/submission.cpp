@@ -277,7 +277,7 @@ result<task_input> parse_task(json& t, const std::string& at, std::optional<bool
                             "neither 'body' nor 'request'.",
                         param("input"));
     out.runtime = true;
-    out.body = std::move(*input);
+    out.body = json_text_of(*input);
     return out;
   }
   auto request = t.find("request");
@@ -291,7 +291,7 @@ result<task_input> parse_task(json& t, const std::string& at, std::optional<bool
     auto queue = parse_http_request(*request, param("request"));
     if (!queue) return queue.error();
     out.model = std::move(*queue);
-    out.body = std::move(*request);
+    out.body = json_text_of(*request);
     return out;
   }
   if (has_request)
@@ -304,7 +304,7 @@ result<task_input> parse_task(json& t, const std::string& at, std::optional<bool
   if (auto st = check_request_body(body == t.end() ? nullptr : &*body, param("body")); !st)
     return st.error();
   out.model = (*body)["model"].get<std::string>();
-  out.body = std::move(*body);
+  out.body = json_text_of(*body);
   return out;
 }
 
@@ -416,7 +416,7 @@ result<submission> parse_runtime_job(json& j, submission s, int max_attempts_cap
   if (auto st = parse_job_options(j, max_attempts_cap, s); !st) return st.error();
   s.endpoint = runtime_endpoint;
   s.runtime = name.get<std::string>();
-  if (!list) s.body = std::move(*input);
+  if (!list) s.body = json_text_of(*input);
   return s;
 }
 
@@ -455,7 +455,8 @@ result<submission> parse_submission(json j, std::string tenant, std::string idem
   if (!list) {
     auto body = parse_body(j);
     if (!body) return body.error();
-    s.body = std::move(**body);
+    s.model = (**body)["model"].get<std::string>();
+    s.body = json_text_of(**body);
   }
   if (auto st = parse_list_parts(j, std::move(*kind), http, s); !st) return st.error();
   if (auto st = parse_job_options(j, max_attempts_cap, s); !st) return st.error();

@@ -27,6 +27,10 @@ status check_model(const nlohmann::json& body, const std::string& param);
 /// a `metadata` inside a request body (OpenAI's own: `body.metadata`, a sync call's `metadata`).
 status check_metadata(const nlohmann::json& m, const std::string& param = "metadata");
 
+/// A checked JSON value as the compact text the core carries and stores (keys sorted; invalid
+/// UTF-8, which admission refuses anyway, replaced rather than thrown).
+std::string json_text_of(const nlohmann::json& j);
+
 /// Validates a `POST /v1/jobs` document and builds the submission for `tenant`.
 /// Errors (code, param): invalid_request (not an object), unknown_parameter (<field>),
 /// invalid_endpoint (endpoint), invalid_body (body), missing_model and string_above_max_length

@@ -92,9 +92,24 @@ status check_model(const json& body, const std::string& param) {
   return ok;
 }
 
+std::string json_text_of(const json& j) {
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+namespace {
+
+/// A body the core carries as text, back as the document the request hashes were defined on
+/// (its text is canonical already: the same request gives the same hash as it always did).
+json document(const std::string& text) {
+  return text.empty() ? json(nullptr) : json::parse(text, nullptr, false);
+}
+
+}  // namespace
+
 std::string request_hash(const task_append& a) {
   json tasks = json::array();
-  for (const auto& t : a.tasks) tasks.push_back({{"custom_id", t.custom_id}, {"body", t.body}});
+  for (const auto& t : a.tasks)
+    tasks.push_back({{"custom_id", t.custom_id}, {"body", document(t.body)}});
   json canonical = {{"tasks", std::move(tasks)}, {"last_batch", a.last_batch}};
   return config::sha256_hex(canonical.dump(-1, ' ', false, json::error_handler_t::replace));
 }
@@ -102,7 +117,7 @@ std::string request_hash(const task_append& a) {
 std::string request_hash(const submission& s) {
   // nlohmann's object is a std::map, so dump() emits keys sorted at every level: canonical.
   json canonical = {{"endpoint", s.endpoint},
-                    {"body", s.body},
+                    {"body", document(s.body)},
                     {"metadata", s.metadata},
                     {"max_attempts", s.max_attempts}};
   // Only when given, so that requests without them hash as they always did.
@@ -114,7 +129,8 @@ std::string request_hash(const submission& s) {
   if (!s.input_file_id.empty()) canonical["input_file_id"] = s.input_file_id;
   if (s.task_list()) {
     json tasks = json::array();
-    for (const auto& t : s.tasks) tasks.push_back({{"custom_id", t.custom_id}, {"body", t.body}});
+    for (const auto& t : s.tasks)
+      tasks.push_back({{"custom_id", t.custom_id}, {"body", document(t.body)}});
     canonical["tasks"] = std::move(tasks);
     canonical["max_inflight"] = s.max_inflight;
   }

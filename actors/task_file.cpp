@@ -269,7 +269,7 @@ std::vector<storage::task_record> make_task_records(const storage::job_record& j
     t.index = static_cast<int>(index);
     t.max_attempts = job.max_attempts;
     t.custom_id = std::move(in.custom_id);
-    t.body = in.body.dump(-1, ' ', false, json::error_handler_t::replace);
+    t.body = std::move(in.body);
     out.push_back(std::move(t));
   }
   return out;
@@ -321,10 +321,10 @@ status write_task_file(const std::string& path, const std::vector<task_input>& t
   bool good = true;
   for (const auto& t : tasks) {
     // Each kind under its own key, as a client writes the line (parse_task reads it back).
-    json line = {{t.runtime ? "input" : t.http ? "request" : "body", t.body}};
-    if (!t.custom_id.empty()) line["custom_id"] = t.custom_id;
-    buf += line.dump(-1, ' ', false, json::error_handler_t::replace);
-    buf += '\n';
+    buf += t.runtime ? R"({"input":)" : t.http ? R"({"request":)" : R"({"body":)";
+    buf += t.body;
+    if (!t.custom_id.empty()) buf += R"(,"custom_id":)" + json_text_of(json(t.custom_id));
+    buf += "}\n";
     if (buf.size() >= read_block && !(good = flush())) break;
   }
   good = good && flush() && ::fsync(fd) == 0;

@@ -32,6 +32,8 @@ struct worker_request {
   std::string error_code;     ///< fail: the worker's code (1..64 of A-Z a-z 0-9 _ - .)
   std::string error_message;  ///< fail: at most 4,096 bytes
   bool retryable = false;     ///< fail
+
+  bool operator==(const worker_request&) const = default;
 };
 
 /// A heartbeat's answer: the lease's new expiry and a fresh token that carries it.
@@ -39,6 +41,8 @@ struct heartbeat_answer {
   int64_t lease_expires_at_ms = 0;
   std::string capability_token;
   bool cancel_requested = false;  ///< the job is being cancelled or past its timeout: stop
+
+  bool operator==(const heartbeat_answer&) const = default;
 };
 
 /// Storage credentials minted for an attempt: scoped to its grants (docs/workers.md).
@@ -49,7 +53,28 @@ struct storage_credentials {
   std::string expiration;  ///< ISO 8601, as STS wrote it
   std::string endpoint;    ///< the S3 endpoint to use them with
   std::string region;
+
+  bool operator==(const storage_credentials&) const = default;
 };
+
+// --- inspect (storage/inspect.hpp): plain values, like job_service.hpp's.
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_request& x) {
+  return f(x.what, x.runtime, x.max_tasks, x.wait_ms, x.token, x.output, x.error_code,
+           x.error_message, x.retryable);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, heartbeat_answer& x) {
+  return f(x.lease_expires_at_ms, x.capability_token, x.cancel_requested);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, storage_credentials& x) {
+  return f(x.access_key_id, x.secret_access_key, x.session_token, x.expiration, x.endpoint,
+           x.region);
+}
 
 /// A long poll's caller as its transport sees it. The HTTP server marks it gone when the worker
 /// closes its connection while the poll waits (api/http_server.cpp); the lease then withdraws

@@ -31,7 +31,8 @@ result<actors::submission> sync_submission(std::string endpoint, nlohmann::json 
   actors::submission s;
   s.tenant = std::move(tenant);
   s.endpoint = std::move(endpoint);
-  s.body = std::move(body);
+  s.model = body["model"].get<std::string>();
+  s.body = actors::json_text_of(body);
   s.idempotency_key = std::move(idempotency_key);
   return s;
 }

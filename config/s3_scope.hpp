@@ -46,7 +46,17 @@ struct s3_grants {
   std::vector<s3_prefix> write;    ///< PutObject
   std::vector<s3_prefix> scratch;  ///< GetObject, PutObject, DeleteObject
   bool empty() const { return read.empty() && write.empty() && scratch.empty(); }
+  bool operator==(const s3_grants&) const = default;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, s3_prefix& x) {
+  return f(x.bucket, x.prefix);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, s3_grants& x) {
+  return f(x.read, x.write, x.scratch);
+}
 
 /// Most prefixes of one kind in a submission's grants.
 inline constexpr size_t max_grants_per_kind = 32;

@@ -24,11 +24,17 @@ struct context {
   std::string state;     ///< tracestate, passed on as received (empty: none)
 
   bool valid() const { return trace_id.size() == 32 && span_id.size() == 16; }
+  bool operator==(const context&) const = default;
   /// "00-<trace_id>-<span_id>-<flags>"; empty when not valid.
   std::string traceparent() const;
   /// The same trace, at a new span of its own (a child of this one).
   context child() const;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, context& x) {
+  return f(x.trace_id, x.span_id, x.flags, x.state);
+}
 
 /// Reads a `traceparent` header value (W3C Trace Context, version 00; a later version is read by
 /// its first four fields). Invalid — wrong lengths, upper-case or non-hex digits, an all-zero

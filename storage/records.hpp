@@ -132,6 +132,8 @@ struct event_record {
   int64_t at_ms = 0;
   int attempt = 0;
   std::optional<job_error> error;  ///< why: the terminal error, or the failed attempt's error
+
+  bool operator==(const event_record&) const = default;
 };
 
 /// A webhook delivery waiting to be made (db::webhooks, keyed by `seq`). The body is rendered
@@ -268,6 +270,14 @@ typename Inspector::result_type inspect(Inspector& f, task_record& x) {
   return inspect_encoded(
       f, x, [](const task_record& r) { return encode_task(r); },
       [](std::string_view v) { return decode_task(v); });
+}
+
+/// As its stored encoding (encode_event).
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, event_record& x) {
+  return inspect_encoded(
+      f, x, [](const event_record& r) { return encode_event(r); },
+      [](std::string_view v) { return decode_event(v); });
 }
 
 /// Field by field: the stored outbox value leaves out `seq` (it is the key).

@@ -45,8 +45,8 @@ result<actors::submit_outcome> memory_job_service::submit_locked(actors::submiss
   job.id = "job_" + std::to_string(next_id_++);
   job.tenant = s.tenant;
   job.endpoint = s.endpoint;
-  job.model = s.body["model"].get<std::string>();
-  job.body = s.body.dump();
+  job.model = s.model;
+  job.body = s.body;
   job.metadata = s.metadata;
   job.idempotency_key = s.idempotency_key;
   job.request_hash = hash;

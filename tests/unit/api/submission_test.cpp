@@ -27,7 +27,9 @@ TEST(parse_submission, accepts_a_full_request) {
   EXPECT_EQ(r->tenant, "t1");
   EXPECT_EQ(r->idempotency_key, "key-1");
   EXPECT_EQ(r->endpoint, "/v1/chat/completions");
-  EXPECT_EQ(r->body["model"], "m1");
+  EXPECT_EQ(r->model, "m1");
+  // The body travels as compact text with its keys sorted, as it is stored.
+  EXPECT_EQ(r->body, valid()["body"].dump());
   EXPECT_EQ(r->metadata, json({{"team", "a"}}));
   EXPECT_EQ(r->max_attempts, 5);
 }
@@ -172,7 +174,9 @@ TEST(request_hash, is_stable_across_key_order) {
 TEST(request_hash, differs_for_different_requests) {
   auto base = *parse_submission(valid(), "t", "");
   auto other_body = base;
-  other_body.body["messages"][0]["content"] = "hello";
+  auto edited = json::parse(other_body.body);
+  edited["messages"][0]["content"] = "hello";
+  other_body.body = edited.dump();
   auto other_attempts = base;
   other_attempts.max_attempts = 6;
   auto other_metadata = base;

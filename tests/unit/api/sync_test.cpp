@@ -27,7 +27,8 @@ TEST(sync_submission, builds_a_job_from_the_openai_request) {
   auto s = sync_submission("/v1/chat/completions", body, "t", "k1");
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(s->endpoint, "/v1/chat/completions");
-  EXPECT_EQ(s->body, body);
+  EXPECT_EQ(s->body, body.dump());
+  EXPECT_EQ(s->model, "m1");
   EXPECT_EQ(s->tenant, "t");
   EXPECT_EQ(s->idempotency_key, "k1");
   EXPECT_EQ(s->max_attempts, 0);

@@ -1,0 +1,217 @@
+// What the surfaces (HTTP, the NATS micro service and intake, the worker calls) hand the core and
+// what it answers are plain values: each round-trips through CAF's binary serializer unchanged —
+// the admitted requests (a submission with its tasks, an append, a batch, an upload, a worker
+// call) and the answers (a job, its events, a page of jobs or tasks, a lease, a heartbeat's
+// answer, credentials, a batch, files). Every field of every value below differs from its
+// default, so an `inspect` overload that forgets a field fails the comparison (the defaulted
+// operator== compares all). A client's body travels as its JSON text, not as a document.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/deep_to_string.hpp>
+
+#include "actors/batch_service.hpp"
+#include "actors/detail/caf_inspect.hpp"
+#include "actors/job_service.hpp"
+#include "actors/worker_service.hpp"
+#include "tests/support/admit.hpp"
+
+namespace sy::actors {
+namespace SY_UNITY_ID {
+
+namespace st = storage;
+
+task_input task(bool http) {
+  task_input t;
+  t.custom_id = http ? "fetch-1" : "row-1";
+  t.body = http ? R"({"method":"GET","url":"https://example.com/a"})"
+                : R"({"messages":[],"model":"m1"})";
+  t.model = http ? "http-task:example.com" : "m1";
+  t.http = http;
+  t.runtime = !http;
+  return t;
+}
+
+submission full_submission() {
+  submission s;
+  s.tenant = "acme";
+  s.endpoint = "/v1/chat/completions";
+  s.body = R"({"messages":[{"content":"hi","role":"user"}],"model":"m1"})";
+  s.model = "m1";
+  s.tasks = {task(false), task(true)};
+  s.max_inflight = 7;
+  s.open = true;
+  s.task_events = true;
+  s.input_file_id = "file-01";
+  s.runtime = "thumbnails";
+  s.grants.read = {{"in", "a/"}};
+  s.grants.write = {{"out", "b/"}};
+  s.grants.scratch = {{"tmp", "c/"}};
+  s.metadata = {{"team", "a"}};
+  s.max_attempts = 4;
+  s.idempotency_key = "key-1";
+  s.webhook_url = "https://hooks.example.com/x";
+  s.timeout_ms = 60'000;
+  s.trace = {std::string(32, 'a'), std::string(16, 'b'), 0, "vendor=1"};
+  return s;
+}
+
+st::job_record job(const std::string& id) {
+  st::job_record j;
+  j.id = id;
+  j.tenant = "acme";
+  j.status = st::job_status::in_progress;
+  j.endpoint = "/v1/chat/completions";
+  j.model = "m1";
+  j.body = R"({"model":"m1"})";
+  j.created_at_ms = 1'700'000'000'000;
+  j.attempts = 2;
+  j.max_attempts = 3;
+  j.webhook_url = "https://hooks.example.com/x";
+  return j;
+}
+
+st::event_record event(uint64_t seq) {
+  st::event_record e;
+  e.job_id = "job_01";
+  e.seq = seq;
+  e.state = st::job_status::failed;
+  e.previous = st::job_status::in_progress;
+  e.at_ms = 1'700'000'000'123;
+  e.attempt = 3;
+  e.error = st::job_error{"upstream_error", "the gateway answered 502"};
+  return e;
+}
+
+st::task_record task_record(int index) {
+  st::task_record t;
+  t.id = "01-" + std::to_string(index);
+  t.job_id = "job_01";
+  t.tenant = "acme";
+  t.model = "m1";
+  t.index = index;
+  t.attempt = 2;
+  t.custom_id = "row-" + std::to_string(index);
+  t.body = R"({"model":"m1"})";
+  return t;
+}
+
+class surface_messages : public ::testing::Test {
+ protected:
+  template <class T>
+  T round_trip(const T& in, T out = T{}) {
+    std::vector<char> buf;
+    caf::binary_serializer sink{sys, buf};
+    auto err = sink(const_cast<T&>(in));
+    EXPECT_FALSE(err) << sys.render(err);
+    caf::binary_deserializer source{sys, buf};
+    err = source(out);
+    EXPECT_FALSE(err) << sys.render(err);
+    EXPECT_EQ(source.remaining(), 0u);
+    return out;
+  }
+
+  /// An admitted request loaded into one admitted empty: the value another node's admission let
+  /// through arrives whole.
+  template <class T>
+  void expect_admitted_round_trip(const T& value) {
+    auto in = test::admit::as_is(value);
+    auto out = round_trip(in, test::admit::as_is(T{}));
+    EXPECT_TRUE(*out == value) << caf::deep_to_string(value) << "\nbecame "
+                               << caf::deep_to_string(*out);
+  }
+
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+};
+
+TEST_F(surface_messages,
+       a_submission_with_its_tasks_crosses_with_every_field_and_its_body_as_text) {
+  expect_admitted_round_trip(full_submission());
+}
+
+TEST_F(surface_messages, an_append_crosses_whole) {
+  task_append a;
+  a.tasks = {task(false), task(true)};
+  a.last_batch = true;
+  a.tenant = "acme";
+  a.idempotency_key = "append-1";
+  expect_admitted_round_trip(a);
+}
+
+TEST_F(surface_messages, a_batch_and_an_upload_cross_whole) {
+  batch_request b;
+  b.tenant = "acme";
+  b.input_file_id = "file-01";
+  b.endpoint = "/v1/embeddings";
+  b.completion_window = "24h";
+  b.completion_window_ms = 86'400'000;
+  b.metadata = {{"run", "nightly"}};
+  b.output_expires_after = 3600;
+  b.trace = {std::string(32, 'c'), std::string(16, 'd'), 1, ""};
+  b.max_inflight = 9;
+  b.webhook_url = "https://hooks.example.com/b";
+  expect_admitted_round_trip(b);
+  staged_file f;
+  f.record = {"file-02", "acme", "in.jsonl", "batch", 1234, 1'700'000'000, 1'700'086'400};
+  f.path = "/data/files/uploads/u-1";
+  f.expires_after_s = 86'400;
+  expect_admitted_round_trip(f);
+}
+
+TEST_F(surface_messages, every_kind_of_worker_call_crosses_whole) {
+  for (auto what : {worker_request::kind::lease, worker_request::kind::heartbeat,
+                    worker_request::kind::complete, worker_request::kind::fail,
+                    worker_request::kind::credentials}) {
+    worker_request w;
+    w.what = what;
+    w.runtime = "thumbnails";
+    w.max_tasks = 5;
+    w.wait_ms = 20'000;
+    w.token = "eyJhbGciOiJFUzI1NiJ9.x.y";
+    w.output = R"({"ok":true})";
+    w.error_code = "bad_input";
+    w.error_message = "the input had no url";
+    w.retryable = true;
+    expect_admitted_round_trip(w);
+  }
+}
+
+TEST_F(surface_messages, the_core_answers_cross_whole) {
+  submit_outcome made{job("job_01"), true};
+  EXPECT_TRUE(round_trip(made) == made);
+  job_page jobs{{job("job_02"), job("job_01")}, true};
+  EXPECT_TRUE(round_trip(jobs) == jobs);
+  event_batch events{job("job_01"), {event(1), event(2)}};
+  EXPECT_TRUE(round_trip(events) == events) << caf::deep_to_string(events);
+  task_page tasks{job("job_01"), {task_record(0), task_record(1)}, true};
+  EXPECT_TRUE(round_trip(tasks) == tasks);
+  lease_reply lease{{leased_task{"01-0", "job_01", 2, R"({"url":"s3://in/a"})", 1'700'000'030'000,
+                                 30'000, "token", std::string(55, 't'), "vendor=1"}}};
+  EXPECT_TRUE(round_trip(lease) == lease);
+  heartbeat_answer beat{1'700'000'060'000, "fresh-token", true};
+  EXPECT_TRUE(round_trip(beat) == beat);
+  storage_credentials creds{
+      "AKIA", "secret", "session", "2026-11-28T20:00:00Z", "http://127.0.0.1:7480", "us-east-1"};
+  EXPECT_TRUE(round_trip(creds) == creds);
+  st::batch_record b;
+  b.id = "batch_01";
+  b.tenant = "acme";
+  b.status = st::batch_status::in_progress;
+  b.max_inflight = 3;
+  b.webhook_url = "https://hooks.example.com/b";
+  batch_page batches{{b}, true};
+  EXPECT_TRUE(round_trip(batches) == batches);
+  file_page files{{{"file-01", "acme", "in.jsonl", "batch", 10, 1, 2}}, true};
+  EXPECT_TRUE(round_trip(files) == files);
+}
+
+}  // namespace SY_UNITY_ID
+}  // namespace sy::actors
