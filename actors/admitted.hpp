@@ -3,7 +3,10 @@
 /// reaches the core. Its constructor is private and the admission layer is its one friend, so a
 /// surface cannot hand the core something that skipped the limits of docs/limits.md — a surface
 /// added later either goes through admission or does not compile.
-/// A plain value: any thread may hold one; it is moved into the core once.
+/// A plain value: any thread may hold one; it is moved into the core once. Two ways in besides
+/// admission, neither of which carries unchecked client input: the empty request (default
+/// constructed), and loading one from the bytes another node's admission let through
+/// (actors/core_messages.hpp) — a node trusts its cluster's nodes, not their clients.
 
 #include <utility>
 
@@ -19,10 +22,14 @@ namespace sy::actors {
 template <class T>
 class admitted {
  public:
+  /// The empty request, which holds no client input: what a message is loaded into before its
+  /// bytes fill it (actors/core_messages.hpp).
+  admitted() = default;
   const T& operator*() const& { return value_; }
   const T* operator->() const { return &value_; }
   /// The request, moved out (the core takes it once).
   T take() && { return std::move(value_); }
+  bool operator==(const admitted&) const = default;
 
  private:
   explicit admitted(T value) : value_(std::move(value)) {}

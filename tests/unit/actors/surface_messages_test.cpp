@@ -18,6 +18,7 @@
 #include <caf/deep_to_string.hpp>
 
 #include "actors/batch_service.hpp"
+#include "actors/core_messages.hpp"
 #include "actors/detail/caf_inspect.hpp"
 #include "actors/job_service.hpp"
 #include "actors/worker_service.hpp"
@@ -211,6 +212,78 @@ TEST_F(surface_messages, the_core_answers_cross_whole) {
   EXPECT_TRUE(round_trip(batches) == batches);
   file_page files{{{"file-01", "acme", "in.jsonl", "batch", 10, 1, 2}}, true};
   EXPECT_TRUE(round_trip(files) == files);
+}
+
+/// One request of each alternative, every field set.
+std::vector<core::request> every_request() {
+  task_append append;
+  append.tasks = {task(false)};
+  append.last_batch = true;
+  append.tenant = "acme";
+  append.idempotency_key = "a-1";
+  worker_request complete;
+  complete.what = worker_request::kind::complete;
+  complete.token = "token";
+  complete.output = R"({"ok":true})";
+  return {core::submit_job{test::admit::as_is(full_submission())},
+          core::get_job{"acme", "job_01"},
+          core::wait_job{"acme", "job_01", 30'000},
+          core::job_events{"acme", "job_01", 7, 15'000},
+          core::cancel_job{"acme", "job_01"},
+          core::delete_job{"acme", "job_02"},
+          core::rerun_job{"acme", "job_03"},
+          core::list_jobs{"acme", st::job_status::failed, 50, "job_00"},
+          core::list_tasks{"acme", "job_01", st::job_status::queued, 100, "01-5"},
+          core::get_task{"acme", "job_01", "row-7"},
+          core::append_tasks{"job_01", test::admit::as_is(append)},
+          core::worker_call{test::admit::as_is(complete)},
+          core::get_jwks{}};
+}
+
+std::vector<core::reply> every_reply() {
+  return {sy::error{"job_not_found", "no job with id 'job_9'", "id"},
+          core::done{},
+          submit_outcome{job("job_01"), true},
+          job("job_02"),
+          event_batch{job("job_01"), {event(1)}},
+          job_page{{job("job_01")}, true},
+          task_page{job("job_01"), {task_record(3)}, true},
+          lease_reply{{leased_task{"01-0", "job_01", 1, "{}", 5, 6, "tok", "tp", "ts"}}},
+          heartbeat_answer{7, "fresh", true},
+          storage_credentials{"a", "b", "c", "d", "e", "f"},
+          std::string(R"({"keys":[]})")};
+}
+
+TEST(core_messages, every_request_and_every_reply_crosses_as_bytes_unchanged) {
+  auto requests = every_request();
+  ASSERT_EQ(requests.size(), std::variant_size_v<core::request>);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ASSERT_EQ(requests[i].index(), i);
+    auto back = core::decode_request(core::encode(requests[i]));
+    ASSERT_TRUE(back.ok()) << i << ": " << back.error().message;
+    EXPECT_TRUE(*back == requests[i]) << "request alternative " << i;
+  }
+  auto replies = every_reply();
+  ASSERT_EQ(replies.size(), std::variant_size_v<core::reply>);
+  for (size_t i = 0; i < replies.size(); ++i) {
+    ASSERT_EQ(replies[i].index(), i);
+    auto back = core::decode_reply(core::encode(replies[i]));
+    ASSERT_TRUE(back.ok()) << i << ": " << back.error().message;
+    EXPECT_TRUE(*back == replies[i]) << "reply alternative " << i;
+  }
+}
+
+TEST(core_messages, bytes_of_another_version_or_cut_short_or_with_a_tail_are_refused) {
+  const std::string good = core::encode(core::request{core::get_job{"acme", "job_01"}});
+  EXPECT_EQ(core::decode_request("").error().code, "invalid_request");
+  std::string other = good;
+  other[0] = 2;
+  EXPECT_EQ(core::decode_request(other).error().code, "invalid_request");
+  EXPECT_EQ(core::decode_request(good.substr(0, good.size() - 1)).error().code, "invalid_request");
+  EXPECT_EQ(core::decode_request(good + "x").error().code, "invalid_request");
+  std::string past = good;
+  past[1] = static_cast<char>(std::variant_size_v<core::request>);  // an index past the end
+  EXPECT_EQ(core::decode_request(past).error().code, "invalid_request");
 }
 
 }  // namespace SY_UNITY_ID

@@ -1,0 +1,111 @@
+#include "actors/core_messages.hpp"
+
+#include <utility>  // before any Asio header
+
+#include <chrono>
+#include <vector>
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+
+#include "actors/detail/caf_inspect.hpp"
+
+namespace sy::actors::core {
+namespace {
+
+/// The first byte of every encoded request and reply: a node refuses another version's bytes
+/// instead of misreading them.
+constexpr char wire_version = 1;
+
+template <class Variant>
+std::string encode_variant(const Variant& v) {
+  std::vector<char> buf{wire_version};
+  // No actor handles inside, so no actor system is needed to write or read them.
+  caf::binary_serializer sink{nullptr, buf};
+  auto copy = v;  // the inspector takes its values by reference
+  (void)sink(storage::variant_field{copy});
+  return {buf.begin(), buf.end()};
+}
+
+template <class Variant>
+result<Variant> decode_variant(std::string_view bytes, const char* what) {
+  auto refuse = [&](const std::string& why) {
+    return make_error(errc::invalid_request, std::string("cannot read the ") + what + ": " + why);
+  };
+  if (bytes.empty() || bytes.front() != wire_version)
+    return refuse(bytes.empty() ? "it is empty" : "it is of another version");
+  bytes.remove_prefix(1);
+  caf::binary_deserializer source{nullptr, bytes.data(), bytes.size()};
+  Variant out;
+  if (auto err = source(storage::variant_field{out})) return refuse(caf::to_string(err));
+  if (source.remaining() != 0)
+    return refuse(std::to_string(source.remaining()) + " bytes are left over");
+  return out;
+}
+
+template <class T>
+reply answer(result<T> r) {
+  if (!r) return std::move(r).error();
+  return std::move(*r);
+}
+
+reply answer(status s) {
+  if (!s) return s.error();
+  return done{};
+}
+
+boost::asio::awaitable<reply> worker(worker_service& workers, admitted<worker_request> call) {
+  switch (call->what) {
+    case worker_request::kind::lease:
+      co_return answer(co_await workers.lease(std::move(call), nullptr));
+    case worker_request::kind::heartbeat:
+      co_return answer(co_await workers.heartbeat(std::move(call)));
+    case worker_request::kind::complete:
+      co_return answer(co_await workers.complete(std::move(call)));
+    case worker_request::kind::fail:
+      co_return answer(co_await workers.fail(std::move(call)));
+    case worker_request::kind::credentials:
+      co_return answer(co_await workers.credentials(std::move(call)));
+  }
+  co_return make_error(errc::invalid_request, "a worker call of no known kind");
+}
+
+}  // namespace
+
+boost::asio::awaitable<reply> serve(job_service& jobs, worker_service& workers, request r) {
+  using std::chrono::milliseconds;
+  if (auto* m = std::get_if<submit_job>(&r))
+    co_return answer(co_await jobs.submit(std::move(m->request)));
+  if (auto* m = std::get_if<get_job>(&r)) co_return answer(jobs.get(m->tenant, m->id));
+  if (auto* m = std::get_if<wait_job>(&r))
+    co_return answer(co_await jobs.wait_terminal(m->tenant, m->id, milliseconds(m->timeout_ms)));
+  if (auto* m = std::get_if<job_events>(&r))
+    co_return answer(
+        co_await jobs.next_events(m->tenant, m->id, m->after_seq, milliseconds(m->timeout_ms)));
+  if (auto* m = std::get_if<cancel_job>(&r))
+    co_return answer(co_await jobs.cancel(m->tenant, m->id));
+  if (auto* m = std::get_if<delete_job>(&r))
+    co_return answer(co_await jobs.remove(m->tenant, m->id));
+  if (auto* m = std::get_if<rerun_job>(&r)) co_return answer(co_await jobs.rerun(m->tenant, m->id));
+  if (auto* m = std::get_if<list_jobs>(&r))
+    co_return answer(jobs.list(m->tenant, m->status, m->limit, m->after));
+  if (auto* m = std::get_if<list_tasks>(&r))
+    co_return answer(jobs.list_tasks(m->tenant, m->id, m->status, m->limit, m->after));
+  if (auto* m = std::get_if<get_task>(&r))
+    co_return answer(jobs.get_task(m->tenant, m->id, m->task));
+  if (auto* m = std::get_if<append_tasks>(&r))
+    co_return answer(co_await jobs.append(m->id, std::move(m->request)));
+  if (auto* m = std::get_if<worker_call>(&r))
+    co_return co_await worker(workers, std::move(m->request));
+  co_return answer(co_await workers.jwks());
+}
+
+std::string encode(const request& r) { return encode_variant(r); }
+std::string encode(const reply& r) { return encode_variant(r); }
+
+result<request> decode_request(std::string_view bytes) {
+  return decode_variant<request>(bytes, "request");
+}
+result<reply> decode_reply(std::string_view bytes) { return decode_variant<reply>(bytes, "reply"); }
+
+}  // namespace sy::actors::core

@@ -1,0 +1,174 @@
+#pragma once
+/// The requests a surface makes of the core and the core's answers, as messages: one struct per
+/// call of `job_service` and `worker_service`, each a plain value with `inspect`, so that a request
+/// can cross a process (the cluster forwards a request for a job owned elsewhere over NATS
+/// request-reply: api/core_bridge.hpp) and the answer come back. A job's request names the job by
+/// id, the address of its owner. `encode` / `decode` are their bytes on the wire: CAF's binary
+/// format, behind a version byte.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "actors/job_service.hpp"
+#include "actors/worker_service.hpp"
+#include "config/result.hpp"
+#include "storage/inspect.hpp"
+
+namespace sy::actors::core {
+
+struct submit_job {
+  admitted<submission> request;
+  bool operator==(const submit_job&) const = default;
+};
+struct get_job {
+  std::string tenant, id;
+  bool operator==(const get_job&) const = default;
+};
+/// Waits until the job is terminal or `timeout_ms` passed (Prefer: wait).
+struct wait_job {
+  std::string tenant, id;
+  int64_t timeout_ms = 0;
+  bool operator==(const wait_job&) const = default;
+};
+/// The job's state changes after `after_seq`, waiting up to `timeout_ms` for one (SSE).
+struct job_events {
+  std::string tenant, id;
+  uint64_t after_seq = 0;
+  int64_t timeout_ms = 0;
+  bool operator==(const job_events&) const = default;
+};
+struct cancel_job {
+  std::string tenant, id;
+  bool operator==(const cancel_job&) const = default;
+};
+struct delete_job {
+  std::string tenant, id;
+  bool operator==(const delete_job&) const = default;
+};
+struct rerun_job {
+  std::string tenant, id;
+  bool operator==(const rerun_job&) const = default;
+};
+struct list_jobs {
+  std::string tenant;
+  std::optional<storage::job_status> status;
+  int limit = 20;
+  std::string after;
+  bool operator==(const list_jobs&) const = default;
+};
+struct list_tasks {
+  std::string tenant, id;
+  std::optional<storage::job_status> status;
+  int limit = 20;
+  std::string after;
+  bool operator==(const list_tasks&) const = default;
+};
+struct get_task {
+  std::string tenant, id, task;
+  bool operator==(const get_task&) const = default;
+};
+struct append_tasks {
+  std::string id;
+  admitted<task_append> request;
+  bool operator==(const append_tasks&) const = default;
+};
+/// A worker's lease, heartbeat, complete, fail or credentials call (its `what`). A lease that
+/// crossed a process waits without a caller presence: it ends at its wait.
+struct worker_call {
+  admitted<worker_request> request;
+  bool operator==(const worker_call&) const = default;
+};
+struct get_jwks {
+  bool operator==(const get_jwks&) const = default;
+};
+
+using request =
+    std::variant<submit_job, get_job, wait_job, job_events, cancel_job, delete_job, rerun_job,
+                 list_jobs, list_tasks, get_task, append_tasks, worker_call, get_jwks>;
+
+/// A call that succeeded with nothing to say (complete, fail).
+struct done {
+  bool operator==(const done&) const = default;
+};
+
+/// What a request gets: its error, or its value.
+using reply =
+    std::variant<sy::error, done, submit_outcome, storage::job_record, event_batch, job_page,
+                 task_page, lease_reply, heartbeat_answer, storage_credentials, std::string>;
+
+/// Runs `r` against the core's services and answers it: what a node does with a request that
+/// reached it, from one of its own surfaces or forwarded by another node.
+boost::asio::awaitable<reply> serve(job_service& jobs, worker_service& workers, request r);
+
+/// The request or reply as bytes: a version byte, then CAF's binary serialization.
+std::string encode(const request& r);
+std::string encode(const reply& r);
+/// Errors: invalid_request (another version, bytes that do not load, bytes left over).
+result<request> decode_request(std::string_view bytes);
+result<reply> decode_reply(std::string_view bytes);
+
+// --- inspect (storage/inspect.hpp)
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, submit_job& x) {
+  return f(x.request);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, get_job& x) {
+  return f(x.tenant, x.id);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, wait_job& x) {
+  return f(x.tenant, x.id, x.timeout_ms);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_events& x) {
+  return f(x.tenant, x.id, x.after_seq, x.timeout_ms);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cancel_job& x) {
+  return f(x.tenant, x.id);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, delete_job& x) {
+  return f(x.tenant, x.id);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rerun_job& x) {
+  return f(x.tenant, x.id);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, list_jobs& x) {
+  return f(x.tenant, storage::optional_field{x.status}, x.limit, x.after);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, list_tasks& x) {
+  return f(x.tenant, x.id, storage::optional_field{x.status}, x.limit, x.after);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, get_task& x) {
+  return f(x.tenant, x.id, x.task);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, append_tasks& x) {
+  return f(x.id, x.request);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, worker_call& x) {
+  return f(x.request);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, get_jwks&) {
+  return f();
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, done&) {
+  return f();
+}
+
+}  // namespace sy::actors::core
