@@ -2,20 +2,33 @@
 
 #include <simdjson.h>
 
+#include "runtime/json_text.hpp"
 #include "storage/batch_records.hpp"
-#include "storage/json_text.hpp"
 
 namespace sy::actors {
 namespace {
 
 /// One response's usage, read straight from simdjson's DOM (no JSON tree of our own per line).
+/// Chat and completions report prompt/completion tokens, embeddings prompt tokens only, the
+/// Responses API input/output tokens; a batch names them input/output as OpenAI's batch usage
+/// does. An absent count, or one that is not an integer, is 0.
 storage::token_usage usage_of(simdjson::dom::element u) {
-  return storage::read_usage([u](const char* parent, const char* key) -> int64_t {
+  auto count = [u](const char* parent, const char* key) -> int64_t {
     simdjson::dom::element o = u;
     if (parent != nullptr && u[parent].get(o) != simdjson::SUCCESS) return 0;
     int64_t v = 0;
     return o.is_object() && o[key].get_int64().get(v) == simdjson::SUCCESS ? v : 0;
-  });
+  };
+  storage::token_usage t;
+  t.input = count(nullptr, "prompt_tokens") + count(nullptr, "input_tokens");
+  t.output = count(nullptr, "completion_tokens") + count(nullptr, "output_tokens");
+  t.total = count(nullptr, "total_tokens");
+  if (t.total == 0) t.total = t.input + t.output;
+  t.cached = count("prompt_tokens_details", "cached_tokens") +
+             count("input_tokens_details", "cached_tokens");
+  t.reasoning = count("completion_tokens_details", "reasoning_tokens") +
+                count("output_tokens_details", "reasoning_tokens");
+  return t;
 }
 
 }  // namespace
@@ -40,11 +53,11 @@ storage::batch_line response_line(uint64_t slot, const std::string& id,
   t += R"({"id":")";
   t += id;
   t += R"(","custom_id":)";
-  storage::append_json_string(t, custom_id);
+  runtime::append_json_string(t, custom_id);
   t += R"(,"response":{"status_code":)";
   t += std::to_string(out.status_code);
   t += R"(,"request_id":)";
-  storage::append_json_string(t, request_id);
+  runtime::append_json_string(t, request_id);
   t += R"(,"body":)";
   if (is_json) {
     // One line per result: a body that spans lines is minified.
@@ -53,7 +66,7 @@ storage::batch_line response_line(uint64_t slot, const std::string& id,
     else
       t += simdjson::minify(doc);
   } else {
-    storage::append_json_string(t, out.body);
+    runtime::append_json_string(t, out.body);
   }
   t += R"(},"error":null})";
   return line;

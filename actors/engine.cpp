@@ -124,7 +124,6 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
 void engine::spawn_storage_actors() {
   auto& ctx = *ctx_;
   storage::store_policy policy;
-  policy.subject_prefix = deps_.cfg.subject_prefix;
   policy.inline_result_bytes = deps_.cfg.webhook_inline_result_bytes;
   policy.retention_completed_ms = deps_.cfg.retention_completed_ms;
   policy.retention_failed_ms = deps_.cfg.retention_failed_ms;
@@ -133,8 +132,6 @@ void engine::spawn_storage_actors() {
   policy.events = deps_.cfg.nats_events == "all"    ? events::all
                   : deps_.cfg.nats_events == "none" ? events::none
                                                     : events::terminal;
-  policy.task_subject = [&js = deps_.js](std::string_view model) { return js.task_subject(model); };
-  policy.dlq_subject = [&js = deps_.js](std::string_view model) { return js.dlq_subject(model); };
   policy.results = results_;
   writer_hooks hooks;
   engine* self = this;
@@ -251,12 +248,9 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(admitted<submissio
   task.tenant = job.tenant;
   task.model = *model;
   task.max_attempts = job.max_attempts;
-  storage::outbox_record publish{0, storage::task_message_id(task.id, 1),
-                                 deps_.js.task_subject(*model),
-                                 storage::task_message_payload(task.id, 1)};
   // Named rather than a temporary in the co_await expression: GCC 12 mishandles the lifetime of
   // aggregate temporaries passed to a coroutine inside co_await.
-  write_request req{storage::create_job_op{std::move(job), std::move(task), std::move(publish)}};
+  write_request req{storage::create_job_op{std::move(job), std::move(task)}};
   co_return co_await commit_create(std::move(req), s.idempotency_key);
 }
 

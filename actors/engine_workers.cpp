@@ -174,7 +174,6 @@ storage::finish_attempt_op engine::worker_outcome(const runtime::capability_clai
   op.attempt = c.attempt;
   op.token = c.lease;
   op.now_ms = deps_.clock.now_ms();
-  op.subject = deps_.js.task_subject(runtime_queue(c.runtime));
   op.live_lease_only = true;
   return op;
 }

@@ -209,7 +209,6 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
   finish.error_message = verdict.error_message;
   finish.backoff_ms = retry_backoff_ms(ctx.cfg, st.attempt);
   finish.now_ms = ctx.clock.now_ms();
-  finish.subject = ctx.js.task_subject(st.model);
   const bool released = verdict.end == storage::attempt_end::released;
   auto failed = [self](const std::string& why) {
     // Not recorded: the lease will expire and the reaper queues the task again.

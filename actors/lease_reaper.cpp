@@ -71,7 +71,6 @@ int reap(reaper_ptr self) {
                            ? "the attempt's lease expired without a heartbeat"
                            : "the engine stopped while the attempt was running";
     op.now_ms = now;
-    op.subject = ctx.js.task_subject(model);
     log::warn("reaper", "expiring lease",
               {{"task_id", lease.task_id}, {"attempt", lease.attempt}, {"holder", lease.holder}});
     self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
@@ -112,7 +111,7 @@ void reconcile(reaper_ptr self, int64_t now) {
     log::warn("reaper", "re-queueing tasks whose JetStream message was lost",
               {{"model", model}, {"tasks", tasks.size()}});
     for (const auto& t : tasks) {
-      storage::republish_op op{t.id, t.attempt, now, ctx.js.task_subject(model)};
+      storage::republish_op op{t.id, t.attempt, now};
       self->request(ctx.writer, caf::infinite, write_request{std::move(op)}).then([](write_reply&) {
       });
     }

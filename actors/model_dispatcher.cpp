@@ -15,6 +15,7 @@
 #include "actors/detail/actor_timer.hpp"
 #include "actors/detail/slot_book.hpp"
 #include "actors/dispatch_state.hpp"
+#include "actors/event_json.hpp"
 #include "actors/job_actor.hpp"
 #include "runtime/log.hpp"
 #include "runtime/thread_name.hpp"
@@ -137,7 +138,7 @@ void schedule_fetch(dispatcher_ptr self) {
 void launch(dispatcher_ptr self, runtime::delivery d) {
   auto& st = self->state;
   auto& ctx = *st.ctx;
-  auto parsed = storage::parse_task_message(d.data);
+  auto parsed = parse_task_message(d.data);
   if (!parsed) {
     log::error("dispatcher", "not a task message; terminated", {{"subject", d.subject}});
     (void)ctx.js.term(d);

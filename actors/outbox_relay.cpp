@@ -8,6 +8,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/detail/actor_timer.hpp"
+#include "actors/event_json.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/thread_name.hpp"
@@ -27,20 +28,22 @@ struct relay_state {
 
 using relay_ptr = outbox_relay_actor::stateful_pointer<relay_state>;
 
-/// Counts the acked records by kind, from their message ids (storage/ops.cpp: "event:<job>:<seq>",
-/// "task-event:...", "dlq:...", and task messages).
+/// Counts the acked records by kind: task, event, task_event, dlq (the variant's order; a
+/// previous build's rendered record by its message id).
 void count_published(const std::vector<storage::outbox_record>& records,
+                     const std::vector<runtime::pub_msg>& msgs,
                      const std::vector<uint64_t>& acked) {
   if (acked.empty()) return;
   std::array<int64_t, 4> n{};
   static constexpr std::array<std::string_view, 4> kinds = {"task", "event", "task_event", "dlq"};
   size_t next = 0;  // both are in sequence order
-  for (const auto& r : records) {
-    if (next == acked.size()) break;
-    if (r.seq != acked[next]) continue;
+  for (size_t i = 0; i < records.size() && next < acked.size(); ++i) {
+    if (records[i].seq != acked[next]) continue;
     ++next;
-    const std::string_view id = r.msg_id;
-    ++n[id.starts_with("event:")        ? 1
+    const std::string_view id = msgs[i].msg_id;
+    const size_t kind = records[i].what.index();
+    ++n[kind < kinds.size()             ? kind
+        : id.starts_with("event:")      ? 1
         : id.starts_with("task-event:") ? 2
         : id.starts_with("dlq:")        ? 3
                                         : 0];
@@ -64,10 +67,10 @@ bool drain(relay_ptr self) {
     }
     std::vector<runtime::pub_msg> msgs;
     msgs.reserve(records.size());
-    for (const auto& r : records) msgs.push_back({r.subject, r.msg_id, r.payload});
+    for (const auto& r : records) msgs.push_back(outbox_message(r, st.js->layout()));
     auto sorted = sort_acks(records, st.js->publish_batch(msgs, st.opts.publish_timeout_ms));
     st.cursor = sorted.next_cursor;
-    count_published(records, sorted.acked_seqs);
+    count_published(records, msgs, sorted.acked_seqs);
     storage::outbox_ack_op done;
     done.seqs = std::move(sorted.acked_seqs);
     if (!done.seqs.empty()) {
@@ -130,6 +133,37 @@ publish_outcome sort_acks(const std::vector<storage::outbox_record>& records,
   }
   if (out.all_acked && !records.empty()) out.next_cursor = records.back().seq + 1;
   return out;
+}
+
+runtime::pub_msg outbox_message(const storage::outbox_record& r, const runtime::js_layout& layout) {
+  const std::string& sp = layout.subject_prefix;
+  if (const auto* m = std::get_if<storage::task_message>(&r.what)) {
+    std::string id = task_message_id(m->task_id, m->attempt);
+    if (m->republished_at_ms != 0) id += ":r" + std::to_string(m->republished_at_ms);
+    return {layout.task_subject(m->queue), std::move(id),
+            task_message_payload(m->task_id, m->attempt)};
+  }
+  if (const auto* e = std::get_if<storage::job_event>(&r.what)) {
+    const auto& ev = e->event;
+    return {sp + ".jobs." + ev.job_id + "." + std::string(to_string(ev.state)),
+            "event:" + ev.job_id + ":" + std::to_string(ev.seq), event_json(*e)};
+  }
+  if (const auto* t = std::get_if<storage::task_event>(&r.what)) {
+    const std::string state(to_string(t->state));
+    return {sp + ".jobs." + t->job_id + ".task." + state,
+            "task-event:" + t->task_id + ":" + std::to_string(t->attempt) + ":" + state,
+            task_event_json(*t)};
+  }
+  if (const auto* d = std::get_if<storage::dead_letter>(&r.what)) {
+    if (d->task_id
+            .empty())  // the ingest's token is used as it is: escaped, it would be "_5Fingest"
+      return {sp + ".dlq." + std::string(dlq_ingest_token),
+              "ingest:" + d->job_id + ":" + std::to_string(d->run), dead_letter_json(*d)};
+    return {layout.dlq_subject(d->model), "dlq:" + d->task_id + ":" + std::to_string(d->attempts),
+            dead_letter_json(*d)};
+  }
+  const auto& m = std::get<storage::rendered_message>(r.what);
+  return {m.subject, m.msg_id, m.payload};
 }
 
 outbox_relay_actor spawn_outbox_relay(caf::actor_system& sys, storage::environment& env,

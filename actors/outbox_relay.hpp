@@ -1,6 +1,7 @@
 #pragma once
-/// The outbox relay: publishes committed outbox records to JetStream with their deterministic
-/// Nats-Msg-Id and deletes a record (through the storage writer) only after JetStream acked it.
+/// The outbox relay: publishes committed outbox records to JetStream, each rendered as its
+/// message when it is published (actors/event_json.hpp: subject, payload, deterministic
+/// Nats-Msg-Id), and deletes a record (through the storage writer) only after JetStream acked it.
 /// While NATS is unreachable the records stay in LMDB and the relay retries every
 /// `retry_interval_ms` of the engine's clock; submissions keep being accepted meanwhile. Runs
 /// detached because a publish waits for acks. Owns: its read cursor into the outbox (in memory;
@@ -46,6 +47,20 @@ struct publish_outcome {
 };
 publish_outcome sort_acks(const std::vector<storage::outbox_record>& records,
                           const std::vector<bool>& acked);
+
+/// The subject token of the dead letters of ingests that failed for a system reason: `_` is
+/// escaped in every model's token (runtime::subject_token), so no model's dead letters land here.
+inline constexpr std::string_view dlq_ingest_token = "_ingest";
+
+/// The message an outbox record is published as:
+/// - a task message on `layout.task_subject(queue)`, id `task:<task>:<attempt>` (a republished
+///   copy: `...:r<ms>`, a new id since the original may still sit in the duplicate window);
+/// - a job event on `<prefix>.jobs.<job>.<state>`, id `event:<job>:<seq>`;
+/// - a task event on `<prefix>.jobs.<job>.task.<state>`, id `task-event:<task>:<attempt>:<state>`;
+/// - a dead letter on `layout.dlq_subject(model)` (an ingest's on `<prefix>.dlq._ingest`), id
+///   `dlq:<task>:<attempts>` (`ingest:<job>:<run>`);
+/// - a message a previous build rendered, as it is.
+runtime::pub_msg outbox_message(const storage::outbox_record& r, const runtime::js_layout& layout);
 
 outbox_relay_actor spawn_outbox_relay(caf::actor_system& sys, storage::environment& env,
                                       storage_writer_actor writer, runtime::js_client& js,

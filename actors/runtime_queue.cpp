@@ -10,6 +10,7 @@
 
 #include "actors/attempt.hpp"
 #include "actors/detail/actor_timer.hpp"
+#include "actors/event_json.hpp"
 #include "runtime/log.hpp"
 #include "runtime/trace.hpp"
 #include "storage/ops.hpp"
@@ -158,7 +159,7 @@ void on_started(queue_ptr self, const waiter_ptr& w, const runtime::delivery& d,
 
 void start(queue_ptr self, const waiter_ptr& w, runtime::delivery d) {
   auto& st = self->state;
-  auto parsed = storage::parse_task_message(d.data);
+  auto parsed = parse_task_message(d.data);
   if (!parsed) {
     log::warn("workers", "dropped a message that is not a task", {{"subject", d.subject}});
     (void)st.ctx->js.term(d);

@@ -57,7 +57,7 @@ result<task_input> parse_task(nlohmann::json& t, const std::string& at,
                               std::optional<bool> http = std::nullopt);
 
 /// One line of a staged task file (JSONL, docs/task-lists.md), read by the parser of every
-/// client's JSON (storage/strict_json.hpp) as admission reads a body: too deep is
+/// client's JSON (runtime/strict_json.hpp) as admission reads a body: too deep is
 /// json_too_deep, a key twice invalid_request (its path as param), what is not a JSON object
 /// (invalid UTF-8, an overflowing number, ...) invalid_json_line; then parse_task's rules.
 result<task_input> parse_task_line(std::string_view line);

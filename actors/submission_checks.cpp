@@ -10,8 +10,8 @@
 #include "config/limits.hpp"
 #include "config/s3_scope.hpp"
 #include "config/sha256.hpp"
-#include "storage/json_text.hpp"
-#include "storage/strict_json.hpp"
+#include "runtime/json_text.hpp"
+#include "runtime/strict_json.hpp"
 
 namespace sy::actors {
 namespace {
@@ -32,7 +32,7 @@ std::string utf8_prefix(std::string_view s, size_t chars) {
 }  // namespace
 
 result<task_input> parse_task_line(std::string_view line) {
-  auto j = storage::parse_strict_json(line, "the line");
+  auto j = runtime::parse_strict_json(line, "the line");
   if (!j && j.error().code == errc::invalid_json)
     return make_error(errc::invalid_json_line, j.error().message);
   if (!j) return j.error();
@@ -49,13 +49,13 @@ status check_metadata(const json& m, const std::string& param) {
   if (m.size() > limits::metadata_max_keys) return bad("has more than 16 keys");
   for (const auto& [k, v] : m.items()) {
     // The body parser rejects invalid UTF-8 already; this keeps the limits honest regardless.
-    auto key_chars = storage::utf8_length(k);
+    auto key_chars = runtime::utf8_length(k);
     if (!key_chars) return bad("has a key that is not valid UTF-8");
     if (*key_chars > limits::metadata_key_max_chars)
       return bad("key '" + utf8_prefix(k, limits::metadata_key_max_chars) +
                  "...' is longer than 64 characters");
     if (!v.is_string()) return bad("value of '" + quote_client(k) + "' must be a string");
-    auto value_chars = storage::utf8_length(v.get_ref<const std::string&>());
+    auto value_chars = runtime::utf8_length(v.get_ref<const std::string&>());
     if (!value_chars) return bad("value of '" + quote_client(k) + "' is not valid UTF-8");
     if (*value_chars > limits::metadata_value_max_chars)
       return bad("value of '" + quote_client(k) + "' is longer than 512 characters");

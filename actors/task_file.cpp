@@ -14,7 +14,7 @@
 #include "actors/submission.hpp"
 #include "config/client_text.hpp"
 #include "config/limits.hpp"
-#include "storage/json_text.hpp"
+#include "runtime/json_text.hpp"
 #include "storage/ops.hpp"
 
 namespace sy::actors {

@@ -10,7 +10,7 @@
 #include "config/client_text.hpp"
 #include "config/limits.hpp"
 #include "runtime/trace.hpp"
-#include "storage/strict_json.hpp"
+#include "runtime/strict_json.hpp"
 
 namespace sy::api {
 namespace detail {
@@ -59,7 +59,7 @@ result<nlohmann::json> admission::json(std::string_view body) const {
     return make_error(errc::body_too_large, "The request body is " + std::to_string(body.size()) +
                                                 " bytes, more than max_body_bytes (" +
                                                 std::to_string(max_body_bytes_) + ").");
-  return storage::parse_strict_json(body);
+  return runtime::parse_strict_json(body);
 }
 
 result<std::string> admission::idempotency_key(const client_request& r) const {

@@ -9,7 +9,7 @@
 ///
 /// The order, each step bounded before the next one walks the input: the API key (a hash of at
 /// most the header), the size (`max_body_bytes`), the nesting (`json_max_depth`, one linear scan),
-/// the strict parse (storage/strict_json.hpp: no recursion, duplicate keys refused), the
+/// the strict parse (runtime/strict_json.hpp: no recursion, duplicate keys refused), the
 /// Idempotency-Key (or `Nats-Msg-Id`), then the document's own rules (actors/submission.hpp).
 /// Nothing is stored before a request is admitted. Immutable after construction: any thread.
 
@@ -92,7 +92,7 @@ class admission {
 
   /// A JSON body or payload, judged the same on every surface: over `max_body_bytes` is
   /// `body_too_large` (413; exactly the limit is judged on its content), then the rules of
-  /// storage::parse_strict_json (json_too_deep, invalid_json, invalid_request for a key twice).
+  /// runtime::parse_strict_json (json_too_deep, invalid_json, invalid_request for a key twice).
   result<nlohmann::json> json(std::string_view body) const;
 
   /// The idempotency key of a request: empty when none was sent; else 1..255 printable ASCII

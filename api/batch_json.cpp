@@ -8,17 +8,6 @@ using nlohmann::json;
 json time_or_null(int64_t s) { return s > 0 ? json(s) : json(nullptr); }
 json text_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
-int64_t count(const json& usage, const char* key, const char* sub = nullptr) {
-  auto it = usage.find(key);
-  if (it == usage.end()) return 0;
-  if (sub) {
-    if (!it->is_object()) return 0;
-    auto s = it->find(sub);
-    return s != it->end() && s->is_number_integer() ? s->get<int64_t>() : 0;
-  }
-  return it->is_number_integer() ? it->get<int64_t>() : 0;
-}
-
 }  // namespace
 
 json file_to_json(const storage::file_record& f) {
@@ -44,14 +33,12 @@ json batch_to_json(const storage::batch_record& b) {
                       {"line", e.line > 0 ? json(e.line) : json(nullptr)}});
     errors = {{"object", "list"}, {"data", std::move(data)}};
   }
-  const json& u = b.usage.is_object() ? b.usage : json::object();
-  json usage = {{"input_tokens", count(u, "input_tokens")},
-                {"input_tokens_details",
-                 {{"cached_tokens", count(u, "input_tokens_details", "cached_tokens")}}},
-                {"output_tokens", count(u, "output_tokens")},
-                {"output_tokens_details",
-                 {{"reasoning_tokens", count(u, "output_tokens_details", "reasoning_tokens")}}},
-                {"total_tokens", count(u, "total_tokens")}};
+  const auto& u = b.usage;
+  json usage = {{"input_tokens", u.input},
+                {"input_tokens_details", {{"cached_tokens", u.cached}}},
+                {"output_tokens", u.output},
+                {"output_tokens_details", {{"reasoning_tokens", u.reasoning}}},
+                {"total_tokens", u.total}};
   return {
       {"id", b.id},
       {"object", "batch"},

@@ -1,13 +1,13 @@
 #include "api/job_json.hpp"
 
+#include "actors/event_json.hpp"
 #include "actors/runtime_names.hpp"
-#include "storage/events.hpp"
 #include "storage/ops.hpp"
 
 namespace sy::api {
 namespace {
 
-void unix_seconds(storage::json_text& out, std::string_view name, int64_t ms) {
+void unix_seconds(runtime::json_text& out, std::string_view name, int64_t ms) {
   out.key(name);
   if (ms > 0) {
     out.number(ms / 1000);
@@ -19,7 +19,7 @@ void unix_seconds(storage::json_text& out, std::string_view name, int64_t ms) {
 }  // namespace
 
 std::string job_json(const storage::job_record& job) {
-  storage::json_text out;
+  runtime::json_text out;
   out.begin_object()
       .field("id", job.id)
       .field("object", "job")
@@ -48,11 +48,11 @@ std::string job_json(const storage::job_record& job) {
   }
   out.key("result");
   if (job.result) {
-    storage::write_result(out, *job.result);
+    actors::write_result(out, *job.result);
   } else {
     out.null();
   }
-  storage::write_error(out.key("error"), job.error);
+  actors::write_error(out.key("error"), job.error);
   out.key("webhook_url");
   if (job.webhook_url.empty()) {
     out.null();
@@ -61,7 +61,7 @@ std::string job_json(const storage::job_record& job) {
   }
   unix_seconds(out, "expires_at", job.deadline_ms);
   if (job.task_list) {
-    storage::write_task_counts(out.key("task_counts"), job.counts);
+    actors::write_task_counts(out.key("task_counts"), job.counts);
     out.field("max_inflight", job.window).field("run", job.run);
     out.key("errors");
     if (job.errors.empty()) {
@@ -91,7 +91,7 @@ std::string job_json(const storage::job_record& job) {
 }
 
 std::string task_json(const storage::job_record& job, const storage::task_record& task) {
-  storage::json_text out;
+  runtime::json_text out;
   out.begin_object()
       .field("id", task.id)
       .field("object", "job.task")
@@ -119,12 +119,12 @@ std::string task_json(const storage::job_record& job, const storage::task_record
   unix_seconds(out, "finished_at", task.finished_at_ms);
   out.key("result");
   if (task.result) {
-    storage::write_result(out, *task.result);
+    actors::write_result(out, *task.result);
   } else {
     out.null();
   }
   const bool ended_with_list = status != task.status;  // never published: the list's error
-  storage::write_error(out.key("error"), ended_with_list ? job.error : task.error);
+  actors::write_error(out.key("error"), ended_with_list ? job.error : task.error);
   return out.end_object().take();
 }
 

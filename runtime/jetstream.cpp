@@ -381,12 +381,12 @@ std::string js_client::stream_name(std::string_view kind) const {
   return layout_.stream_prefix + "_" + std::string(kind);
 }
 
-std::string js_client::task_subject(std::string_view model) const {
-  return layout_.subject_prefix + ".tasks." + subject_token(model);
+std::string js_layout::task_subject(std::string_view model) const {
+  return subject_prefix + ".tasks." + subject_token(model);
 }
 
-std::string js_client::dlq_subject(std::string_view model) const {
-  return layout_.subject_prefix + ".dlq." + subject_token(model);
+std::string js_layout::dlq_subject(std::string_view model) const {
+  return subject_prefix + ".dlq." + subject_token(model);
 }
 
 status js_client::ensure_stream(const std::string& name, const std::string& subject,

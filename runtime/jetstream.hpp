@@ -53,6 +53,11 @@ struct js_layout {
   /// MaxDeliver of the intake consumer: a submission that keeps failing (or crashing the
   /// process) is delivered at most this many times.
   int intake_max_deliver = 5;
+
+  /// `<subject_prefix>.tasks.<subject_token(model)>`: a model's (or a runtime's) task queue.
+  std::string task_subject(std::string_view model) const;
+  /// `<subject_prefix>.dlq.<subject_token(model)>`: a dead letter of `model`'s tasks (SY_DLQ).
+  std::string dlq_subject(std::string_view model) const;
 };
 
 /// One message to publish. `msg_id` (may be empty) becomes the `Nats-Msg-Id` header.
@@ -193,10 +198,9 @@ class js_client {
 
   /// `<stream_prefix>_<kind>`, e.g. stream_name("TASKS") == "SY_TASKS".
   std::string stream_name(std::string_view kind) const;
-  /// `<sp>.tasks.<subject_token(model)>`.
-  std::string task_subject(std::string_view model) const;
-  /// `<prefix>.dlq.<subject_token(model)>`: a dead letter of `model`'s tasks (SY_DLQ).
-  std::string dlq_subject(std::string_view model) const;
+  /// layout().task_subject(model), layout().dlq_subject(model).
+  std::string task_subject(std::string_view model) const { return layout_.task_subject(model); }
+  std::string dlq_subject(std::string_view model) const { return layout_.dlq_subject(model); }
   /// `<sp>.submit.<kind>`, e.g. intake_subject("job") == "sy.submit.job".
   std::string intake_subject(std::string_view kind) const;
 

@@ -128,8 +128,6 @@ result<op_reply> apply_batch(write_txn& t, const batch_lines_op& op) {
   if (!b) return answer(op_reply::kind::not_found);
   if (is_terminal(b->status)) return with_batch(op_reply::kind::stale, std::move(*b));
   size_t added = 0;
-  token_usage usage;
-  bool any_usage = false;
   for (const auto& line : op.lines) {
     auto key = batch_line_key(op.id, line.slot);
     if (t.get(db::batch_lines, key)) continue;  // first result wins
@@ -143,13 +141,9 @@ result<op_reply> apply_batch(write_txn& t, const batch_lines_op& op) {
     } else {
       ++b->failed;
     }
-    if (line.usage) {
-      usage += *line.usage;
-      any_usage = true;
-    }
+    if (line.usage) b->usage += *line.usage;
     ++added;
   }
-  if (any_usage) add_usage(b->usage, usage);  // once per commit, not per line
   if (added > 0)
     if (auto s = put_batch(t, *b); !s) return s.error();
   auto r = with_batch(added > 0 ? op_reply::kind::done : op_reply::kind::stale, std::move(*b));

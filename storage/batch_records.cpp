@@ -86,7 +86,7 @@ json to_json(const batch_record& r) {
          {"ok", r.completed},
          {"ko", r.failed},
          {"er", std::move(errors)},
-         {"us", r.usage},
+         {"us", {r.usage.input, r.usage.output, r.usage.total, r.usage.cached, r.usage.reasoning}},
          {"md", r.metadata},
          {"oea", r.output_expires_after},
          {"sc", r.stop_code}};
@@ -96,6 +96,25 @@ json to_json(const batch_record& r) {
   if (!r.webhook_url.empty()) j["wh"] = r.webhook_url;
   return j;
 }
+
+namespace {
+
+/// A batch's usage: `[input, output, total, cached, reasoning]`; before, the object of OpenAI's
+/// batch usage (read here so that older stores keep their counts).
+token_usage usage_from(const json& u) {
+  if (u.is_array()) {
+    auto n = [&u](size_t i) {
+      return i < u.size() && u[i].is_number_integer() ? u[i].get<int64_t>() : 0;
+    };
+    return {n(0), n(1), n(2), n(3), n(4)};
+  }
+  auto in = [&u](const char* key) { return u.is_object() ? u.value(key, json::object()) : json(); };
+  return {number(u, "input_tokens"), number(u, "output_tokens"), number(u, "total_tokens"),
+          number(in("input_tokens_details"), "cached_tokens"),
+          number(in("output_tokens_details"), "reasoning_tokens")};
+}
+
+}  // namespace
 
 batch_record batch_from_json(const json& j) {
   batch_record r;
@@ -125,7 +144,7 @@ batch_record batch_from_json(const json& j) {
       r.errors.push_back(batch_error{value_or<std::string>(e, "code", ""),
                                      value_or<std::string>(e, "message", ""),
                                      value_or<std::string>(e, "param", ""), number(e, "line")});
-  if (auto it = j.find("us"); it != j.end() && it->is_object()) r.usage = *it;
+  if (auto it = j.find("us"); it != j.end()) r.usage = usage_from(*it);
   if (auto it = j.find("md"); it != j.end()) r.metadata = *it;
   r.output_expires_after = number(j, "oea");
   r.stop_code = value_or<std::string>(j, "sc", "");
@@ -134,37 +153,6 @@ batch_record batch_from_json(const json& j) {
   r.max_inflight = number(j, "mi");
   r.webhook_url = value_or<std::string>(j, "wh", "");
   return r;
-}
-
-token_usage usage_from_json(const json& u) {
-  if (!u.is_object()) return {};
-  return read_usage([&u](const char* parent, const char* key) -> int64_t {
-    const json* o = &u;
-    if (parent != nullptr) {
-      auto it = u.find(parent);
-      if (it == u.end() || !it->is_object()) return 0;
-      o = &*it;
-    }
-    auto it = o->find(key);
-    return it != o->end() && it->is_number_integer() ? it->get<int64_t>() : 0;
-  });
-}
-
-void add_usage(json& total, const token_usage& u) {
-  if (!total.is_object()) total = json::object();
-  auto add = [](json& o, const char* to, int64_t n) {
-    auto& v = o[to];
-    v = (v.is_number_integer() ? v.get<int64_t>() : 0) + n;
-  };
-  add(total, "input_tokens", u.input);
-  add(total, "output_tokens", u.output);
-  add(total, "total_tokens", u.total);
-  auto& in_d = total["input_tokens_details"];
-  if (!in_d.is_object()) in_d = json::object();
-  add(in_d, "cached_tokens", u.cached);
-  auto& out_d = total["output_tokens_details"];
-  if (!out_d.is_object()) out_d = json::object();
-  add(out_d, "reasoning_tokens", u.reasoning);
 }
 
 uint64_t batch_slot(uint64_t model_index, uint64_t position) {

@@ -54,6 +54,33 @@ struct batch_error {
   bool operator==(const batch_error&) const = default;
 };
 
+/// The token counts of gateway responses. Chat and completions report prompt/completion tokens,
+/// embeddings prompt tokens only, the Responses API input/output tokens; a batch names them
+/// input/output as OpenAI's batch usage does.
+struct token_usage {
+  int64_t input = 0;
+  int64_t output = 0;
+  int64_t total = 0;  ///< the response's total_tokens, or input + output when it has none
+  int64_t cached = 0;
+  int64_t reasoning = 0;
+
+  token_usage& operator+=(const token_usage& o) {
+    input += o.input;
+    output += o.output;
+    total += o.total;
+    cached += o.cached;
+    reasoning += o.reasoning;
+    return *this;
+  }
+
+  bool operator==(const token_usage&) const = default;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, token_usage& x) {
+  return f(x.input, x.output, x.total, x.cached, x.reasoning);
+}
+
 struct batch_record {
   std::string id;  ///< batch_<ULID>
   std::string tenant;
@@ -77,8 +104,8 @@ struct batch_record {
   int64_t completed = 0;    ///< lines in the output file
   int64_t failed = 0;       ///< lines in the error file
   std::vector<batch_error> errors;
-  nlohmann::json usage = nlohmann::json::object();  ///< token counts summed over responses
-  nlohmann::json metadata;                          ///< null or an object of ≤ 16 string pairs
+  token_usage usage;                 ///< token counts summed over responses
+  nlohmann::json metadata;           ///< null or an object of ≤ 16 string pairs
   int64_t output_expires_after = 0;  ///< seconds after creation of the output files; 0: never
   /// Why dispatch stopped before every line ran: "" (it did not), or the code undispatched lines
   /// get — batch_cancelled, batch_expired, batch_failed.
@@ -115,61 +142,10 @@ typename Inspector::result_type inspect(Inspector& f, batch_record& x) {
   return f(x.id, x.tenant, x.endpoint, x.input_file_id, x.completion_window, x.status,
            x.output_file_id, x.error_file_id, x.created_at, x.in_progress_at, x.expires_at,
            x.finalizing_at, x.completed_at, x.failed_at, x.expired_at, x.cancelling_at,
-           x.cancelled_at, x.deadline_ms, x.total, x.completed, x.failed, x.errors,
-           json_field{x.usage}, json_field{x.metadata}, x.output_expires_after, x.stop_code,
-           x.trace, x.trace_state, x.max_inflight, x.webhook_url);
+           x.cancelled_at, x.deadline_ms, x.total, x.completed, x.failed, x.errors, x.usage,
+           json_field{x.metadata}, x.output_expires_after, x.stop_code, x.trace, x.trace_state,
+           x.max_inflight, x.webhook_url);
 }
-
-/// The token counts of gateway responses. Chat and completions report prompt/completion tokens,
-/// embeddings prompt tokens only, the Responses API input/output tokens; a batch names them
-/// input/output as OpenAI's batch usage does.
-struct token_usage {
-  int64_t input = 0;
-  int64_t output = 0;
-  int64_t total = 0;  ///< the response's total_tokens, or input + output when it has none
-  int64_t cached = 0;
-  int64_t reasoning = 0;
-
-  token_usage& operator+=(const token_usage& o) {
-    input += o.input;
-    output += o.output;
-    total += o.total;
-    cached += o.cached;
-    reasoning += o.reasoning;
-    return *this;
-  }
-
-  bool operator==(const token_usage&) const = default;
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, token_usage& x) {
-  return f(x.input, x.output, x.total, x.cached, x.reasoning);
-}
-
-/// Reads one response's usage through `count(parent, key)`: the integer at `key` of the usage
-/// object itself (`parent` null) or of its object `parent`; 0 when absent or not an integer.
-/// The one place that knows the shapes, whatever the JSON library the caller parsed with.
-template <class Count>
-token_usage read_usage(Count&& count) {
-  token_usage t;
-  t.input = count(nullptr, "prompt_tokens") + count(nullptr, "input_tokens");
-  t.output = count(nullptr, "completion_tokens") + count(nullptr, "output_tokens");
-  t.total = count(nullptr, "total_tokens");
-  if (t.total == 0) t.total = t.input + t.output;
-  t.cached = count("prompt_tokens_details", "cached_tokens") +
-             count("input_tokens_details", "cached_tokens");
-  t.reasoning = count("completion_tokens_details", "reasoning_tokens") +
-                count("output_tokens_details", "reasoning_tokens");
-  return t;
-}
-
-/// Reads one response's `usage` object (read_usage over nlohmann); an unknown shape gives zeros.
-token_usage usage_from_json(const nlohmann::json& response_usage);
-
-/// Adds `u` to a batch's usage (OpenAI's batch usage shape: input_tokens, output_tokens,
-/// total_tokens and their details).
-void add_usage(nlohmann::json& total, const token_usage& u);
 
 /// A request line's place in its batch's dispatch order: the index of its model among the
 /// batch's models (sorted by name) in the top 16 bits, its position in that model's plan below.

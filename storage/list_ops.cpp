@@ -3,7 +3,6 @@
 #include <set>
 
 #include "storage/detail/list_ops.hpp"
-#include "storage/events.hpp"
 
 // Task-list jobs (docs/task-lists.md). The job record holds the list's counts and its window:
 // tasks [0, next_publish) have been published to JetStream, `live` of them are not finished, and
@@ -14,11 +13,6 @@
 namespace sy::storage {
 namespace detail {
 namespace {
-
-std::string subject_for(const store_policy& p, const std::string& model) {
-  if (p.task_subject) return p.task_subject(model);
-  return p.subject_prefix + ".tasks." + model;
-}
 
 /// The job's ULID and the dash: the prefix of every task id of the list.
 std::string task_prefix(std::string_view job_id) {
@@ -55,7 +49,7 @@ status refill(op_ctx& c, job_record& job, int64_t now_ms) {
                         "task list " + job.id + " has no task " + std::to_string(job.next_publish));
     ++job.next_publish;
     if (task->state != task_state::queued) continue;
-    SY_TRY(publish_task(c, *task, now_ms, subject_for(c.policy, task->model)));
+    SY_TRY(publish_task(c, *task, now_ms));
     SY_TRY(c.txn.put(db::list_live, task->id, ""));
     SY_TRY(put_task(c.txn, *task));
     ++job.live;
@@ -63,63 +57,30 @@ status refill(op_ctx& c, job_record& job, int64_t now_ms) {
   return ok;
 }
 
-/// `{"job_id", "run", "task_id", "custom_id", "model", "attempts", "error", "at_ms"}`: what a
-/// dead letter tells its subscribers (`task` null for an ingest).
-std::string dead_letter_payload(const job_record& job, const task_record* task,
-                                const job_error& why, int64_t now_ms) {
-  json_text out;
-  out.begin_object().field("job_id", job.id).field("run", job.run).key("task_id");
+/// Sends a dead letter to SY_DLQ through the outbox (`task` null: the list's ingest failed).
+void send_dead_letter(op_ctx& c, const job_record& job, const task_record* task,
+                      const job_error& why, int64_t now_ms) {
+  dead_letter d{job.id, job.run, {}, {}, {}, 0, why, now_ms};
   if (task) {
-    out.string(task->id).field("custom_id", task->custom_id).field("model", task->model);
-    out.field("attempts", task->attempt);
-  } else {
-    out.null();
+    d.task_id = task->id;
+    d.custom_id = task->custom_id;
+    d.model = task->model;
+    d.attempts = task->attempt;
   }
-  write_error(out.key("error"), why);
-  return out.field("at_ms", now_ms).end_object().take();
-}
-
-/// Publishes a dead letter to SY_DLQ through the outbox (`token`: the model's subject token, or
-/// dlq_ingest_token).
-void dead_letter(op_ctx& c, const std::string& model, std::string msg_id, std::string payload) {
-  // The ingest's token is used as it is: escaping it would give "_5Fingest".
-  std::string subject = c.policy.dlq_subject && model != dlq_ingest_token
-                            ? c.policy.dlq_subject(model)
-                            : c.policy.subject_prefix + ".dlq." + model;
-  append_outbox(c.txn, outbox_record{0, std::move(msg_id), std::move(subject), std::move(payload)});
+  append_outbox(c.txn, outbox_record{0, std::move(d)});
   c.reply.outbox_appended = true;
 }
 
-/// A task's transition, published on `<prefix>.jobs.<job id>.task.<state>` when its job asked
-/// for task events (`task_events`): `{"job_id", "task_id", "custom_id", "index", "state",
-/// "attempt", "error", "result", "timestamp_ms"}`, the result inline up to the NATS limit.
-void task_event(op_ctx& c, const job_record& job, const task_record& task, int64_t now_ms) {
+/// A task's transition, announced when its job asked for task events (`task_events`), the
+/// result carried up to the NATS limit.
+void announce_task(op_ctx& c, const job_record& job, const task_record& task, int64_t now_ms) {
   if (!job.task_events) return;
-  json_text out;
-  out.begin_object().field("job_id", job.id).field("task_id", task.id).key("custom_id");
-  if (task.custom_id.empty()) {
-    out.null();
-  } else {
-    out.string(task.custom_id);
-  }
-  out.field("index", task.index)
-      .field("state", to_string(task.status))
-      .field("attempt", task.attempt);
-  write_error(out.key("error"), task.error);
-  out.key("result");
   const auto limit = std::min(c.policy.inline_result_bytes, max_nats_inline_result_bytes);
-  if (task.result && static_cast<int64_t>(task.result->body.size()) <= limit) {
-    write_result(out, *task.result);
-  } else {
-    out.null();
-  }
-  out.field("timestamp_ms", now_ms);
-  const std::string state(to_string(task.status));
-  append_outbox(
-      c.txn,
-      outbox_record{0, "task-event:" + task.id + ":" + std::to_string(task.attempt) + ":" + state,
-                    c.policy.subject_prefix + ".jobs." + job.id + ".task." + state,
-                    out.end_object().take()});
+  const bool fits = task.result && static_cast<int64_t>(task.result->body.size()) <= limit;
+  task_event e{job.id,      task.id,      task.custom_id, task.index,
+               task.status, task.attempt, task.error,     fits ? task.result : std::nullopt,
+               now_ms};
+  append_outbox(c.txn, outbox_record{0, std::move(e)});
   c.reply.outbox_appended = true;
 }
 
@@ -268,9 +229,7 @@ result<op_reply> apply_ingest_failed(op_ctx& c, const ingest_failed_op& op) {
   SY_TRY(stop_list(c, *job, job_status::failed, op.error, op.now_ms));
   if (op.recoverable) {
     job->ingest_path = path;  // kept: a rerun goes on from ingest_offset
-    dead_letter(c, std::string(dlq_ingest_token),
-                "ingest:" + job->id + ":" + std::to_string(job->run),
-                dead_letter_payload(*job, nullptr, op.error, op.now_ms));
+    send_dead_letter(c, *job, nullptr, op.error, op.now_ms);
   }
   return answer_done(c, std::move(*job), std::nullopt);
 }
@@ -394,7 +353,7 @@ status list_task_started(op_ctx& c, job_record& job, task_record& task, int64_t 
   job.updated_at_ms = now_ms;
   if (job.started_at_ms == 0) job.started_at_ms = now_ms;
   if (job.status == job_status::queued) SY_TRY(set_status(c, job, job_status::in_progress, now_ms));
-  task_event(c, job, task, now_ms);
+  announce_task(c, job, task, now_ms);
   return ok;
 }
 
@@ -420,8 +379,7 @@ status list_task_finished(op_ctx& c, job_record& job, task_record& task,
             job_error{op.error_code, op.error_message + " (attempt " + std::to_string(op.attempt) +
                                          " of " + std::to_string(task.max_attempts) + ")"},
             op.response, now);
-        dead_letter(c, task.model, "dlq:" + task.id + ":" + std::to_string(op.attempt),
-                    dead_letter_payload(job, &task, *task.error, now));
+        send_dead_letter(c, job, &task, *task.error, now);
         break;
       }
       task.state = task_state::queued;
@@ -429,8 +387,8 @@ status list_task_finished(op_ctx& c, job_record& job, task_record& task,
       task.attempt = op.attempt + 1;
       task.not_before_ms = now + op.backoff_ms;
       ++job.counts.queued;
-      task_event(c, job, task, now);
-      return publish_task(c, task, now, op.subject);
+      announce_task(c, job, task, now);
+      return publish_task(c, task, now);
     case attempt_end::released:  // shutdown: the nak'ed message runs it again, uncounted
       task.state = task_state::queued;
       task.status = job_status::queued;
@@ -438,7 +396,7 @@ status list_task_finished(op_ctx& c, job_record& job, task_record& task,
       ++job.counts.queued;
       return c.txn.put(db::queued, task.id, "");
   }
-  task_event(c, job, task, now);
+  announce_task(c, job, task, now);
   SY_TRY(spill_result(c, job, task));
   c.txn.del(db::list_live, task.id);
   if (past_deadline(job, now)) {
@@ -469,7 +427,7 @@ status stop_list(op_ctx& c, job_record& job, job_status to, const job_error& why
     task->status = task_end;
     task->error = why;
     task->finished_at_ms = now_ms;
-    task_event(c, job, *task, now_ms);
+    announce_task(c, job, *task, now_ms);
     SY_TRY(close_task(c.txn, *task));
   }
   // What is still counted queued was never published: it ends with the list, unwritten.

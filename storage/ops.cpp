@@ -1,11 +1,9 @@
 #include "storage/ops.hpp"
 
 #include <algorithm>
-#include <charconv>
 
 #include "storage/detail/list_ops.hpp"
 #include "storage/detail/op_common.hpp"
-#include "storage/events.hpp"
 
 namespace sy::storage {
 namespace detail {
@@ -36,11 +34,8 @@ status record_event(op_ctx& c, job_record& job, std::optional<job_status> previo
   using mode = store_policy::nats_events;
   if (c.policy.events == mode::all ||
       (c.policy.events == mode::terminal && is_terminal(job.status))) {
-    append_outbox(c.txn, outbox_record{0, "event:" + job.id + ":" + std::to_string(ev.seq),
-                                       event_subject(c.policy.subject_prefix, ev),
-                                       event_payload(job, ev,
-                                                     std::min(c.policy.inline_result_bytes,
-                                                              max_nats_inline_result_bytes))});
+    const auto limit = std::min(c.policy.inline_result_bytes, max_nats_inline_result_bytes);
+    append_outbox(c.txn, outbox_record{0, job_event_of(job, ev, limit)});
     c.reply.outbox_appended = true;
   }
   // The creation event is the client's own 202; webhooks start with the first transition.
@@ -48,7 +43,7 @@ status record_event(op_ctx& c, job_record& job, std::optional<job_status> previo
     webhook_record w;
     w.job_id = job.id;
     w.url = job.webhook_url;
-    w.body = event_payload(job, ev, c.policy.inline_result_bytes);
+    w.event = job_event_of(job, ev, c.policy.inline_result_bytes);
     w.next_at_ms = now_ms;
     append_webhook(c.txn, std::move(w));
     c.reply.webhooks_appended = true;
@@ -137,11 +132,10 @@ result<bool> claim_idempotency(op_ctx& c, const job_record& job) {
   return false;
 }
 
-status publish_task(op_ctx& c, task_record& task, int64_t now_ms, const std::string& subject) {
+status publish_task(op_ctx& c, task_record& task, int64_t now_ms) {
   task.queued_at_ms = now_ms;
   SY_TRY(c.txn.put(db::queued, task.id, ""));
-  append_outbox(c.txn, outbox_record{0, task_message_id(task.id, task.attempt), subject,
-                                     task_message_payload(task.id, task.attempt)});
+  append_outbox(c.txn, outbox_record{0, task_message{task.model, task.id, task.attempt, 0}});
   c.reply.outbox_appended = true;
   return ok;
 }
@@ -171,7 +165,7 @@ result<op_reply> apply_create(op_ctx& c, const create_job_op& op) {
   // Written once per model: a put of an existing key would still dirty the page every commit.
   if (const auto known = known_model_key(created.model); !txn.get(db::meta, known))
     SY_TRY(txn.put(db::meta, known, ""));
-  append_outbox(txn, op.publish);
+  append_outbox(txn, outbox_record{0, task_message{task.model, task.id, task.attempt, 0}});
   SY_TRY(record_event(c, created, std::nullopt, std::nullopt, created.created_at_ms));
   SY_TRY(put_job(txn, created));
   c.reply.what = op_reply::kind::done;
@@ -310,8 +304,8 @@ result<op_reply> apply_finish(op_ctx& c, const finish_attempt_op& op) {
           task->attempt = op.attempt + 1;
           task->not_before_ms = now + op.backoff_ms;
           task->queued_at_ms = now;
-          append_outbox(txn, outbox_record{0, task_message_id(task->id, task->attempt), op.subject,
-                                           task_message_payload(task->id, task->attempt)});
+          append_outbox(txn,
+                        outbox_record{0, task_message{task->model, task->id, task->attempt, 0}});
           c.reply.outbox_appended = true;
           SY_TRY(set_status(c, *job, job_status::queued, now,
                             job_error{op.error_code, op.error_message}));
@@ -339,10 +333,8 @@ result<op_reply> apply_republish(op_ctx& c, const republish_op& op) {
   task->queued_at_ms = op.now_ms;
   SY_TRY(put_task(txn, *task));
   // A distinct message id: the original may still sit in JetStream's duplicate window.
-  append_outbox(
-      txn,
-      outbox_record{0, task_message_id(task->id, task->attempt) + ":r" + std::to_string(op.now_ms),
-                    op.subject, task_message_payload(task->id, task->attempt)});
+  append_outbox(txn,
+                outbox_record{0, task_message{task->model, task->id, task->attempt, op.now_ms}});
   op_reply r = reply(op_reply::kind::done);
   r.outbox_appended = true;
   r.task = std::move(task);
@@ -579,24 +571,6 @@ result<op_reply> apply(write_txn& txn, const write_op& op, const store_policy& p
 
 std::string known_model_key(std::string_view model) {
   return std::string(known_model_prefix) + std::string(model);
-}
-
-std::string task_message_payload(const std::string& task_id, int attempt) {
-  return task_id + ":" + std::to_string(attempt);
-}
-
-std::string task_message_id(const std::string& task_id, int attempt) {
-  return "task:" + task_id + ":" + std::to_string(attempt);
-}
-
-std::optional<std::pair<std::string, int>> parse_task_message(std::string_view payload) {
-  auto colon = payload.rfind(':');
-  if (colon == std::string_view::npos || colon == 0) return std::nullopt;
-  int attempt = 0;
-  auto digits = payload.substr(colon + 1);
-  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), attempt);
-  if (ec != std::errc{} || p != digits.data() + digits.size() || attempt < 1) return std::nullopt;
-  return std::pair{std::string(payload.substr(0, colon)), attempt};
 }
 
 }  // namespace sy::storage

@@ -7,7 +7,6 @@
 /// anything that does not match the current lease is answered `stale` and changes nothing.
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,12 +22,12 @@
 
 namespace sy::storage {
 
-/// Create a job and its single task, and queue the task's first message — unless the tenant's
-/// idempotency key already names a job (same request: that job; different request: conflict).
+/// Create a job and its single task, and queue the task's first message (on `task.model`'s
+/// queue) — unless the tenant's idempotency key already names a job (same request: that job;
+/// different request: conflict).
 struct create_job_op {
   job_record job;
   task_record task;
-  outbox_record publish;  ///< the task's first message
 
   bool operator==(const create_job_op&) const = default;
 };
@@ -148,7 +147,6 @@ struct finish_attempt_op {
   std::string error_message;               ///< for rejected/retry: what failed and why
   int64_t backoff_ms = 0;                  ///< for retry
   int64_t now_ms = 0;
-  std::string subject;  ///< for retry: where the next attempt's message goes
   /// An external worker's outcome: refused with `lease_expired` once the lease has run out at
   /// `now_ms` (the reaper takes the task back; the late outcome is not recorded).
   bool live_lease_only = false;
@@ -163,7 +161,6 @@ struct republish_op {
   std::string task_id;
   int attempt = 0;
   int64_t now_ms = 0;
-  std::string subject;
 
   bool operator==(const republish_op&) const = default;
 };
@@ -251,26 +248,16 @@ using write_op =
 
 /// What the operations need to know about the deployment. Set once by the writer's owner.
 struct store_policy {
-  std::string subject_prefix = "sy";     ///< state changes go out on <prefix>.jobs.<id>.<state>
   int64_t inline_result_bytes = 65'536;  ///< events carry results up to this size inline
   int64_t retention_completed_ms = int64_t{24} * 3'600'000;
   int64_t retention_failed_ms = int64_t{7} * 24 * 3'600'000;  ///< failed, expired, cancelled
   bool retain_inputs = true;  ///< false: drop the request body when the job ends
   /// Which job events go to NATS through the outbox (every event is still stored for SSE).
   enum class nats_events { all, terminal, none } events = nats_events::all;
-  /// The JetStream subject of a model's task messages (a task list publishes its next tasks as
-  /// earlier ones finish, whatever their model). Empty: `<subject_prefix>.tasks.<model>`.
-  std::function<std::string(std::string_view model)> task_subject;
-  /// The subject of a model's dead letters (SY_DLQ). Empty: `<subject_prefix>.dlq.<model>`.
-  std::function<std::string(std::string_view model)> dlq_subject;
   /// Where task-list results larger than its `inline_bytes()` go. Null: every result stays in
   /// its task record.
   std::shared_ptr<result_segments> results;
 };
-
-/// The subject of the dead letters of ingests that failed for a system reason: `_` is escaped in
-/// every model's token (runtime::subject_token), so no model's dead letters land here.
-inline constexpr std::string_view dlq_ingest_token = "_ingest";
 
 /// NATS events carry results inline up to this size at most (NATS' default max payload is 1 MiB).
 inline constexpr int64_t max_nats_inline_result_bytes = int64_t{256} * 1024;
@@ -329,7 +316,7 @@ struct op_reply {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, create_job_op& x) {
-  return f(x.job, x.task, x.publish);
+  return f(x.job, x.task);
 }
 
 template <class Inspector>
@@ -371,12 +358,12 @@ typename Inspector::result_type inspect(Inspector& f, extend_lease_op& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, finish_attempt_op& x) {
   return f(x.task_id, x.attempt, x.token, x.end, optional_field{x.response}, x.error_code,
-           x.error_message, x.backoff_ms, x.now_ms, x.subject, x.live_lease_only);
+           x.error_message, x.backoff_ms, x.now_ms, x.live_lease_only);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, republish_op& x) {
-  return f(x.task_id, x.attempt, x.now_ms, x.subject);
+  return f(x.task_id, x.attempt, x.now_ms);
 }
 
 template <class Inspector>
@@ -464,11 +451,5 @@ std::optional<int64_t> list_task_index(std::string_view job_id, std::string_view
 
 /// The key of db::task_custom: job id '/' custom_id.
 std::string task_custom_key(std::string_view job_id, std::string_view custom_id);
-
-/// The task message payload and its deterministic Nats-Msg-Id.
-std::string task_message_payload(const std::string& task_id, int attempt);
-std::string task_message_id(const std::string& task_id, int attempt);
-/// Parses a task message payload; nullopt when it is not one of ours.
-std::optional<std::pair<std::string, int>> parse_task_message(std::string_view payload);
 
 }  // namespace sy::storage

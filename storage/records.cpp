@@ -216,14 +216,15 @@ idempotency_record idempotency_from_json(const json& j) {
 }
 
 namespace {
-constexpr char outbox_format_v2 = '\x01';
+constexpr char outbox_format_v2 = '\x01';  // a rendered message (the build before)
+constexpr char outbox_format_v3 = '\x02';  // typed: what happened
 
 /// The binary values of schema 3 (records.hpp): a format byte, then fields in a fixed order.
 constexpr char binary_format = '\x01';
 
 class bin_writer {
  public:
-  bin_writer() { out_.push_back(binary_format); }
+  explicit bin_writer(char format = binary_format) { out_.push_back(format); }
   bin_writer& u(uint64_t v) {
     while (v >= 0x80) {
       out_.push_back(static_cast<char>((v & 0x7F) | 0x80));
@@ -325,6 +326,59 @@ void read_error(bin_reader& r, std::optional<job_error>& e) {
   }
 }
 
+void write_result(bin_writer& w, const std::optional<gateway_result>& r) {
+  w.u(r ? 1 : 0);
+  if (r) w.i(r->status_code).s(r->body);
+}
+
+void read_result(bin_reader& in, std::optional<gateway_result>& r) {
+  uint64_t has = 0;
+  in.u(has);
+  if (has) {
+    r.emplace();
+    in.i(r->status_code).s(r->body);
+  }
+}
+
+void write_event(bin_writer& w, const event_record& r) {
+  w.s(r.job_id).u(r.seq).u(static_cast<uint64_t>(r.state));
+  w.u(r.previous ? static_cast<uint64_t>(*r.previous) + 1 : 0);  // 0: none
+  w.i(r.at_ms).i(r.attempt);
+  write_error(w, r.error);
+}
+
+bool read_event(bin_reader& in, event_record& r) {
+  in.s(r.job_id).u(r.seq).e(r.state, job_status_names.size());
+  uint64_t previous = 0;
+  in.u(previous);
+  if (previous > job_status_names.size()) return false;
+  if (previous > 0) r.previous = static_cast<job_status>(previous - 1);
+  in.i(r.at_ms).i(r.attempt);
+  read_error(in, r.error);
+  return !in.corrupt();
+}
+
+void write_job_event(bin_writer& w, const job_event& e) {
+  write_event(w, e.event);
+  const auto& c = e.counts;
+  w.u(e.task_list ? 1 : 0).i(c.total).i(c.queued).i(c.in_progress).i(c.completed);
+  w.i(c.failed).i(c.cancelled);
+  write_result(w, e.result);
+  w.u(e.result_elsewhere ? 1 : 0);
+}
+
+bool read_job_event(bin_reader& in, job_event& e) {
+  if (!read_event(in, e.event)) return false;
+  auto& c = e.counts;
+  uint64_t list = 0, elsewhere = 0;
+  in.u(list).i(c.total).i(c.queued).i(c.in_progress).i(c.completed).i(c.failed).i(c.cancelled);
+  read_result(in, e.result);
+  in.u(elsewhere);
+  e.task_list = list != 0;
+  e.result_elsewhere = elsewhere != 0;
+  return !in.corrupt();
+}
+
 }  // namespace
 
 std::string encode_job(const job_record& r) {
@@ -336,8 +390,7 @@ std::string encode_job(const job_record& r) {
   w.s(r.idempotency_key).s(r.request_hash).s(r.task_id);
   w.i(r.max_attempts).i(r.attempts).u(static_cast<uint64_t>(r.status));
   w.i(r.created_at_ms).i(r.started_at_ms).i(r.finished_at_ms).i(r.updated_at_ms);
-  w.u(r.result ? 1 : 0);
-  if (r.result) w.i(r.result->status_code).s(r.result->body);
+  write_result(w, r.result);
   write_error(w, r.error);
   w.s(r.webhook_url).i(r.deadline_ms).u(r.event_seq).u(r.input_dropped ? 1 : 0);
   // A single job's value ends here, as in schema 3, unless it has grants or a trace: they come
@@ -369,12 +422,7 @@ std::optional<job_record> decode_job(std::string_view value) {
   in.s(r.idempotency_key).s(r.request_hash).s(r.task_id);
   in.i(r.max_attempts).i(r.attempts).e(r.status, job_status_names.size());
   in.i(r.created_at_ms).i(r.started_at_ms).i(r.finished_at_ms).i(r.updated_at_ms);
-  uint64_t has_result = 0;
-  in.u(has_result);
-  if (has_result) {
-    r.result.emplace();
-    in.i(r.result->status_code).s(r.result->body);
-  }
+  read_result(in, r.result);
   read_error(in, r.error);
   uint64_t dropped = 0;
   in.s(r.webhook_url).i(r.deadline_ms).u(r.event_seq).u(dropped);
@@ -412,8 +460,7 @@ std::string encode_task(const task_record& r) {
       !r.error && r.finished_at_ms == 0 && r.started_at_ms == 0)
     return w.take();  // a single job's task ends here, as in schema 3
   w.s(r.custom_id).s(r.body).u(static_cast<uint64_t>(r.status));
-  w.u(r.result ? 1 : 0);
-  if (r.result) w.i(r.result->status_code).s(r.result->body);
+  write_result(w, r.result);
   write_error(w, r.error);
   w.i(r.started_at_ms).i(r.finished_at_ms);
   w.i(r.result_offset).i(r.result_length);
@@ -428,12 +475,7 @@ std::optional<task_record> decode_task(std::string_view value) {
   in.i(r.index).i(r.attempt).i(r.max_attempts).e(r.state, task_state_names.size());
   in.i(r.not_before_ms).i(r.queued_at_ms).s(r.last_error);
   in.s(r.custom_id).s(r.body).e(r.status, job_status_names.size());
-  uint64_t has_result = 0;
-  in.u(has_result);
-  if (has_result) {
-    r.result.emplace();
-    in.i(r.result->status_code).s(r.result->body);
-  }
+  read_result(in, r.result);
   read_error(in, r.error);
   in.i(r.started_at_ms).i(r.finished_at_ms);
   in.i(r.result_offset).i(r.result_length);
@@ -458,10 +500,7 @@ std::optional<lease_record> decode_lease(std::string_view value) {
 
 std::string encode_event(const event_record& r) {
   bin_writer w;
-  w.s(r.job_id).u(r.seq).u(static_cast<uint64_t>(r.state));
-  w.u(r.previous ? static_cast<uint64_t>(*r.previous) + 1 : 0);  // 0: none
-  w.i(r.at_ms).i(r.attempt);
-  write_error(w, r.error);
+  write_event(w, r);
   return w.take();
 }
 
@@ -469,48 +508,81 @@ std::optional<event_record> decode_event(std::string_view value) {
   if (!is_binary(value)) return detail::decode(value, &event_from_json);
   event_record r;
   bin_reader in(value);
-  in.s(r.job_id).u(r.seq).e(r.state, job_status_names.size());
-  uint64_t previous = 0;
-  in.u(previous);
-  if (previous > job_status_names.size()) return std::nullopt;
-  if (previous > 0) r.previous = static_cast<job_status>(previous - 1);
-  in.i(r.at_ms).i(r.attempt);
-  read_error(in, r.error);
-  if (in.corrupt()) return std::nullopt;
+  if (!read_event(in, r)) return std::nullopt;
   return r;
 }
 
 std::string encode_outbox(const outbox_record& r) {
-  std::string out;
-  out.reserve(3 + r.msg_id.size() + r.subject.size() + r.payload.size());
-  out.push_back(outbox_format_v2);
-  out.append(r.msg_id);
-  out.push_back('\0');
-  out.append(r.subject);
-  out.push_back('\0');
-  out.append(r.payload);
-  return out;
+  if (const auto* m = std::get_if<rendered_message>(&r.what)) {  // as the build before wrote it
+    std::string out(1, outbox_format_v2);
+    out.append(m->msg_id).append(1, '\0').append(m->subject).append(1, '\0');
+    return out.append(m->payload);
+  }
+  bin_writer w(outbox_format_v3);
+  w.u(r.what.index());
+  if (const auto* m = std::get_if<task_message>(&r.what)) {
+    w.s(m->queue).s(m->task_id).i(m->attempt).i(m->republished_at_ms);
+  } else if (const auto* e = std::get_if<job_event>(&r.what)) {
+    write_job_event(w, *e);
+  } else if (const auto* t = std::get_if<task_event>(&r.what)) {
+    w.s(t->job_id).s(t->task_id).s(t->custom_id).i(t->index).u(static_cast<uint64_t>(t->state));
+    w.i(t->attempt);
+    write_error(w, t->error);
+    write_result(w, t->result);
+    w.i(t->at_ms);
+  } else if (const auto* d = std::get_if<dead_letter>(&r.what)) {
+    w.s(d->job_id).i(d->run).s(d->task_id).s(d->custom_id).s(d->model).i(d->attempts);
+    w.s(d->error.code).s(d->error.message).i(d->at_ms);
+  }
+  return w.take();
 }
 
 std::optional<outbox_record> decode_outbox(std::string_view value) {
   outbox_record r;
+  if (!value.empty() && value.front() == outbox_format_v3) {
+    bin_reader in(value);
+    uint64_t kind = 0;
+    in.u(kind);
+    if (kind == 0) {
+      auto& m = r.what.emplace<task_message>();
+      in.s(m.queue).s(m.task_id).i(m.attempt).i(m.republished_at_ms);
+    } else if (kind == 1) {
+      if (!read_job_event(in, r.what.emplace<job_event>())) return std::nullopt;
+    } else if (kind == 2) {
+      auto& t = r.what.emplace<task_event>();
+      in.s(t.job_id).s(t.task_id).s(t.custom_id).i(t.index).e(t.state, job_status_names.size());
+      in.i(t.attempt);
+      read_error(in, t.error);
+      read_result(in, t.result);
+      in.i(t.at_ms);
+    } else if (kind == 3) {
+      auto& d = r.what.emplace<dead_letter>();
+      in.s(d.job_id).i(d.run).s(d.task_id).s(d.custom_id).s(d.model).i(d.attempts);
+      in.s(d.error.code).s(d.error.message).i(d.at_ms);
+    } else {
+      return std::nullopt;
+    }
+    if (in.corrupt()) return std::nullopt;
+    return r;
+  }
+  auto& m = r.what.emplace<rendered_message>();  // written by a build before the typed records
   if (!value.empty() && value.front() == outbox_format_v2) {
     value.remove_prefix(1);
     const auto id_end = value.find('\0');
     if (id_end == std::string_view::npos) return std::nullopt;
     const auto subject_end = value.find('\0', id_end + 1);
     if (subject_end == std::string_view::npos) return std::nullopt;
-    r.msg_id = value.substr(0, id_end);
-    r.subject = value.substr(id_end + 1, subject_end - id_end - 1);
-    r.payload = value.substr(subject_end + 1);
+    m.msg_id = value.substr(0, id_end);
+    m.subject = value.substr(id_end + 1, subject_end - id_end - 1);
+    m.payload = value.substr(subject_end + 1);
     return r;
   }
   json j = json::parse(value.begin(), value.end(), nullptr, false);  // written before v2
   if (j.is_discarded() || !j.is_object()) return std::nullopt;
   r.seq = get_int<uint64_t>(j, "sq");
-  r.msg_id = get_str(j, "id");
-  r.subject = get_str(j, "sb");
-  r.payload = get_str(j, "pl");
+  m.msg_id = get_str(j, "id");
+  m.subject = get_str(j, "sb");
+  m.payload = get_str(j, "pl");
   return r;
 }
 
@@ -539,20 +611,23 @@ event_record event_from_json(const json& j) {
   return r;
 }
 
-json to_json(const webhook_record& r) {
-  json j = json::object();
-  j["sq"] = r.seq;
-  put_str(j, "jb", r.job_id);
-  put_str(j, "ur", r.url);
-  put_str(j, "bd", r.body);
-  put_int(j, "an", r.attempts);
-  put_int(j, "nx", r.next_at_ms);
-  put_str(j, "le", r.last_error);
-  return j;
+std::string encode_webhook(const webhook_record& r) {
+  bin_writer w;
+  w.u(r.seq).s(r.job_id).s(r.url).s(r.body).i(r.attempts).i(r.next_at_ms).s(r.last_error);
+  write_job_event(w, r.event);
+  return w.take();
 }
 
-webhook_record webhook_from_json(const json& j) {
+std::optional<webhook_record> decode_webhook(std::string_view value) {
   webhook_record r;
+  if (is_binary(value)) {
+    bin_reader in(value);
+    in.u(r.seq).s(r.job_id).s(r.url).s(r.body).i(r.attempts).i(r.next_at_ms).s(r.last_error);
+    if (!read_job_event(in, r.event)) return std::nullopt;
+    return r;
+  }
+  json j = json::parse(value.begin(), value.end(), nullptr, false);  // a rendered body, before
+  if (j.is_discarded() || !j.is_object()) return std::nullopt;
   r.seq = get_int<uint64_t>(j, "sq");
   r.job_id = get_str(j, "jb");
   r.url = get_str(j, "ur");
@@ -561,6 +636,21 @@ webhook_record webhook_from_json(const json& j) {
   r.next_at_ms = get_int<int64_t>(j, "nx");
   r.last_error = get_str(j, "le");
   return r;
+}
+
+job_event job_event_of(const job_record& job, event_record ev, int64_t inline_result_bytes) {
+  job_event e;
+  e.task_list = job.task_list;
+  if (job.task_list) e.counts = job.counts;
+  if (is_terminal(ev.state) && job.result) {
+    if (static_cast<int64_t>(job.result->body.size()) <= inline_result_bytes) {
+      e.result = job.result;
+    } else {
+      e.result_elsewhere = true;
+    }
+  }
+  e.event = std::move(ev);
+  return e;
 }
 
 job_status shown_status(const job_record& job, const task_record& task) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include <nlohmann/json.hpp>
 
@@ -136,14 +137,31 @@ struct event_record {
   bool operator==(const event_record&) const = default;
 };
 
-/// A webhook delivery waiting to be made (db::webhooks, keyed by `seq`). The body is rendered
-/// once, at the transition, so every retry sends the same bytes.
+/// A job's state change as it is announced (NATS, webhooks, SSE): the event and what the job
+/// showed at that moment — taken in the transaction of the change, since a later one changes
+/// the job. Rendered by whoever sends it (actors/event_json.hpp).
+struct job_event {
+  event_record event;
+  bool task_list = false;
+  task_counts counts;                    ///< a task list's counts after the change
+  std::optional<gateway_result> result;  ///< terminal: the answer, when within the inline limit
+  bool result_elsewhere = false;         ///< terminal: an answer over the limit, read at the job
+
+  bool operator==(const job_event&) const = default;
+};
+
+/// `ev` of `job` as announced, its result carried when at most `inline_result_bytes` long.
+job_event job_event_of(const job_record& job, event_record ev, int64_t inline_result_bytes);
+
+/// A webhook delivery waiting to be made (db::webhooks, keyed by `seq`). The event is taken at
+/// the transition and rendered by the deliverer the same way at every retry.
 struct webhook_record {
   uint64_t seq = 0;
   std::string job_id;
   std::string url;
-  std::string body;
-  int attempts = 0;        ///< deliveries tried so far
+  job_event event;
+  std::string body;  ///< a previous build's rendered body, sent as it is; empty: render `event`
+  int attempts = 0;  ///< deliveries tried so far
   int64_t next_at_ms = 0;  ///< not before
   std::string last_error;
 };
@@ -195,12 +213,57 @@ struct idempotency_record {
   int64_t created_at_ms = 0;
 };
 
-/// "Publish this" — committed in the same transaction as the state change that caused it.
+/// The message of a task's current attempt on its queue: a dispatcher of `queue` runs it.
+struct task_message {
+  std::string queue;  ///< the task's model (or a runtime's queue)
+  std::string task_id;
+  int attempt = 0;
+  int64_t republished_at_ms = 0;  ///< the reconcile sweeper's copy (a new message id); 0: none
+
+  bool operator==(const task_message&) const = default;
+};
+
+/// A task of a list changed state (its job asked for task events).
+struct task_event {
+  std::string job_id;
+  std::string task_id;
+  std::string custom_id;  ///< empty: none
+  int64_t index = 0;
+  job_status state = job_status::queued;
+  int attempt = 0;
+  std::optional<job_error> error;
+  std::optional<gateway_result> result;  ///< only when within the inline limit
+  int64_t at_ms = 0;
+
+  bool operator==(const task_event&) const = default;
+};
+
+/// A task (or a staged list's ingest) that failed for good, for SY_DLQ.
+struct dead_letter {
+  std::string job_id;
+  int run = 1;
+  std::string task_id;  ///< empty: the list's ingest failed (no custom_id, model, attempts)
+  std::string custom_id;
+  std::string model;
+  int attempts = 0;
+  job_error error;
+  int64_t at_ms = 0;
+
+  bool operator==(const dead_letter&) const = default;
+};
+
+/// A message a previous build stored already rendered: published as it is.
+struct rendered_message {
+  std::string msg_id, subject, payload;
+
+  bool operator==(const rendered_message&) const = default;
+};
+
+/// "Publish this" — committed in the same transaction as the state change that caused it, as
+/// what happened; the outbox relay renders subject, Nats-Msg-Id and payload when it publishes.
 struct outbox_record {
-  uint64_t seq = 0;     ///< key in the outbox database (monotonic)
-  std::string msg_id;   ///< Nats-Msg-Id, deterministic (e.g. "<task_id>:<attempt>")
-  std::string subject;  ///< e.g. sy.tasks.<model>
-  std::string payload;
+  uint64_t seq = 0;  ///< key in the outbox database (monotonic)
+  std::variant<task_message, job_event, task_event, dead_letter, rendered_message> what;
 
   bool operator==(const outbox_record&) const = default;
 };
@@ -222,8 +285,8 @@ std::optional<lease_record> decode_lease(std::string_view value);
 std::string encode_event(const event_record& r);
 std::optional<event_record> decode_event(std::string_view value);
 
-/// The compact-JSON form of schema 1 and 2, still read (decode_*); idempotency keys and
-/// webhooks are still written this way.
+/// The compact-JSON form of schema 1 and 2, still read (decode_*); idempotency keys are still
+/// written this way.
 nlohmann::json to_json(const job_record& r);
 job_record job_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const task_record& r);
@@ -232,17 +295,19 @@ nlohmann::json to_json(const lease_record& r);
 lease_record lease_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const idempotency_record& r);
 idempotency_record idempotency_from_json(const nlohmann::json& j);
-/// The outbox value: `\x01` msg_id `\0` subject `\0` payload (the sequence is the key). Neither
-/// a Nats-Msg-Id nor a subject holds a NUL; the payload is taken verbatim, so no JSON escaping
-/// on the writer's thread and no JSON parse on the relay's (both were per message).
+/// The outbox value (the sequence is the key): `\x02`, the alternative's index, its fields as
+/// in the binary values above. A rendered_message is written as the encoding before it,
+/// `\x01` msg_id `\0` subject `\0` payload.
 std::string encode_outbox(const outbox_record& r);
-/// Reads both the current encoding and the compact JSON of stores written before it
-/// (`{"sq","id","sb","pl"}`); nullopt for a value that is neither.
+/// Reads the current encoding, and as a rendered_message the two before it (`\x01`..., and the
+/// compact JSON `{"sq","id","sb","pl"}`); nullopt for a value that is none of them.
 std::optional<outbox_record> decode_outbox(std::string_view value);
+/// The webhook value: binary (`\x01`, fields as above); the compact JSON of older stores is
+/// read with its rendered body.
+std::string encode_webhook(const webhook_record& r);
+std::optional<webhook_record> decode_webhook(std::string_view value);
 nlohmann::json to_json(const event_record& r);
 event_record event_from_json(const nlohmann::json& j);
-nlohmann::json to_json(const webhook_record& r);
-webhook_record webhook_from_json(const nlohmann::json& j);
 
 // --- inspect (storage/inspect.hpp): the records that travel in messages to the storage writer
 
@@ -278,12 +343,6 @@ typename Inspector::result_type inspect(Inspector& f, event_record& x) {
   return inspect_encoded(
       f, x, [](const event_record& r) { return encode_event(r); },
       [](std::string_view v) { return decode_event(v); });
-}
-
-/// Field by field: the stored outbox value leaves out `seq` (it is the key).
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, outbox_record& x) {
-  return f(x.seq, x.msg_id, x.subject, x.payload);
 }
 
 /// The status a client sees for a task of a list: its own, except that a task still waiting when

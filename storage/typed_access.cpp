@@ -160,17 +160,18 @@ std::vector<event_record> read_events(const txn_view& t, std::string_view job_id
 
 uint64_t append_webhook(write_txn& t, webhook_record r) {
   r.seq = next_seq(t, db::webhooks, webhook_next_key);
-  (void)t.put(db::webhooks, outbox_key(r.seq), encode(to_json(r)));
+  (void)t.put(db::webhooks, outbox_key(r.seq), encode_webhook(r));
   (void)t.put(db::meta, webhook_next_key, std::to_string(r.seq + 1));
   return r.seq;
 }
 
 status put_webhook(write_txn& t, const webhook_record& r) {
-  return t.put(db::webhooks, outbox_key(r.seq), encode(to_json(r)));
+  return t.put(db::webhooks, outbox_key(r.seq), encode_webhook(r));
 }
 
 std::optional<webhook_record> get_webhook(const txn_view& t, uint64_t seq) {
-  auto r = decode(t.get(db::webhooks, outbox_key(seq)), &webhook_from_json);
+  const auto v = t.get(db::webhooks, outbox_key(seq));
+  auto r = v ? decode_webhook(*v) : std::nullopt;
   if (r) r->seq = seq;
   return r;
 }
@@ -183,7 +184,7 @@ std::vector<webhook_record> read_due_webhooks(const txn_view& t, int64_t now_ms,
   if (earliest) earliest->reset();
   if (limit == 0 && !earliest) return out;
   t.scan(db::webhooks, {}, [&](std::string_view key, std::string_view value) {
-    if (auto r = decode(value, &webhook_from_json)) {
+    if (auto r = decode_webhook(value)) {
       if (earliest) *earliest = std::min(earliest->value_or(r->next_at_ms), r->next_at_ms);
       r->seq = seq_of_key(key);
       if (r->next_at_ms <= now_ms && out.size() < limit) out.push_back(std::move(*r));

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
+#include "actors/event_json.hpp"
 #include "api/detail/request_handler.hpp"
 #include "api/detail/responses.hpp"
 #include "api/detail/sse.hpp"
-#include "storage/events.hpp"
 
 namespace sy::api::detail {
 namespace {
@@ -63,8 +63,9 @@ boost::asio::awaitable<void> request_handler::stream_events(stream_writer& out, 
     bool terminal = false;
     for (const auto& ev : batch->events) {
       if (ev.seq <= after_seq) continue;
-      chunk += sse_event(ev.seq, storage::to_string(ev.state),
-                         storage::event_payload(batch->job, ev, inline_result_bytes_));
+      chunk += sse_event(
+          ev.seq, storage::to_string(ev.state),
+          actors::event_json(storage::job_event_of(batch->job, ev, inline_result_bytes_)));
       after_seq = ev.seq;
       // A task list that was rerun has a terminal event per run: only the last one ends it.
       if (storage::is_terminal(ev.state) && ev.seq >= batch->job.event_seq) {

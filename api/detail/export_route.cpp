@@ -4,10 +4,10 @@
 // and writes each page before reading the next, so memory stays one page whatever the list's
 // size, and a slow client holds one chunk.
 
+#include "actors/event_json.hpp"
 #include "api/detail/gzip.hpp"
 #include "api/detail/request_handler.hpp"
 #include "api/detail/responses.hpp"
-#include "storage/events.hpp"
 #include "storage/ops.hpp"
 
 namespace sy::api::detail {
@@ -20,7 +20,7 @@ constexpr int export_page = 500;
 
 void export_line(std::string& out, const storage::job_record& job,
                  const storage::task_record& task) {
-  storage::json_text line;
+  runtime::json_text line;
   line.begin_object().field("task_id", task.id).key("custom_id");
   if (task.custom_id.empty()) {
     line.null();
@@ -30,11 +30,11 @@ void export_line(std::string& out, const storage::job_record& job,
   const auto status = storage::shown_status(job, task);
   line.field("status", storage::to_string(status)).key("response");
   if (task.result) {
-    storage::write_result(line, *task.result);
+    actors::write_result(line, *task.result);
   } else {
     line.null();
   }
-  storage::write_error(line.key("error"), status != task.status ? job.error : task.error);
+  actors::write_error(line.key("error"), status != task.status ? job.error : task.error);
   out += line.end_object().take();
   out += '\n';
 }

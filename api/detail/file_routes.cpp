@@ -19,7 +19,7 @@
 #include "config/client_text.hpp"
 #include "config/endpoints.hpp"
 #include "config/validate.hpp"
-#include "storage/json_text.hpp"
+#include "runtime/json_text.hpp"
 
 namespace sy::api::detail {
 namespace {

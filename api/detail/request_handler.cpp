@@ -14,7 +14,7 @@
 #include "api/errors.hpp"
 #include "api/job_json.hpp"
 #include "runtime/metrics.hpp"
-#include "storage/json_text.hpp"
+#include "runtime/json_text.hpp"
 
 namespace sy::api::detail {
 namespace {
@@ -235,7 +235,7 @@ response request_handler::list_jobs(const request& req) {
   if (!params) return error_for(params.error(), req);
   auto page = service_.list(*tenant, params->status, params->limit, params->after);
   if (!page) return error_for(page.error(), req);
-  storage::json_text out;
+  runtime::json_text out;
   out.begin_object().field("object", "list").key("data").begin_array();
   for (const auto& job : page->jobs) out.raw(job_json(job));
   out.end_array();
@@ -255,7 +255,7 @@ response request_handler::list_tasks(const request& req, const std::string& id) 
   if (!params) return error_for(params.error(), req);
   auto page = service_.list_tasks(*tenant, id, params->status, params->limit, params->after);
   if (!page) return error_for(page.error(), req);
-  storage::json_text out;
+  runtime::json_text out;
   out.begin_object().field("object", "list").key("data").begin_array();
   for (const auto& task : page->tasks) out.raw(task_json(page->job, task));
   out.end_array();
@@ -285,7 +285,7 @@ boost::asio::awaitable<response> request_handler::delete_job(const request& req,
   if (!tenant) co_return error_for(tenant.error(), req);
   auto job = co_await service_.remove(std::move(*tenant), std::move(id));
   if (!job) co_return error_for(job.error(), req);
-  storage::json_text out;
+  runtime::json_text out;
   out.begin_object()
       .field("id", job->id)
       .field("object", "job.deleted")

@@ -12,7 +12,7 @@
 
 #include "config/client_text.hpp"
 #include "config/limits.hpp"
-#include "storage/json_text.hpp"
+#include "runtime/json_text.hpp"
 
 namespace sy::api::detail {
 namespace {
@@ -79,7 +79,7 @@ status upload::on_part(const multipart_part& p) {
     if (have_file_)
       return make_error(errc::invalid_file, "The upload has more than one 'file' part.", "file");
     // The filename is shown, listed and logged: valid UTF-8 without control characters.
-    if (!storage::utf8_length(*p.filename) || has_control_character(*p.filename))
+    if (!runtime::utf8_length(*p.filename) || has_control_character(*p.filename))
       return make_error(errc::invalid_file,
                         "The file's name must be UTF-8 text without control characters.", "file");
     have_file_ = true;

@@ -53,6 +53,6 @@ result<bool> claim_idempotency(op_ctx& c, const job_record& job);
 result<op_reply> answer_done(op_ctx& c, job_record job, std::optional<task_record> task);
 
 /// Queues `task`'s current attempt: the `queued` index and its message through the outbox.
-status publish_task(op_ctx& c, task_record& task, int64_t now_ms, const std::string& subject);
+status publish_task(op_ctx& c, task_record& task, int64_t now_ms);
 
 }  // namespace sy::storage::detail

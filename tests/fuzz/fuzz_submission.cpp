@@ -1,5 +1,5 @@
 /// fuzz_submission: a `POST /v1/jobs` body (the same document a NATS submission carries) as the
-/// API reads it: storage::parse_strict_json (admission's parser), then actors::parse_submission,
+/// API reads it: runtime::parse_strict_json (admission's parser), then actors::parse_submission,
 /// then actors::request_hash; every error is rendered with api::error_body as a client would get
 /// it.
 ///
@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "actors/submission.hpp"
-#include "storage/strict_json.hpp"
+#include "runtime/strict_json.hpp"
 #include "tests/fuzz/fuzz_support.hpp"
 
 namespace {
@@ -61,7 +61,7 @@ void check_hash(const sy::actors::submission& s) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto doc = sy::storage::parse_strict_json(sy::fuzz::as_text(data, size));
+  auto doc = sy::runtime::parse_strict_json(sy::fuzz::as_text(data, size));
   if (!doc) {
     sy::fuzz::check_client_error(doc.error());
     return 0;

@@ -40,7 +40,7 @@ TEST(batch, a_clean_batch_across_three_models_completes_with_one_output_line_eac
   int64_t prompt = 0;
   for (const auto& l : out)
     prompt += l["response"]["body"]["usage"]["prompt_tokens"].get<int64_t>();
-  EXPECT_EQ(done.usage["input_tokens"], prompt);
+  EXPECT_EQ(done.usage.input, prompt);
   // Each request reached the gateway exactly once.
   auto by_key = env.gateway().requests_by_key();
   EXPECT_EQ(by_key.size(), 60u);

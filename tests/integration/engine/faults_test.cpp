@@ -92,8 +92,6 @@ TEST(faults, a_task_whose_message_was_lost_is_requeued_by_the_reconcile_sweeper)
   op.task.job_id = op.job.id;
   op.task.tenant = "default";
   op.task.model = "test-model";
-  op.publish = {0, storage::task_message_id("lost-task", 1), "sy.tasks.lost",
-                storage::task_message_payload("lost-task", 1)};
   {
     auto txn = store.begin_write();
     ASSERT_TRUE(txn.ok());

@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 
+#include "actors/event_json.hpp"
+#include "actors/outbox_relay.hpp"
 #include "storage/lmdb_env.hpp"
 #include "storage/ops.hpp"
 #include "tests/integration/engine/engine_env.hpp"
@@ -24,7 +26,8 @@ using namespace std::chrono_literals;
 std::set<std::string> outbox_ids(engine_env& env) {
   auto txn = env.store().begin_read();
   std::set<std::string> out;
-  for (const auto& r : storage::read_outbox(txn, 0, 1'000)) out.insert(r.msg_id);
+  for (const auto& r : storage::read_outbox(txn, 0, 1'000))
+    out.insert(actors::outbox_message(r, {}).msg_id);
   return out;
 }
 
@@ -49,7 +52,7 @@ TEST(outbox_relay, a_record_stays_until_jetstream_acks_it_and_is_deleted_after) 
     ASSERT_TRUE(job.has_value());
     task_id = job->task_id;
   }
-  const std::string task_msg = storage::task_message_id(task_id, 1);
+  const std::string task_msg = actors::task_message_id(task_id, 1);
   const std::string event_msg = "event:" + id + ":1";
 
   // The relay has tried to publish the job's records and failed; they must still be there.

@@ -42,8 +42,6 @@ storage::create_job_op make_job(const std::string& id, const std::string& model)
   op.task.job_id = id;
   op.task.model = model;
   op.task.max_attempts = 3;
-  op.publish = {0, storage::task_message_id(op.task.id, 1), "sy.tasks.m",
-                storage::task_message_payload(op.task.id, 1)};
   return op;
 }
 

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "actors/event_json.hpp"
 #include "actors/lease_reaper.hpp"
 #include "actors/outbox_relay.hpp"
 #include "tests/integration/flows/flow_env.hpp"
@@ -67,7 +68,7 @@ TEST_F(reaper_flow, expires_a_lease_without_heartbeats_once_the_clock_passed_it)
   EXPECT_EQ(t->attempt, 2) << "an expired lease counts as a failed attempt";
   EXPECT_NE(t->last_error.find("without a heartbeat"), std::string::npos) << t->last_error;
   EXPECT_EQ(env.job(job.id)->status, job_status::queued);
-  EXPECT_TRUE(holds(env.outbox_ids(), storage::task_message_id(job.task_id, 2)))
+  EXPECT_TRUE(holds(env.outbox_ids(), actors::task_message_id(job.task_id, 2)))
       << "the next attempt's message is queued with the expiry";
 }
 
@@ -94,7 +95,7 @@ TEST(relay_flow, keeps_a_record_while_publishing_fails_and_deletes_it_only_after
   env.nats().kill9();
   ASSERT_TRUE(wait_for([&] { return !env.js().connected(); }, 10s));
   auto job = env.create_job("job_relay");
-  const std::string task_msg = storage::task_message_id(job.task_id, 1);
+  const std::string task_msg = actors::task_message_id(job.task_id, 1);
   ASSERT_TRUE(holds(env.outbox_ids(), task_msg));
 
   actors::outbox_relay_options opts;
@@ -128,7 +129,7 @@ TEST(relay_flow, keeps_a_record_while_publishing_fails_and_deletes_it_only_after
   EXPECT_TRUE(holds(env.outbox_ids(), task_msg)) << "the delete is a commit of its own";
   auto d = env.fetch(5'000);
   ASSERT_TRUE(d) << "acked, so JetStream has it";
-  EXPECT_EQ(d->data, storage::task_message_payload(job.task_id, 1));
+  EXPECT_EQ(d->data, actors::task_message_payload(job.task_id, 1));
   env.settle();  // the writer commits the delete
   EXPECT_FALSE(holds(env.outbox_ids(), task_msg)) << "an acked record stays in the outbox";
   EXPECT_EQ(env.clock().armed(), others_armed) << "nothing left to retry";

@@ -6,9 +6,11 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/event_json.hpp"
 #include "actors/global_budget.hpp"
 #include "actors/job_actor.hpp"
 #include "actors/job_registry.hpp"
+#include "actors/outbox_relay.hpp"
 #include "actors/storage_writer.hpp"
 
 namespace sy::test {
@@ -201,17 +203,14 @@ storage::job_record flow_env::create_job(const std::string& id, nlohmann::json f
   task.model = for_model;
   task.max_attempts = max_attempts;
   task.queued_at_ms = now;
-  storage::outbox_record first{0, storage::task_message_id(task.id, 1),
-                               js_->task_subject(for_model),
-                               storage::task_message_payload(task.id, 1)};
-  auto r = write(storage::create_job_op{job, task, first});
+  auto r = write(storage::create_job_op{job, task});
   if (!r.reply || !r.reply->job) throw std::runtime_error("create_job failed: " + r.err.message);
   return *r.reply->job;
 }
 
 void flow_env::publish(const storage::job_record& job) {
-  runtime::pub_msg m{js_->task_subject(job.model), storage::task_message_id(job.task_id, 1),
-                     storage::task_message_payload(job.task_id, 1)};
+  runtime::pub_msg m{js_->task_subject(job.model), actors::task_message_id(job.task_id, 1),
+                     actors::task_message_payload(job.task_id, 1)};
   auto acked = js_->publish_batch({m}, 5'000);
   if (acked.empty() || !acked[0]) throw std::runtime_error("publishing the task failed");
 }
@@ -256,7 +255,8 @@ std::optional<storage::lease_record> flow_env::lease(const std::string& task_id)
 
 std::vector<std::string> flow_env::outbox_ids() {
   std::vector<std::string> out;
-  for (auto& r : storage::read_outbox(env_->begin_read(), 0, 1'000)) out.push_back(r.msg_id);
+  for (auto& r : storage::read_outbox(env_->begin_read(), 0, 1'000))
+    out.push_back(actors::outbox_message(r, js_->layout()).msg_id);
   return out;
 }
 
@@ -273,7 +273,7 @@ actors::model_dispatcher_actor flow_env::recording_dispatcher(dispatcher_log* lo
 
 actors::job_actor flow_env::spawn_job(const runtime::delivery& d,
                                       actors::model_dispatcher_actor disp) {
-  auto parsed = storage::parse_task_message(d.data);
+  auto parsed = actors::parse_task_message(d.data);
   if (!parsed) throw std::runtime_error("not a task message");
   return actors::spawn_job_actor(*ctx_, model, d, parsed->first, parsed->second, std::move(disp));
 }

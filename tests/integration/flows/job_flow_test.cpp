@@ -9,6 +9,7 @@
 
 #include <caf/send.hpp>
 
+#include "actors/event_json.hpp"
 #include "actors/job_actor.hpp"
 #include "tests/integration/flows/flow_env.hpp"
 
@@ -78,7 +79,7 @@ TEST_F(job_flow, a_retryable_failure_queues_the_next_attempt_through_the_outbox_
   EXPECT_EQ(t->attempt, 2);
   EXPECT_EQ(env.job(job.id)->status, job_status::queued);
   const auto ids = env.outbox_ids();
-  EXPECT_NE(std::find(ids.begin(), ids.end(), storage::task_message_id(job.task_id, 2)), ids.end())
+  EXPECT_NE(std::find(ids.begin(), ids.end(), actors::task_message_id(job.task_id, 2)), ids.end())
       << "the next attempt's message is committed with the retry";
   EXPECT_TRUE(acked()) << "the first attempt's message is done with";
 }
@@ -89,8 +90,8 @@ TEST_F(job_flow, a_delivery_before_its_backoff_is_naked_and_one_for_a_finished_t
   ASSERT_TRUE(acked());
   seen.clear();
   const runtime::pub_msg second{env.js().task_subject(flow_env::model),
-                                storage::task_message_id(job.task_id, 2),
-                                storage::task_message_payload(job.task_id, 2)};
+                                actors::task_message_id(job.task_id, 2),
+                                actors::task_message_payload(job.task_id, 2)};
   ASSERT_TRUE(env.js().publish_batch({second}, 5'000).at(0));
   auto early = env.fetch(5'000);
   ASSERT_TRUE(early);

@@ -144,16 +144,14 @@ st::batch_record batch() {
   b.completed = 52;
   b.failed = 53;
   b.errors = {batch_error("e1"), batch_error("e2")};
-  b.usage = {{"input_tokens", 9}};
+  b.usage = st::token_usage{9, 8, 17, 1, 2};
   b.metadata = {{"team", "x"}};
   b.output_expires_after = 54;
   b.stop_code = "batch_failed";
   return b;
 }
 
-st::create_job_op create_job() {
-  return {job(), task(), st::outbox_record{61, "job_01-0:1", "sy.tasks.m1", "payload"}};
-}
+st::create_job_op create_job() { return {job(), task()}; }
 
 st::finish_attempt_op finish_attempt() {
   st::finish_attempt_op op;
@@ -166,7 +164,6 @@ st::finish_attempt_op finish_attempt() {
   op.error_message = "429";
   op.backoff_ms = 71;
   op.now_ms = 72;
-  op.subject = "sy.tasks.m1";
   return op;
 }
 
@@ -193,7 +190,7 @@ std::vector<st::write_op> every_op() {
       st::start_attempt_op{"job_01-0", 2, "tok", "node-a", 81, 82},
       st::extend_lease_op{"job_01-0", 2, "tok", 83},
       finish_attempt(),
-      st::republish_op{"job_01-0", 2, 84, "sy.tasks.m1"},
+      st::republish_op{"job_01-0", 2, 84},
       st::outbox_ack_op{{1, 2, 3}},
       st::cancel_job_op{"acme", "job_01", 85},
       st::expire_job_op{"job_01", 86, 87},

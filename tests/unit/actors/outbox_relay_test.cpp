@@ -11,7 +11,8 @@ namespace SY_UNITY_ID {
 
 std::vector<storage::outbox_record> records(std::vector<uint64_t> seqs) {
   std::vector<storage::outbox_record> out;
-  for (auto s : seqs) out.push_back({s, "id-" + std::to_string(s), "sy.tasks.m", "payload"});
+  for (auto s : seqs)
+    out.push_back({s, storage::rendered_message{"id-" + std::to_string(s), "sy.tasks.m", "p"}});
   return out;
 }
 

@@ -34,7 +34,7 @@ TEST(batch_json, errors_usage_and_files_render) {
   b.id = "batch_1";
   b.status = storage::batch_status::failed;
   b.errors = {{"invalid_url", "Line 2: bad", "url", 2}, {"empty_file", "empty", "", 0}};
-  b.usage = {{"input_tokens", 5}, {"output_tokens", 7}, {"total_tokens", 12}};
+  b.usage = storage::token_usage{5, 7, 12, 1, 2};
   b.metadata = {{"k", "v"}};
   b.output_file_id = "file-o";
   auto j = batch_to_json(b);
@@ -43,7 +43,9 @@ TEST(batch_json, errors_usage_and_files_render) {
   EXPECT_EQ(j["errors"]["data"][0]["param"], "url");
   EXPECT_TRUE(j["errors"]["data"][1]["line"].is_null());
   EXPECT_TRUE(j["errors"]["data"][1]["param"].is_null());
-  EXPECT_EQ(j["usage"]["total_tokens"], 12);
+  EXPECT_EQ(j["usage"], nlohmann::json::parse(R"({"input_tokens":5,"input_tokens_details":
+      {"cached_tokens":1},"output_tokens":7,"output_tokens_details":{"reasoning_tokens":2},
+      "total_tokens":12})"));
   EXPECT_EQ(j["metadata"]["k"], "v");
   EXPECT_EQ(j["output_file_id"], "file-o");
   storage::file_record f{"file-1", "t", "in.jsonl", "batch", 10, 100, 0};

@@ -14,7 +14,7 @@
 #include "api/detail/sync.hpp"
 #include "api/errors.hpp"
 #include "config/limits.hpp"
-#include "storage/strict_json.hpp"
+#include "runtime/strict_json.hpp"
 
 namespace sy::api::detail {
 namespace SY_UNITY_ID {
@@ -34,13 +34,13 @@ std::string nested_submission(int depth) {
 
 TEST(json_depth, the_limit_is_accepted_one_more_is_refused) {
   // The body's "x" value sits at depth 3 when it is an array: depth 2 + the arrays.
-  auto at = storage::parse_strict_json(nested_submission(limits::json_max_depth));
+  auto at = runtime::parse_strict_json(nested_submission(limits::json_max_depth));
   ASSERT_TRUE(at.ok()) << at.error().message;
   auto sub = actors::parse_submission(std::move(*at), "t", "");
   ASSERT_TRUE(sub.ok()) << sub.error().message;
   EXPECT_EQ(actors::request_hash(*sub).size(), 64u);
 
-  auto over = storage::parse_strict_json(nested_submission(limits::json_max_depth + 1));
+  auto over = runtime::parse_strict_json(nested_submission(limits::json_max_depth + 1));
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.error().code, "json_too_deep");
   EXPECT_NE(over.error().message.find(std::to_string(limits::json_max_depth)), std::string::npos);
@@ -52,7 +52,7 @@ TEST(json_depth, far_beyond_the_limit_is_refused_without_recursion) {
   for (const std::string& text :
        {std::string(200'000, '['), std::string(100'000, '[') + std::string(100'000, ']'),
         "{\"a\":" + std::string(200'000, '{')}) {
-    auto r = storage::parse_strict_json(text);
+    auto r = runtime::parse_strict_json(text);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, "json_too_deep");
   }
@@ -60,13 +60,13 @@ TEST(json_depth, far_beyond_the_limit_is_refused_without_recursion) {
 
 TEST(json_depth, brackets_inside_strings_do_not_count) {
   const std::string brackets(10'000, '[');
-  auto r = storage::parse_strict_json(R"({"a":")" + brackets + R"(","b":"\"[[[\\"})");
+  auto r = runtime::parse_strict_json(R"({"a":")" + brackets + R"(","b":"\"[[[\\"})");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ((*r)["a"], brackets);
 }
 
 TEST(json_depth, malformed_text_is_still_invalid_json) {
-  auto r = storage::parse_strict_json("{\"a\": [1, 2}");
+  auto r = runtime::parse_strict_json("{\"a\": [1, 2}");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, "invalid_json");
 }

@@ -57,8 +57,7 @@ class batch_ops_test : public ::testing::Test {
   }
 
   batch_line out(uint64_t offset, const std::string& text = "{}") {
-    return batch_line{offset, true, text,
-                      usage_from_json({{"prompt_tokens", 3}, {"completion_tokens", 2}})};
+    return batch_line{offset, true, text, token_usage{3, 2, 5, 0, 0}};
   }
   batch_line err(uint64_t offset) { return batch_line{offset, false, "{\"e\":1}", {}}; }
 
@@ -91,9 +90,7 @@ TEST_F(batch_ops_test, the_first_result_of_a_line_wins_and_counts_move_once) {
   auto b = stored("batch_1");
   EXPECT_EQ(b.completed, 2);
   EXPECT_EQ(b.failed, 1);
-  EXPECT_EQ(b.usage["input_tokens"], 6);
-  EXPECT_EQ(b.usage["output_tokens"], 4);
-  EXPECT_EQ(b.usage["total_tokens"], 10);
+  EXPECT_EQ(b.usage, (token_usage{6, 4, 10, 0, 0}));
   std::vector<std::pair<uint64_t, std::string>> lines;
   auto txn = env_->begin_read();
   scan_batch_lines(txn, "batch_1", [&](uint64_t off, bool ok, std::string_view text) {
@@ -245,28 +242,18 @@ TEST_F(batch_ops_test, deleting_a_file_checks_the_tenant_and_expiry_lists_due_fi
   EXPECT_TRUE(expired_files(txn, 1000, 10).empty());
 }
 
-TEST(token_usage, reads_each_response_shape_and_sums_them_in_openai_batch_form) {
-  const auto chat = usage_from_json({{"prompt_tokens", 3},
-                                     {"completion_tokens", 2},
-                                     {"prompt_tokens_details", {{"cached_tokens", 1}}},
-                                     {"completion_tokens_details", {{"reasoning_tokens", 4}}}});
-  EXPECT_EQ(chat.input, 3);
-  EXPECT_EQ(chat.output, 2);
-  EXPECT_EQ(chat.total, 5);  // no total_tokens: input + output
-  const auto embedding = usage_from_json({{"prompt_tokens", 7}, {"total_tokens", 7}});
-  const auto responses =
-      usage_from_json({{"input_tokens", 2}, {"output_tokens", 3}, {"total_tokens", 6}});
-  const auto unknown = usage_from_json("not an object");
-  EXPECT_EQ(unknown.total, 0);
-  nlohmann::json total;
-  add_usage(total, chat);
-  add_usage(total, embedding);
-  add_usage(total, responses);
-  EXPECT_EQ(total["input_tokens"], 12);
-  EXPECT_EQ(total["output_tokens"], 5);
-  EXPECT_EQ(total["total_tokens"], 18);
-  EXPECT_EQ(total["input_tokens_details"]["cached_tokens"], 1);
-  EXPECT_EQ(total["output_tokens_details"]["reasoning_tokens"], 4);
+// A batch's usage is stored as five numbers; a store before kept OpenAI's usage object.
+TEST(token_usage, a_batch_keeps_its_usage_and_reads_the_object_older_stores_wrote) {
+  batch_record b;
+  b.usage = token_usage{12, 5, 18, 1, 4};
+  EXPECT_EQ(batch_from_json(to_json(b)).usage, b.usage);
+  const auto old = batch_from_json({{"us",
+                                     {{"input_tokens", 12},
+                                      {"output_tokens", 5},
+                                      {"total_tokens", 18},
+                                      {"input_tokens_details", {{"cached_tokens", 1}}},
+                                      {"output_tokens_details", {{"reasoning_tokens", 4}}}}}});
+  EXPECT_EQ(old.usage, b.usage);
 }
 
 }  // namespace SY_UNITY_ID

@@ -58,7 +58,6 @@ class list_ops_test : public store_fixture {
     f.end = end;
     f.now_ms = now;
     f.backoff_ms = 100;
-    f.subject = "sy.tasks.m";
     f.error_code = end == attempt_end::rejected ? "gateway_rejected" : "gateway_error";
     f.error_message = "boom";
     f.response = gateway_result{end == attempt_end::succeeded ? 200 : 503, "{}"};
@@ -75,8 +74,8 @@ class list_ops_test : public store_fixture {
     auto txn = env_->begin_read();
     std::vector<std::string> out;
     for (const auto& r : read_outbox(txn, 0, 100'000))
-      if (auto m = parse_task_message(r.payload); m && r.subject == "sy.tasks.m")
-        out.push_back(m->first + ":" + std::to_string(m->second));
+      if (auto* m = std::get_if<task_message>(&r.what); m && m->queue == "m")
+        out.push_back(m->task_id + ":" + std::to_string(m->attempt));
     return out;
   }
 

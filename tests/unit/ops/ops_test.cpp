@@ -25,8 +25,6 @@ class ops_test : public store_fixture {
     op.task.job_id = id;
     op.task.model = "m";
     op.task.max_attempts = max_attempts;
-    op.publish = {0, task_message_id(op.task.id, 1), "sy.tasks.m",
-                  task_message_payload(op.task.id, 1)};
     return op;
   }
 
@@ -44,7 +42,6 @@ class ops_test : public store_fixture {
     f.end = end;
     f.now_ms = now;
     f.backoff_ms = 500;
-    f.subject = "sy.tasks.m";
     f.error_code = "gateway_error";
     f.error_message = "boom";
     if (end == attempt_end::succeeded) f.response = gateway_result{200, "{}"};
@@ -56,7 +53,8 @@ class ops_test : public store_fixture {
   size_t outbox_size() {
     auto txn = env_->begin_read();
     size_t n = 0;
-    for (const auto& r : read_outbox(txn, 0, 1000)) n += r.subject.starts_with("sy.tasks.") ? 1 : 0;
+    for (const auto& r : read_outbox(txn, 0, 1000))
+      n += std::holds_alternative<task_message>(r.what);
     return n;
   }
 
@@ -65,11 +63,11 @@ class ops_test : public store_fixture {
     return read_events(txn, id, 0);
   }
 
-  std::vector<outbox_record> event_messages() {
+  std::vector<job_event> event_messages() {
     auto txn = env_->begin_read();
-    std::vector<outbox_record> out;
+    std::vector<job_event> out;
     for (auto& r : read_outbox(txn, 0, 1000))
-      if (r.subject.starts_with("sy.jobs.")) out.push_back(std::move(r));
+      if (auto* e = std::get_if<job_event>(&r.what)) out.push_back(std::move(*e));
     return out;
   }
 
@@ -185,17 +183,6 @@ TEST_F(ops_test, extend_is_fenced) {
   EXPECT_EQ(get_lease(txn, "task-j1")->expires_at_ms, 99'000);
 }
 
-TEST(task_message, round_trips_and_rejects_garbage) {
-  auto p = parse_task_message(task_message_payload("abc", 7));
-  ASSERT_TRUE(p.has_value());
-  EXPECT_EQ(p->first, "abc");
-  EXPECT_EQ(p->second, 7);
-  EXPECT_FALSE(parse_task_message("abc").has_value());
-  EXPECT_FALSE(parse_task_message("abc:x").has_value());
-  EXPECT_FALSE(parse_task_message("abc:0").has_value());
-  EXPECT_NE(task_message_id("a", 1), task_message_id("a", 2));
-}
-
 // --- issue 3: events, cancel, deadlines, webhooks, listing index, retention
 
 TEST_F(ops_test, every_state_change_is_an_event_and_a_nats_message) {
@@ -219,11 +206,9 @@ TEST_F(ops_test, every_state_change_is_an_event_and_a_nats_message) {
   EXPECT_EQ(job("j1")->event_seq, 5u);
   auto msgs = event_messages();
   ASSERT_EQ(msgs.size(), 5u);
-  EXPECT_EQ(msgs.back().subject, "sy.jobs.j1.completed");
-  EXPECT_EQ(msgs.back().msg_id, "event:j1:5");
-  auto payload = nlohmann::json::parse(msgs.back().payload);
-  EXPECT_EQ(payload["previous_state"], "in_progress");
-  EXPECT_EQ(payload["result"]["status_code"], 200);
+  EXPECT_EQ(msgs.back().event, ev.back());
+  ASSERT_TRUE(msgs.back().result.has_value());
+  EXPECT_EQ(msgs.back().result->status_code, 200);
   // Reading events after a sequence number gives only the later ones.
   auto txn = env_->begin_read();
   EXPECT_EQ(read_events(txn, "j1", 3).size(), 2u);
@@ -240,8 +225,8 @@ TEST_F(ops_test, nats_events_terminal_publishes_only_the_last_state_and_none_not
   EXPECT_EQ(events("j1").size(), 5u);  // every change is still stored (SSE, webhooks)
   auto msgs = event_messages();
   ASSERT_EQ(msgs.size(), 1u);
-  EXPECT_EQ(msgs[0].subject, "sy.jobs.j1.completed");
-  EXPECT_EQ(msgs[0].msg_id, "event:j1:5");
+  EXPECT_EQ(msgs[0].event.state, job_status::completed);
+  EXPECT_EQ(msgs[0].event.seq, 5u);
 
   policy_.events = store_policy::nats_events::none;
   const size_t tasks_before = outbox_size();
@@ -264,10 +249,10 @@ TEST_F(ops_test, webhooks_are_queued_for_transitions_only_when_the_job_has_one) 
   auto hooks = webhooks();
   ASSERT_EQ(hooks.size(), 2u);
   EXPECT_EQ(hooks[1].url, "http://hooks.example/x");
-  auto body = nlohmann::json::parse(hooks[1].body);
-  EXPECT_EQ(body["job_id"], "j1");
-  EXPECT_EQ(body["state"], "completed");
-  EXPECT_EQ(body["sequence"], 3);
+  EXPECT_TRUE(hooks[1].body.empty());  // rendered by the deliverer
+  EXPECT_EQ(hooks[1].event.event.job_id, "j1");
+  EXPECT_EQ(hooks[1].event.event.state, job_status::completed);
+  EXPECT_EQ(hooks[1].event.event.seq, 3u);
   run(make_job("j2"));
   run(start(task_of("j2"), 1, "tok"));
   EXPECT_EQ(webhooks().size(), 2u);  // j2 has no webhook
@@ -282,9 +267,9 @@ TEST_F(ops_test, large_results_are_linked_not_inlined) {
   auto f = finish(task_of("j1"), 1, "tok", attempt_end::succeeded);
   f.response = gateway_result{200, R"({"text":"much longer than ten bytes"})"};
   run(f);
-  auto body = nlohmann::json::parse(webhooks().back().body);
-  EXPECT_TRUE(body["result"].is_null());
-  EXPECT_EQ(body["result_url"], "/v1/jobs/j1");
+  const auto e = webhooks().back().event;
+  EXPECT_FALSE(e.result.has_value());
+  EXPECT_TRUE(e.result_elsewhere);
 }
 
 TEST_F(ops_test, webhook_results_retry_deliver_and_drop) {

@@ -280,16 +280,68 @@ TEST(Records, LeaseIdempotencyOutboxRoundTrip) {
   EXPECT_EQ(i.request_hash, "h");
   EXPECT_EQ(i.created_at_ms, 5);
   // The outbox's sequence lives in the key only (read_outbox sets it from there).
-  const auto o = decode_outbox(encode_outbox(outbox_record{7, "t1:1", "sy.tasks.m", "{\"a\":1}"}));
+  const auto o = decode_outbox(encode_outbox(outbox_record{7, task_message{"m", "t1", 1, 0}}));
   ASSERT_TRUE(o.has_value());
   EXPECT_EQ(o->seq, 0u);
-  EXPECT_EQ(o->msg_id, "t1:1");
-  EXPECT_EQ(o->subject, "sy.tasks.m");
-  EXPECT_EQ(o->payload, "{\"a\":1}");
+  EXPECT_EQ(std::get<task_message>(o->what), (task_message{"m", "t1", 1, 0}));
   EXPECT_FALSE(decode_outbox("").has_value());
   static constexpr char one_separator[] = "\x01only-one\0separator";
   EXPECT_FALSE(
       decode_outbox(std::string_view(one_separator, sizeof one_separator - 1)).has_value());
+}
+
+// Every kind of outbox record comes back as it was written, and so does a webhook delivery.
+TEST(Records, TypedOutboxAndWebhookRecordsRoundTrip) {
+  event_record ev{"job_1", 4, job_status::completed, job_status::in_progress,
+                  5'000,   2, job_error{"c", "m"}};
+  job_event je{ev, true, task_counts{3, 0, 0, 2, 1, 0}, gateway_result{200, "{\"a\":1}"}, false};
+  job_event elsewhere{ev, false, {}, std::nullopt, true};
+  const std::vector<outbox_record> all = {
+      {0, task_message{"gpt-x", "01A-00000001", 3, 0}},
+      {0, task_message{"gpt-x", "01A-00000001", 3, 77}},
+      {0, je},
+      {0, elsewhere},
+      {0, task_event{"job_1", "01A-00000002", "c-2", 2, job_status::failed, 3,
+                     job_error{"gateway_error", "boom"}, gateway_result{503, "x"}, 9'000}},
+      {0, task_event{"job_1", "01A-00000003", "", 3, job_status::in_progress, 1, std::nullopt,
+                     std::nullopt, 9'001}},
+      {0, dead_letter{"job_1", 2, "01A-00000002", "c-2", "gpt-x", 3, job_error{"e", "why"}, 10}},
+      {0, dead_letter{"job_1", 1, "", "", "", 0, job_error{"ingest_failed", "why"}, 11}},
+      {0, rendered_message{"id", "sy.tasks.m", std::string("p\0q", 3)}},
+  };
+  for (const auto& r : all) {
+    auto back = decode_outbox(encode_outbox(r));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(*back, r) << r.what.index();
+  }
+  webhook_record w{0, "job_1", "http://h/x", je, "", 2, 99, "503"};
+  auto back = decode_webhook(encode_webhook(w));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->event, je);
+  EXPECT_EQ(back->url, "http://h/x");
+  EXPECT_TRUE(back->body.empty());
+  EXPECT_EQ(back->attempts, 2);
+  EXPECT_EQ(back->next_at_ms, 99);
+  EXPECT_EQ(back->last_error, "503");
+  EXPECT_FALSE(decode_outbox("\x02\x09").has_value());  // a kind this build does not know
+}
+
+// Records a previous build wrote, rendered, are read as rendered messages and bodies.
+TEST(Records, OutboxAndWebhookRecordsOfThePreviousBuildAreReadRendered) {
+  static constexpr char v2[] = "\x01task:t-0:1\0sy.tasks.m\0t-0:1";
+  auto o = decode_outbox(std::string_view(v2, sizeof v2 - 1));
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(std::get<rendered_message>(o->what),
+            (rendered_message{"task:t-0:1", "sy.tasks.m", "t-0:1"}));
+  auto w = decode_webhook(
+      R"({"sq":4,"jb":"job_1","ur":"http://h/x","bd":"{\"job_id\":\"job_1\"}","an":1,"nx":7,"le":"x"})");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->body, R"({"job_id":"job_1"})");
+  EXPECT_EQ(w->job_id, "job_1");
+  EXPECT_EQ(w->url, "http://h/x");
+  EXPECT_EQ(w->attempts, 1);
+  EXPECT_EQ(w->next_at_ms, 7);
+  EXPECT_FALSE(decode_webhook("not json").has_value());
 }
 
 TEST(Records, StatusNamesRoundTrip) {

@@ -28,7 +28,13 @@ class TypedAccess : public ::testing::Test {
   std::unique_ptr<environment> env_;
 };
 
-outbox_record msg(std::string id) { return outbox_record{0, std::move(id), "sy.tasks.m", "{}"}; }
+outbox_record msg(std::string id) {
+  return outbox_record{0, task_message{"m", std::move(id), 1, 0}};
+}
+const task_message& task_of(const outbox_record& r) { return std::get<task_message>(r.what); }
+const rendered_message& rendered(const outbox_record& r) {
+  return std::get<rendered_message>(r.what);
+}
 
 TEST_F(TypedAccess, RecordsRoundTripThroughTheStore) {
   job_record job;
@@ -115,9 +121,9 @@ TEST_F(TypedAccess, OutboxSequenceIsMonotonicAcrossDrainAndReopen) {
     auto all = read_outbox(r, 0, 100);
     ASSERT_EQ(all.size(), 3u);
     EXPECT_EQ(all[0].seq, 1u);
-    EXPECT_EQ(all[0].msg_id, "a");
+    EXPECT_EQ(task_of(all[0]).task_id, "a");
     EXPECT_EQ(all[2].seq, 3u);
-    EXPECT_EQ(all[2].subject, "sy.tasks.m");
+    EXPECT_EQ(task_of(all[2]).queue, "m");
   }
   {
     auto w = writer();  // the relay drains everything
@@ -133,14 +139,17 @@ TEST_F(TypedAccess, OutboxSequenceIsMonotonicAcrossDrainAndReopen) {
   auto all = read_outbox(r, 0, 100);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].seq, 4u);
-  EXPECT_EQ(all[0].msg_id, "d");
+  EXPECT_EQ(task_of(all[0]).task_id, "d");
 }
 
+// A rendered message is what a previous build stored (written here in its encoding).
 TEST_F(TypedAccess, OutboxKeepsPayloadBytesVerbatimAndReadsRecordsOfOlderStores) {
   const std::string payload = std::string("{\"a\":\"q\\\"uote\"}\n\xc3\xa9") + '\0' + "tail";
   {
     auto w = writer();
-    EXPECT_EQ(append_outbox(w, outbox_record{0, "task:t-0:1", "sy.tasks.m", payload}), 1u);
+    EXPECT_EQ(
+        append_outbox(w, outbox_record{0, rendered_message{"task:t-0:1", "sy.tasks.m", payload}}),
+        1u);
     // A record as stores before the compact encoding wrote it, and one that is unreadable.
     ASSERT_TRUE(
         w.put(db::outbox, outbox_key(2),
@@ -153,13 +162,10 @@ TEST_F(TypedAccess, OutboxKeepsPayloadBytesVerbatimAndReadsRecordsOfOlderStores)
   auto all = read_outbox(r, 0, 100);
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].seq, 1u);
-  EXPECT_EQ(all[0].msg_id, "task:t-0:1");
-  EXPECT_EQ(all[0].subject, "sy.tasks.m");
-  EXPECT_EQ(all[0].payload, payload);
+  EXPECT_EQ(rendered(all[0]), (rendered_message{"task:t-0:1", "sy.tasks.m", payload}));
   EXPECT_EQ(all[1].seq, 2u);
-  EXPECT_EQ(all[1].msg_id, "event:j:1");
-  EXPECT_EQ(all[1].subject, "sy.events.jobs.j.queued");
-  EXPECT_EQ(all[1].payload, R"({"x":1})");
+  EXPECT_EQ(rendered(all[1]),
+            (rendered_message{"event:j:1", "sy.events.jobs.j.queued", R"({"x":1})"}));
 }
 
 TEST_F(TypedAccess, JobsTasksLeasesAndEventsOfOlderStoresAreReadAndRewrittenInBinary) {
@@ -229,7 +235,7 @@ TEST_F(TypedAccess, ReadOutboxHonoursFromAndLimit) {
   auto mid = read_outbox(w, 256, 10);  // crosses a byte boundary of the big-endian key
   ASSERT_EQ(mid.size(), 10u);
   for (size_t i = 0; i < mid.size(); ++i) EXPECT_EQ(mid[i].seq, 256 + i);
-  EXPECT_EQ(mid[0].msg_id, "m255");
+  EXPECT_EQ(task_of(mid[0]).task_id, "m255");
   EXPECT_EQ(read_outbox(w, 295, 100).size(), 6u);
   EXPECT_TRUE(read_outbox(w, 301, 100).empty());
   EXPECT_TRUE(read_outbox(w, 1, 0).empty());
@@ -262,8 +268,7 @@ TEST_F(TypedAccess, AppendOnAFullMapPoisonsTheCommit) {
   ASSERT_TRUE(env.ok());
   auto w = (*env)->begin_write();
   ASSERT_TRUE(w.ok());
-  outbox_record big = msg("big");
-  big.payload.assign(2000, 'p');
+  outbox_record big = msg(std::string(2000, 'p'));
   for (int i = 0; i < 1000 && w->ok(); ++i) append_outbox(*w, big);
   EXPECT_FALSE(w->ok());
   auto st = w->commit();

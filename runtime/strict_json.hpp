@@ -11,7 +11,7 @@
 
 #include "config/result.hpp"
 
-namespace sy::storage {
+namespace sy::runtime {
 
 /// The parsed document. Errors, in this order:
 /// - `json_too_deep` when objects and arrays nest deeper than limits::json_max_depth (checked
@@ -24,4 +24,4 @@ namespace sy::storage {
 result<nlohmann::json> parse_strict_json(std::string_view text,
                                          std::string_view what = "the JSON body of your request");
 
-}  // namespace sy::storage
+}  // namespace sy::runtime

@@ -1,13 +1,13 @@
-#include "storage/strict_json.hpp"
+#include "runtime/strict_json.hpp"
 
 #include <string>
 #include <vector>
 
 #include "config/client_text.hpp"
 #include "config/limits.hpp"
-#include "storage/json_text.hpp"
+#include "runtime/json_text.hpp"
 
-namespace sy::storage {
+namespace sy::runtime {
 namespace {
 
 using nlohmann::json;
@@ -134,4 +134,4 @@ result<json> parse_strict_json(std::string_view text, std::string_view what) {
                                             std::to_string(b.error_position) + ").");
 }
 
-}  // namespace sy::storage
+}  // namespace sy::runtime

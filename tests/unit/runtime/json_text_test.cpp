@@ -1,12 +1,10 @@
-#include "storage/json_text.hpp"
+#include "runtime/json_text.hpp"
 
 #include <random>
 
 #include <gtest/gtest.h>
 
-#include "storage/events.hpp"
-
-namespace sy::storage {
+namespace sy::runtime {
 namespace SY_UNITY_ID {
 
 using json = nlohmann::json;
@@ -90,45 +88,6 @@ TEST(json_text, shows_a_json_body_as_json_and_anything_else_as_a_string) {
   EXPECT_EQ(b.str(), R"({"body":"upstream said: no"})");
 }
 
-job_record job_with_result(std::string body) {
-  job_record job;
-  job.id = "job_01J";
-  job.status = job_status::completed;
-  job.result = gateway_result{200, std::move(body)};
-  return job;
-}
-
-TEST(event_payload, a_creation_has_nulls_and_no_previous_state) {
-  event_record ev;
-  ev.job_id = "job_01J";
-  ev.seq = 1;
-  ev.state = job_status::queued;
-  ev.at_ms = 1'700'000'000'123;
-  auto j = json::parse(event_payload(job_record{}, ev, 1024));
-  EXPECT_EQ(j, json::parse(R"({"job_id":"job_01J","sequence":1,"state":"queued",
-      "previous_state":null,"timestamp":1700000000,"timestamp_ms":1700000000123,"attempt":0,
-      "error":null,"result":null})"));
-}
-
-TEST(event_payload, a_terminal_change_inlines_a_small_result_and_links_a_large_one) {
-  event_record ev;
-  ev.job_id = "job_01J";
-  ev.seq = 4;
-  ev.state = job_status::completed;
-  ev.previous = job_status::in_progress;
-  ev.attempt = 2;
-  ev.error = job_error{"gateway_error", "first try: 503 \"busy\""};
-  auto small = json::parse(event_payload(job_with_result(R"({"ok": true})"), ev, 1024));
-  EXPECT_EQ(small["previous_state"], "in_progress");
-  EXPECT_EQ(small["error"],
-            json({{"code", "gateway_error"}, {"message", "first try: 503 \"busy\""}}));
-  EXPECT_EQ(small["result"], json({{"status_code", 200}, {"body", {{"ok", true}}}}));
-  EXPECT_FALSE(small.contains("result_url"));
-  auto large = json::parse(event_payload(job_with_result(std::string(2000, 'x')), ev, 1024));
-  EXPECT_TRUE(large["result"].is_null());
-  EXPECT_EQ(large["result_url"], "/v1/jobs/job_01J");
-}
-
 TEST(json_text, utf8_length_counts_code_points_of_valid_utf8_only) {
   EXPECT_EQ(utf8_length(""), 0u);
   EXPECT_EQ(utf8_length("abc"), 3u);
@@ -165,4 +124,4 @@ TEST(json_or_string, shows_text_nested_past_the_limit_as_a_string) {
 }
 
 }  // namespace SY_UNITY_ID
-}  // namespace sy::storage
+}  // namespace sy::runtime

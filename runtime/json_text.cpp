@@ -1,10 +1,10 @@
-#include "storage/json_text.hpp"
+#include "runtime/json_text.hpp"
 
 #include <charconv>
 
 #include "config/limits.hpp"
 
-namespace sy::storage {
+namespace sy::runtime {
 namespace {
 
 constexpr std::string_view replacement = "\xEF\xBF\xBD";  // U+FFFD
@@ -202,4 +202,4 @@ json_text& json_text::json_or_string(std::string_view text) {
   return parsed.is_discarded() ? string(text) : value(parsed);
 }
 
-}  // namespace sy::storage
+}  // namespace sy::runtime

@@ -3,7 +3,7 @@
 /// nlohmann DOM only to dump it at once (a submission's 202, an event's payload): no node per
 /// value, no map per object. Keys come in the order written (a DOM sorts them). Strings are
 /// escaped exactly as `nlohmann::json::dump(-1, ' ', false, error_handler_t::replace)` does —
-/// UTF-8 kept, invalid bytes replaced by U+FFFD — which tests/unit/storage/json_text_test.cpp
+/// UTF-8 kept, invalid bytes replaced by U+FFFD — which tests/unit/runtime/json_text_test.cpp
 /// checks byte for byte.
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace sy::storage {
+namespace sy::runtime {
 
 class json_text {
  public:
@@ -70,4 +70,4 @@ bool json_depth_within(std::string_view text, int max_depth);
 /// most U+10FFFF: the sequences append_json_string keeps), else nothing.
 std::optional<size_t> utf8_length(std::string_view s);
 
-}  // namespace sy::storage
+}  // namespace sy::runtime
