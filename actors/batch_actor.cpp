@@ -243,6 +243,7 @@ void end(batch_ptr self) {
   auto& st = self->state;
   disarm(st.window);
   disarm(st.pause);
+  disarm(st.gather);
   leave_budgets(self);
   close_input(self);
   st.after_pause = nullptr;

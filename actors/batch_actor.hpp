@@ -59,8 +59,8 @@ typename Inspector::result_type inspect(Inspector& f, batch_plans& x) {
 /// gateway client's executor: the result line of each line that ended since the last report (an
 /// aborted one has none: it is drained with the stop code, or runs again after a restart). The
 /// `last` report of the window also says how many of its lines were started (those not started
-/// go back to the lane), how long they took on the real clock (the lane sizes its next windows
-/// from it), and why the window stopped when a line could not be read or parsed.
+/// go back to the lane), how long they took by the clock's monotonic reading (the lane sizes its
+/// next windows from it), and why the window stopped when a line could not be read or parsed.
 struct window_done {
   uint64_t key = 0;
   std::vector<storage::batch_line> lines;

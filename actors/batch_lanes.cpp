@@ -9,16 +9,15 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <optional>
 #include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 
 #include "actors/batch_response.hpp"
+#include "actors/detail/actor_timer.hpp"
 #include "actors/detail/batch_state.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
@@ -31,17 +30,17 @@ namespace plan = runtime::batch;
 using runtime::batch::error_line;
 using runtime::batch::request_id_for;
 
-/// Results gathered before a commit. A scheduling delay on the real clock (CAF's), not a time
-/// the engine keeps (it only groups fsyncs), so it does not follow the injected clock: a test
-/// that holds its manual clock still must not stall every result commit.
-constexpr std::chrono::milliseconds record_gather{5};
+/// Results gathered before a commit (it groups fsyncs), on the engine's clock: a test that holds
+/// a manual clock still holds the batch's results uncommitted until it moves the clock.
+constexpr int64_t record_gather_ms = 5;
 
 /// A slot sends a window of lines back to back and reports them in one message, so a line costs
 /// no crossing between the actor's thread and the gateway client's. A window holds about this
 /// much work at the lane's pace: a slot the dispatcher asks back comes free within about that.
-/// Measured and waited for on the real (steady) clock, like `record_gather`: throughput tuning,
-/// not a time the engine keeps, so a manual clock held still in a test does not distort it.
-constexpr std::chrono::microseconds window_target{10'000};
+/// Measured (the clock's monotonic reading) and waited for on the engine's clock. On a manual
+/// clock held still a line takes no time, so the lane's pace stays unknown and its windows hold
+/// one line each (reported at its end); the cut after twice the target never comes.
+constexpr int64_t window_target_us = 10'000;
 constexpr size_t max_window = 64;
 
 /// Lines of the lane not started yet: the rest of its plan and those waiting for a slot.
@@ -87,7 +86,7 @@ void record(batch_ptr self, storage::batch_line line) {
   st.unrecorded.push_back(std::move(line));
   if (st.recording) return;
   st.recording = true;
-  self->delayed_send(self, record_gather, flush_atom::value);
+  arm_on<flush_atom>(st.gather, st.ctx->clock, st.ctx->exec, record_gather_ms, batch_actor{self});
 }
 
 /// The lane's next line without a result: a pending one, else the next of its plan that has no
@@ -120,6 +119,7 @@ struct window_job {
   std::array<uint64_t, 2> seed{};
   std::string endpoint;
   runtime::gateway_client* gw = nullptr;
+  const runtime::clock* clock = nullptr;  ///< the engine's
   std::shared_ptr<runtime::abort_handle> abort;
   std::string model;  ///< the lane's model (for the metrics)
   std::string traceparent;
@@ -141,21 +141,21 @@ storage::batch_line unreachable_line(uint64_t slot, const std::string& request_i
 /// Results of a window not yet reported, and the timer that reports them when a later line of
 /// the window takes long. Touched on the gateway client's strand only.
 struct window_results {
-  explicit window_results(const asio::any_io_executor& ex) : timer(ex) {}
+  window_results(const runtime::clock& clock, const asio::any_io_executor& ex)
+      : timer(clock.make_timer(ex)) {}
   std::vector<storage::batch_line> lines;
-  asio::steady_timer timer;
+  std::unique_ptr<runtime::timer> timer;  ///< of the engine's clock
   bool armed = false;
 };
 
-/// Reports `r`'s results after `window_target` unless the window's end reports them first: the
-/// results of fast lines do not wait for a slow line after them.
+/// Reports `r`'s results after `window_target_us` unless the window's end reports them first:
+/// the results of fast lines do not wait for a slow line after them.
 void report_later(const std::shared_ptr<window_results>& r, const batch_actor& me, uint64_t key) {
   if (r->armed || r->lines.empty()) return;
   r->armed = true;
-  r->timer.expires_after(window_target);
-  r->timer.async_wait([r, me, key](const boost::system::error_code& ec) {
+  r->timer->wait(window_target_us / 1'000, [r, me, key](bool fired) {
     r->armed = false;
-    if (ec || r->lines.empty()) return;
+    if (!fired || r->lines.empty()) return;
     window_done partial{key, std::move(r->lines), false, 0, 0, {}};
     r->lines.clear();
     caf::anon_send(me, std::move(partial));
@@ -164,14 +164,14 @@ void report_later(const std::shared_ptr<window_results>& r, const batch_actor& m
 
 /// Sends the window's lines one after another on the gateway client's strand (reading, parsing
 /// and rendering there too, so the actor's thread only keeps the books). It stops at the first
-/// line that cannot be read or parsed, when aborted, and once it ran twice `window_target`.
+/// line that cannot be read or parsed, when aborted, and once it ran twice `window_target_us`.
 asio::awaitable<window_done> run_window(window_job j) {
   window_done done{j.key, {}, true, 0, 0, {}};
-  auto results = std::make_shared<window_results>(co_await asio::this_coro::executor);
-  const auto t0 = std::chrono::steady_clock::now();
+  auto results = std::make_shared<window_results>(*j.clock, co_await asio::this_coro::executor);
+  const int64_t t0 = j.clock->monotonic_us();
   for (const auto& [e, slot] : j.lines) {
     if (j.abort->aborted() ||
-        (done.started > 0 && std::chrono::steady_clock::now() - t0 > 2 * window_target))
+        (done.started > 0 && j.clock->monotonic_us() - t0 > 2 * window_target_us))
       break;
     auto text = plan::read_at(j.input->fd, e.offset, e.length);
     if (!text) {
@@ -197,22 +197,20 @@ asio::awaitable<window_done> run_window(window_job j) {
     if (const auto& used = results->lines.back().usage)
       metrics::batch_tokens(j.model, used->input, used->output);
   }
-  results->timer.cancel();
+  results->timer->cancel();
   done.lines = std::move(results->lines);
   results->lines.clear();
-  done.elapsed_us =
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
-          .count();
+  done.elapsed_us = j.clock->monotonic_us() - t0;
   co_return done;
 }
 
-/// How many lines the lane's next window takes: about `window_target` of work at the lane's
+/// How many lines the lane's next window takes: about `window_target_us` of work at the lane's
 /// recent pace (one line until it has one), never more than its share of the lines left, so
 /// that every slot of the lane has work to the end.
 size_t window_size(const batch_lane& lane) {
   double n = 1;
   if (lane.line_us > 0)
-    n = std::clamp(static_cast<double>(window_target.count()) / lane.line_us, 1.0,
+    n = std::clamp(static_cast<double>(window_target_us) / lane.line_us, 1.0,
                    static_cast<double>(max_window));
   const auto held = static_cast<uint64_t>(std::max(1, lane.held));
   const uint64_t share = (lines_left(lane) + held - 1) / held;
@@ -254,8 +252,9 @@ bool start_window(batch_ptr self, size_t lane_index) {
   ++lane.busy;
   const uint64_t key = st.next_key++;
   auto abort = std::make_shared<runtime::abort_handle>();
-  window_job j{batch_actor{self}, key,   lines,      st.input,       st.id_seed,   st.endpoint,
-               lane.gw,           abort, lane.model, st.traceparent, st.tracestate};
+  window_job j{batch_actor{self}, key,          lines,          st.input, st.id_seed,
+               st.endpoint,       lane.gw,      &st.ctx->clock, abort,    lane.model,
+               st.traceparent,    st.tracestate};
   st.inflight.emplace(key, window_request{lane_index, std::move(lines), std::move(abort)});
   asio::co_spawn(lane.gw->executor(), run_window(std::move(j)),
                  [me = batch_actor{self}, key](const std::exception_ptr& ex, window_done w) {
@@ -358,7 +357,8 @@ void flush(batch_ptr self) {
         s.recording = false;
         return check_dispatched(self);
       }
-      return self->delayed_send(self, record_gather, flush_atom::value);
+      return arm_on<flush_atom>(s.gather, s.ctx->clock, s.ctx->exec, record_gather_ms,
+                                batch_actor{self});
     }
     // A storage that cannot commit fails the batch rather than spinning; the lines not
     // recorded are drained with batch_failed (or run again after a restart).

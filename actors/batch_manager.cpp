@@ -37,20 +37,22 @@ constexpr auto sweep_interval = std::chrono::seconds(1);
 }  // namespace
 
 batch_manager::batch_manager(engine_context& ctx, storage::environment& env,
-                             const runtime::webhook_policy& webhooks)
+                             const runtime::webhook_policy& webhooks,
+                             std::optional<asio::any_io_executor> blocking)
     : ctx_(ctx),
       env_(env),
       webhooks_(webhooks),
       files_dir_((fs::path(ctx.cfg.data_dir) / "files").string()),
       uploads_dir_((fs::path(ctx.cfg.data_dir) / "files" / "uploads").string()),
-      batches_dir_((fs::path(ctx.cfg.data_dir) / "batches").string()) {
+      batches_dir_((fs::path(ctx.cfg.data_dir) / "batches").string()),
+      blocking_(blocking ? *blocking : asio::any_io_executor(pool_.get_executor())) {
   // The pool has one thread: the first task it runs names it.
-  asio::post(blocking_, [] { runtime::name_this_thread("sy-batch-io"); });
+  asio::post(pool_, [] { runtime::name_this_thread("sy-batch-io"); });
 }
 
 batch_manager::~batch_manager() {
   stop();
-  blocking_.join();
+  pool_.join();
 }
 
 std::string batch_manager::upload_dir() const { return uploads_dir_; }

@@ -22,7 +22,7 @@
 #include <optional>
 #include <string>
 
-#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include "actors/batch_service.hpp"
@@ -45,9 +45,12 @@ struct batch_retry_policy {
 
 class batch_manager final : public batch_service {
  public:
-  /// `webhooks`: the network policy a batch's webhook URL is checked against.
+  /// `webhooks`: the network policy a batch's webhook URL is checked against. `blocking`: where
+  /// ingestion, draining and finalization run; none: a thread of its own. Flow tests on CAF's
+  /// test coordinator pass the execution context their thread runs.
   batch_manager(engine_context& ctx, storage::environment& env,
-                const runtime::webhook_policy& webhooks);
+                const runtime::webhook_policy& webhooks,
+                std::optional<boost::asio::any_io_executor> blocking = std::nullopt);
   ~batch_manager() override;
   batch_manager(const batch_manager&) = delete;
   batch_manager& operator=(const batch_manager&) = delete;
@@ -106,7 +109,8 @@ class batch_manager final : public batch_service {
   std::string uploads_dir_;
   std::string batches_dir_;
   runtime::ulid_generator ids_;
-  boost::asio::thread_pool blocking_{1};  ///< ingestion, draining and finalization file I/O
+  boost::asio::thread_pool pool_{1};       ///< the blocking thread, unless `blocking` was given
+  boost::asio::any_io_executor blocking_;  ///< ingestion, draining and finalization file I/O
   mutable std::mutex mu_;
   std::atomic<bool> stopping_{false};
   batch_retry_policy retry_;  ///< guarded by mu_

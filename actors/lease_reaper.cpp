@@ -6,7 +6,6 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <map>
 #include <memory>
 
@@ -130,7 +129,7 @@ void measure_queues(reaper_ptr self, int64_t now) {
   auto& st = self->state;
   if (now - st.last_queue_gauges_ms < st.queue_gauges_every_ms) return;
   st.last_queue_gauges_ms = now;
-  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t t0 = st.ctx->clock.monotonic_us();
   std::map<std::string, metrics::queue_state> queues;
   auto txn = st.env->begin_read();
   txn.scan(storage::db::queued, "", [&](std::string_view task_id, std::string_view) {
@@ -143,10 +142,9 @@ void measure_queues(reaper_ptr self, int64_t now) {
     return true;
   });
   metrics::set_queues(queues);
-  const auto took =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+  const int64_t took_ms = (st.ctx->clock.monotonic_us() - t0) / 1'000;
   st.queue_gauges_every_ms =
-      std::max({queue_gauge_interval_ms, st.ctx->cfg.reaper_interval_ms, 50 * took.count()});
+      std::max({queue_gauge_interval_ms, st.ctx->cfg.reaper_interval_ms, 50 * took_ms});
 }
 
 /// Jobs whose timeout has passed become `expired`; a request in flight here is aborted.

@@ -208,14 +208,16 @@ void on_fetched(queue_ptr self, fetched_tasks& r) {
 }
 
 runtime_queue_actor::behavior_type queue(queue_ptr self, engine_context* ctx, std::string runtime,
-                                         const credential_minter_actor& minter) {
+                                         const credential_minter_actor& minter,
+                                         runs_on fetcher_on) {
   auto& st = self->state;
   st.ctx = ctx;
   st.runtime = std::move(runtime);
   st.queue = runtime_queue(st.runtime);
   st.ttl_ms = ctx->cfg.runtimes.at(st.runtime).lease_ttl_ms;
   st.minter = minter;
-  st.fetcher = spawn_task_fetcher(self, *ctx, st.queue, runtime_queue_actor{self}, nullptr, 0);
+  st.fetcher =
+      spawn_task_fetcher(self, *ctx, st.queue, runtime_queue_actor{self}, nullptr, 0, fetcher_on);
   return {
       [=](lease_atom, int32_t max, int64_t wait_ms, uint64_t call) {
         auto w = std::make_shared<waiter>();
@@ -257,8 +259,8 @@ runtime_queue_actor::behavior_type queue(queue_ptr self, engine_context* ctx, st
 }  // namespace
 
 runtime_queue_actor spawn_runtime_queue(engine_context& ctx, std::string runtime,
-                                        credential_minter_actor minter) {
-  return ctx.sys.spawn(queue, &ctx, std::move(runtime), std::move(minter));
+                                        credential_minter_actor minter, runs_on fetcher_on) {
+  return ctx.sys.spawn(queue, &ctx, std::move(runtime), std::move(minter), fetcher_on);
 }
 
 }  // namespace sy::actors

@@ -66,7 +66,9 @@ using runtime_queue_actor =
                      caf::reacts_to<withdraw_atom, uint64_t>, caf::reacts_to<fetched_tasks>,
                      caf::reacts_to<tick_atom>>;
 
+/// `fetcher_on`: runs_on::scheduler only for flow tests on CAF's test coordinator.
 runtime_queue_actor spawn_runtime_queue(engine_context& ctx, std::string runtime,
-                                        credential_minter_actor minter);
+                                        credential_minter_actor minter,
+                                        runs_on fetcher_on = runs_on::own_thread);
 
 }  // namespace sy::actors

@@ -18,6 +18,11 @@ int64_t system_clock_source::now_ms() const {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
+int64_t system_clock_source::monotonic_us() const {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
 namespace {
 
 class steady_timer_adapter final : public timer {
@@ -152,11 +157,13 @@ std::unique_ptr<timer> manual_clock::make_timer(asio::any_io_executor ex) const 
 
 void manual_clock::advance(int64_t delta_ms) {
   now_.fetch_add(delta_ms, std::memory_order_acq_rel);
+  if (delta_ms > 0) mono_us_.fetch_add(delta_ms * 1'000, std::memory_order_acq_rel);
   fire_due();
 }
 
 void manual_clock::set(int64_t ms) {
-  now_.store(ms, std::memory_order_release);
+  const int64_t before = now_.exchange(ms, std::memory_order_acq_rel);
+  if (ms > before) mono_us_.fetch_add((ms - before) * 1'000, std::memory_order_acq_rel);
   fire_due();
 }
 

@@ -40,6 +40,9 @@ class clock {
   virtual ~clock() = default;
   /// The current time in ms since the epoch.
   virtual int64_t now_ms() const = 0;
+  /// A monotonic reading in microseconds from an arbitrary origin, for durations (a line's
+  /// pace, a scan's cost): it never goes back, even when `now_ms()` does.
+  virtual int64_t monotonic_us() const = 0;
   /// A timer on `ex` that follows this clock.
   virtual std::unique_ptr<timer> make_timer(boost::asio::any_io_executor ex) const = 0;
 };
@@ -49,6 +52,8 @@ class clock {
 class system_clock_source final : public clock {
  public:
   int64_t now_ms() const override;
+  /// std::chrono::steady_clock's reading.
+  int64_t monotonic_us() const override;
   std::unique_ptr<timer> make_timer(boost::asio::any_io_executor ex) const override;
 };
 
@@ -60,6 +65,8 @@ class manual_clock final : public clock {
  public:
   explicit manual_clock(int64_t start_ms = 0) : now_(start_ms) {}
   int64_t now_ms() const override { return now_.load(std::memory_order_acquire); }
+  /// Moves with the clock's time forward only: a step back (a skew test) leaves it where it was.
+  int64_t monotonic_us() const override { return mono_us_.load(std::memory_order_acquire); }
   std::unique_ptr<timer> make_timer(boost::asio::any_io_executor ex) const override;
   /// Moves time forward (or backward, for clock-skew tests) by `delta_ms`.
   void advance(int64_t delta_ms);
@@ -76,6 +83,7 @@ class manual_clock final : public clock {
   friend class manual_timer;
   mutable std::mutex mu_;
   std::atomic<int64_t> now_;
+  std::atomic<int64_t> mono_us_{0};
   mutable uint64_t next_seq_ = 0;
   /// (due ms, arming order) -> the armed wait. Guarded by mu_.
   mutable std::map<std::pair<int64_t, uint64_t>, std::shared_ptr<armed_wait>> waits_;

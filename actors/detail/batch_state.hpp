@@ -121,6 +121,7 @@ struct batch_state {
   std::map<uint64_t, window_request> inflight;
   std::vector<storage::batch_line> unrecorded;  ///< results waiting for the next commit
   bool recording = false;                       ///< a commit of results is gathering or under way
+  std::shared_ptr<runtime::timer> gather;       ///< the wait that gathers results before a commit
 
   // After dispatch (batch_finalize.cpp)
   int tries = 0;                      ///< of the step under way (drain or finalization)

@@ -82,12 +82,11 @@ response request_handler::early_error(const sy::error& e, unsigned version, bool
 
 /// The metrics of one request: by route pattern and status; the submitting routes count as
 /// submissions too. (A streamed reply is counted when its stream begins.)
-void request_handler::count_request(const route_match& m, int status,
-                                    std::chrono::steady_clock::time_point t0, bool public_api) {
+void request_handler::count_request(const route_match& m, int status, int64_t t0_us,
+                                    bool public_api) const {
   const bool found = m.outcome == route_match::kind::found;
-  metrics::http_request(
-      found ? m.pattern : std::string_view("unmatched"), status,
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  metrics::http_request(found ? m.pattern : std::string_view("unmatched"), status,
+                        static_cast<double>(service_.clock().monotonic_us() - t0_us) / 1e6);
   if (!found || !public_api) return;
   if (m.route == route_submit_job ||
       (m.route >= route_inference && m.route <= route_inference_last))
@@ -110,7 +109,7 @@ response request_handler::metrics_text(const request& req) const {
 boost::asio::awaitable<reply> request_handler::handle(
     request req, std::shared_ptr<actors::caller_presence> caller) {
   if (workers_) co_return co_await handle_internal(std::move(req), std::move(caller));
-  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t t0 = service_.clock().monotonic_us();
   auto m = routes().match(req.method(), req.target());
   reply out;
   response& res = out.res;

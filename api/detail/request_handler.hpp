@@ -92,8 +92,8 @@ class request_handler {
   /// GET /metrics (a metrics or admin key when API keys are configured).
   response metrics_text(const request& req) const;
   /// Counts a request in the metrics: by route and status, and as a submission where it is one.
-  static void count_request(const route_match& m, int status,
-                            std::chrono::steady_clock::time_point t0, bool public_api);
+  /// `t0_us`: when it began, by the service clock's monotonic reading.
+  void count_request(const route_match& m, int status, int64_t t0_us, bool public_api) const;
   // The worker protocol (api/detail/worker_routes.cpp).
   boost::asio::awaitable<reply> handle_internal(request req,
                                                 std::shared_ptr<actors::caller_presence> caller);

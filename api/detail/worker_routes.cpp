@@ -36,7 +36,7 @@ bool request_handler::watches_caller(http::verb method, std::string_view target)
 
 boost::asio::awaitable<reply> request_handler::handle_internal(
     request req, std::shared_ptr<actors::caller_presence> caller) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t t0 = service_.clock().monotonic_us();
   auto m = internal_routes().match(req.method(), req.target());
   reply out;
   response& res = out.res;

@@ -58,6 +58,8 @@ class flow_env {
   runtime::js_client& js() { return *js_; }
   storage::environment& store() { return *env_; }
   config::settings& settings() { return cfg_; }
+  /// The execution context this thread polls (the gateway client's, the clock's timers').
+  boost::asio::io_context& io() { return io_; }
 
   /// Runs the actors and the execution context on this thread until `cond` holds (true) or
   /// `deadline` of real time passed (false). Between rounds it waits for I/O (the gateway's

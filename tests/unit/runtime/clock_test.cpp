@@ -23,6 +23,19 @@ TEST(ManualClock, StartsWhereToldAndMovesOnlyWhenAdvanced) {
   EXPECT_EQ(c.now_ms(), 5);
 }
 
+TEST(ManualClock, ItsMonotonicReadingFollowsTimeForwardOnly) {
+  manual_clock c(1'000);
+  const int64_t m0 = c.monotonic_us();
+  c.advance(250);
+  EXPECT_EQ(c.monotonic_us() - m0, 250'000);
+  c.set(100);  // a step back (clock skew): durations do not go negative
+  EXPECT_EQ(c.monotonic_us() - m0, 250'000);
+  c.advance(-50);
+  EXPECT_EQ(c.monotonic_us() - m0, 250'000);
+  c.set(200);  // 150 ms forward from 50
+  EXPECT_EQ(c.monotonic_us() - m0, 400'000);
+}
+
 TEST(ManualClock, UsableThroughTheInterfaceAndFromManyThreads) {
   manual_clock c;
   const clock& as_clock = c;
@@ -42,6 +55,8 @@ TEST(SystemClock, ReadsPlausibleRealtimeMilliseconds) {
   EXPECT_GT(a, int64_t{1'600'000'000'000});  // after 2020
   EXPECT_LT(a, int64_t{4'102'444'800'000});  // before 2100
   EXPECT_GE(c.now_ms() + 1'000, a);          // does not jump backwards by seconds
+  const int64_t m = c.monotonic_us();
+  EXPECT_GE(c.monotonic_us(), m);
 }
 
 TEST(ManualClockTimer, FiresOnlyWhenTimeIsAdvancedPastItsDue) {
