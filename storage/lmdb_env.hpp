@@ -55,8 +55,10 @@ inline constexpr int db_count = 22;
 /// The on-disk schema this build writes. A store written by a newer schema is refused; an older
 /// one is migrated at open (docs/storage.md). 2: the outbox's compact encoding. 3: binary
 /// job, task, lease and event values (records.hpp). 4: task-list jobs (their fields appended to
-/// the job and task values, db::task_custom, db::list_live and db::list_ingest).
-inline constexpr int schema_version = 4;
+/// the job and task values, db::task_custom, db::list_live and db::list_ingest). 5: typed
+/// outbox and webhook records (records.hpp; the previous forms are still read), so a build that
+/// would skip them cannot open the store.
+inline constexpr int schema_version = 5;
 
 class environment;
 
