@@ -67,8 +67,24 @@ std::string dead_letter_json(const storage::dead_letter& d) {
 }
 
 std::string webhook_body(const storage::webhook_record& w) {
-  return w.body.empty() ? event_json(w.event) : w.body;
+  if (!w.body.empty()) return w.body;
+  if (w.batch_status.empty()) return event_json(w.event);
+  // OpenAI's webhook event; its id is the delivery's, as webhook-id carries it.
+  runtime::json_text out;
+  return out.begin_object()
+      .field("id", webhook_id(w))
+      .field("object", "event")
+      .field("type", "batch." + w.batch_status)
+      .field("created_at", w.created_at_ms / 1000)
+      .key("data")
+      .begin_object()
+      .field("id", w.job_id)
+      .end_object()
+      .end_object()
+      .take();
 }
+
+std::string webhook_id(const storage::webhook_record& w) { return "whd_" + std::to_string(w.seq); }
 
 void write_error(runtime::json_text& out, const std::optional<storage::job_error>& e) {
   if (e) {

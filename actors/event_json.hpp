@@ -34,8 +34,12 @@ std::string task_event_json(const storage::task_event& e);
 /// ingest).
 std::string dead_letter_json(const storage::dead_letter& d);
 
-/// What a webhook delivery POSTs: the event's JSON, or the body a previous build rendered.
+/// What a webhook delivery POSTs: the job event's JSON, a batch's OpenAI event
+/// (`{"id": webhook-id, "object": "event", "type": "batch.<status>", "created_at", "data":
+/// {"id"}}`), or the body a previous build rendered.
 std::string webhook_body(const storage::webhook_record& w);
+/// A delivery's id (`webhook-id`, the same at every retry): `whd_<seq>`.
+std::string webhook_id(const storage::webhook_record& w);
 
 /// `{"code", "message"}`, or null without an error — as a job's API document and its events
 /// show it.

@@ -118,8 +118,8 @@ asio::awaitable<void> deliver(std::shared_ptr<delivery_context> dc, storage::web
   if (at) headers.emplace_back("traceparent", span.traceparent());
   if (at && !span.state.empty()) headers.emplace_back("tracestate", span.state);
   const int64_t t0 = dc->ctx.clock.now_ms();
-  auto outcome = co_await dc->client.deliver(w.url, webhook_body(w), "whd_" + std::to_string(w.seq),
-                                             std::move(headers));
+  auto outcome =
+      co_await dc->client.deliver(w.url, webhook_body(w), webhook_id(w), std::move(headers));
   if (at && trace::enabled()) {
     auto s = trace::make_span(span, at->self.span_id, "webhook.deliver", trace::span_kind::client,
                               t0, dc->ctx.clock.now_ms());

@@ -52,6 +52,19 @@ status save(write_txn& t, const batch_record& b) {
   return ok;
 }
 
+/// A batch that just ended: its webhook, OpenAI's event for the transition, when it has one.
+void announce_end(write_txn& t, const batch_record& b, int64_t now_ms, op_reply& r) {
+  if (b.webhook_url.empty()) return;
+  webhook_record w;
+  w.job_id = b.id;
+  w.url = b.webhook_url;
+  w.batch_status = to_string(b.status);
+  w.created_at_ms = now_ms;
+  w.next_at_ms = now_ms;
+  append_webhook(t, std::move(w));
+  r.webhooks_appended = true;
+}
+
 }  // namespace
 
 std::optional<file_record> get_file(const txn_view& t, std::string_view id) {
@@ -120,7 +133,9 @@ result<op_reply> apply_batch(write_txn& t, const batch_ingested_op& op) {
     }
   }
   if (auto s = save(t, *b); !s) return s.error();
-  return with_batch(op_reply::kind::done, std::move(*b));
+  auto r = with_batch(op_reply::kind::done, *b);
+  if (is_terminal(b->status)) announce_end(t, *b, op.now_ms, r);
+  return r;
 }
 
 result<op_reply> apply_batch(write_txn& t, const batch_lines_op& op) {
@@ -234,7 +249,9 @@ result<op_reply> apply_batch(write_txn& t, const batch_finish_op& op) {
   });
   for (const auto& k : keys) t.del(db::batch_lines, k);
   if (auto s = save(t, *b); !s) return s.error();
-  return with_batch(op_reply::kind::done, std::move(*b));
+  auto r = with_batch(op_reply::kind::done, *b);
+  announce_end(t, *b, op.now_ms, r);
+  return r;
 }
 
 std::vector<file_record> list_files(const txn_view& t, std::string_view tenant,

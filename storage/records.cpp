@@ -615,6 +615,7 @@ std::string encode_webhook(const webhook_record& r) {
   bin_writer w;
   w.u(r.seq).s(r.job_id).s(r.url).s(r.body).i(r.attempts).i(r.next_at_ms).s(r.last_error);
   write_job_event(w, r.event);
+  w.s(r.batch_status).i(r.created_at_ms);
   return w.take();
 }
 
@@ -624,6 +625,8 @@ std::optional<webhook_record> decode_webhook(std::string_view value) {
     bin_reader in(value);
     in.u(r.seq).s(r.job_id).s(r.url).s(r.body).i(r.attempts).i(r.next_at_ms).s(r.last_error);
     if (!read_job_event(in, r.event)) return std::nullopt;
+    in.s(r.batch_status).i(r.created_at_ms);
+    if (in.corrupt()) return std::nullopt;
     return r;
   }
   json j = json::parse(value.begin(), value.end(), nullptr, false);  // a rendered body, before

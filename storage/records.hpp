@@ -164,6 +164,10 @@ struct webhook_record {
   int attempts = 0;  ///< deliveries tried so far
   int64_t next_at_ms = 0;  ///< not before
   std::string last_error;
+  /// A batch's terminal transition (`job_id` is the batch's id), sent as OpenAI's event
+  /// `batch.<status>`; empty: a job's event (`event`).
+  std::string batch_status;
+  int64_t created_at_ms = 0;  ///< when the transition happened (a batch's event's created_at)
 };
 
 /// One executable unit of a job. For a single-request job there is exactly one task.

@@ -1,4 +1,5 @@
-// Job webhooks as the official `openai` package verifies them (docs/webhooks.md): deliveries carry
+// Job and batch webhooks as the official `openai` package verifies them (docs/webhooks.md): a
+// batch's end is OpenAI's `batch.<status>` event; deliveries carry
 // the Standard Webhooks headers (webhook-id, webhook-timestamp, webhook-signature), and
 // `client.webhooks.unwrap()` accepts them with the engine's whsec_ secret — and refuses a
 // tampered body, a delivery moved to another id, and another secret. The receiver is a node http
@@ -7,7 +8,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
-import OpenAI from 'openai';
+import OpenAI, { toFile } from 'openai';
 
 import { API_KEY, BASE_URL, MODEL, WEBHOOK_SECRET, waitFor, waitTerminal } from './env.mjs';
 
@@ -107,4 +108,39 @@ test('webhooks.unwrap refuses a tampered body, another id and another secret', a
   await assert.rejects(
     client.webhooks.unwrap(d.body, { ...rest, 'webhook-timestamp': String(Number(ts) - 3600) }),
     (e) => e instanceof OpenAI.InvalidWebhookSignatureError);
+});
+
+test('a batch POSTs only its terminal transition, as an OpenAI event that webhooks.unwrap accepts', async () => {
+  const api = new OpenAI({ baseURL: `${BASE_URL}/v1`, apiKey: API_KEY || 'unused', maxRetries: 0,
+    webhookSecret: WEBHOOK_SECRET });
+  const line = (i) => JSON.stringify({
+    custom_id: `hooked-${i}`, method: 'POST', url: '/v1/chat/completions',
+    body: { model: MODEL, messages: [{ role: 'user', content: `batch hook ${i}` }] },
+  });
+  const file = await api.files.create({
+    file: await toFile(Buffer.from(`${line(0)}\n${line(1)}\n`), 'hooked.jsonl'), purpose: 'batch' });
+  // webhook_url and max_inflight are extension fields: the SDK passes them through as given.
+  const batch = await api.batches.create({
+    input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h',
+    webhook_url: hookUrl, max_inflight: 1 });
+  assert.equal(batch.webhook_url, hookUrl);
+  assert.equal(batch.max_inflight, 1);
+  const isMine = (d) => { const b = JSON.parse(d.body); return b.data && b.data.id === batch.id; };
+  const [d] = await waitFor(() => {
+    const mine = received.filter(isMine);
+    return mine.length > 0 ? mine : null;
+  }, 60_000, `a webhook for ${batch.id}`);
+  const event = await api.webhooks.unwrap(d.body, d.headers);
+  assert.equal(event.type, 'batch.completed');
+  assert.equal(event.object, 'event');
+  assert.equal(event.data.id, batch.id);
+  assert.equal(event.id, d.headers['webhook-id']);
+  assert.equal(typeof event.created_at, 'number');
+  assert.equal((await api.batches.retrieve(batch.id)).status, 'completed');
+  // Only the terminal transition is POSTed: nothing for validating or in_progress, however long
+  // the deliverer is given (a later delivery would arrive within its first retry).
+  const jobId = await submitHookedJob('a later job, delivered after the batch\'s');
+  await waitTerminal(jobId);
+  await deliveriesOf(jobId, 'completed');
+  assert.equal(received.filter(isMine).length, 1);
 });

@@ -12,6 +12,7 @@
 #include "storage/lmdb_env.hpp"
 #include "tests/fakes/webhook_receiver.hpp"
 #include "tests/integration/engine/engine_env.hpp"
+#include "tests/support/multipart_form.hpp"
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
@@ -258,6 +259,63 @@ TEST(webhooks, the_configured_default_url_applies_to_jobs_without_one) {
   ASSERT_EQ(w.env.wait_terminal(c, id)["status"], "completed");
   ASSERT_TRUE(w.receiver.wait_delivered(2, 10'000));
   for (const auto& d : w.receiver.deliveries()) EXPECT_EQ(d.path, "/default");
+}
+
+/// A batch input file of `n` chat lines for the fake gateway (`fake`: its directions per line).
+std::string batch_lines(int n, const nlohmann::json& fake) {
+  std::string out;
+  for (int i = 0; i < n; ++i)
+    out += nlohmann::json{{"custom_id", "c" + std::to_string(i)},
+                          {"method", "POST"},
+                          {"url", "/v1/chat/completions"},
+                          {"body",
+                           {{"model", "test-model"},
+                            {"messages", {{{"role", "user"}, {"content", "hi"}}}},
+                            {"fake", fake}}}}
+               .dump() +
+           "\n";
+  return out;
+}
+
+TEST(webhooks, a_batch_posts_only_its_terminal_transition_as_openais_event) {
+  webhook_env w;
+  w.env.settings().webhook_url = w.receiver.url() + "/default";
+  w.env.start();
+  http_client c(w.env.port());
+  auto create = [&](const nlohmann::json& fake, nlohmann::json extra) {
+    auto file = upload(c, form({{"purpose", "batch"}}, "in.jsonl", batch_lines(3, fake)));
+    EXPECT_EQ(file.status, 200) << file.body;
+    extra["input_file_id"] = file.json()["id"];
+    extra["endpoint"] = "/v1/chat/completions";
+    extra["completion_window"] = "24h";
+    auto b = c.post_json("/v1/batches", extra);
+    EXPECT_EQ(b.status, 200) << b.body;
+    return b.json();
+  };
+  // One with a webhook of its own that completes; one on the configured default, cancelled.
+  auto done = create(nlohmann::json::object(), {{"webhook_url", w.receiver.url() + "/hook"}});
+  auto slow = create({{"latency_ms", 5'000}}, nlohmann::json::object());
+  EXPECT_EQ(slow["webhook_url"], w.receiver.url() + "/default");
+  ASSERT_EQ(c.request("POST", "/v1/batches/" + slow["id"].get<std::string>() + "/cancel").status,
+            200);
+  ASSERT_TRUE(w.receiver.wait_delivered(2, 20'000));
+  ASSERT_TRUE(wait_for([&] { return w.counter("webhooks_delivered") == 2; }, 10s));
+  std::map<std::string, fakes::received_webhook> by_path;
+  for (const auto& d : w.receiver.deliveries()) by_path[d.path] = d;
+  ASSERT_EQ(w.receiver.deliveries().size(), 2u) << "only the terminal transitions are POSTed";
+  const auto& hook = by_path.at("/hook");
+  EXPECT_TRUE(hook.signature_ok);
+  EXPECT_EQ(hook.body["object"], "event");
+  EXPECT_EQ(hook.body["type"], "batch.completed");
+  EXPECT_EQ(hook.body["data"], nlohmann::json({{"id", done["id"]}}));
+  EXPECT_EQ(hook.body["id"], hook.headers.at("webhook-id"));
+  EXPECT_TRUE(hook.body["created_at"].is_number_integer());
+  EXPECT_EQ(hook.body.size(), 5u) << hook.raw_body;
+  const auto& cancelled = by_path.at("/default");
+  EXPECT_TRUE(cancelled.signature_ok);
+  EXPECT_EQ(cancelled.body["type"], "batch.cancelled");
+  EXPECT_EQ(cancelled.body["data"]["id"], slow["id"]);
+  EXPECT_EQ(c.get("/v1/batches/" + slow["id"].get<std::string>()).json()["status"], "cancelled");
 }
 
 }  // namespace SY_UNITY_ID

@@ -47,8 +47,15 @@ TEST(event_json, the_creation_and_a_result_too_large_to_carry) {
             R"(null,"queued":0,"in_progress":0,"completed":0,"failed":0,"cancelled":0},)"
             R"("result":null,"result_url":"/v1/jobs/job_1"})");
   // A webhook renders its event, or sends what a previous build rendered.
-  EXPECT_EQ(webhook_body(webhook_record{1, "job_1", "u", large, "", 0, 0, ""}), event_json(large));
-  EXPECT_EQ(webhook_body(webhook_record{1, "job_1", "u", large, "{}", 0, 0, ""}), "{}");
+  EXPECT_EQ(webhook_body(webhook_record{1, "job_1", "u", large, "", 0, 0, "", "", 0}),
+            event_json(large));
+  EXPECT_EQ(webhook_body(webhook_record{1, "job_1", "u", large, "{}", 0, 0, "", "", 0}), "{}");
+  // A batch's terminal transition is OpenAI's event, its id the delivery's (webhook-id).
+  webhook_record batch{42, "batch_01", "u", {}, "", 3, 0, "", "expired", 1'800'000'000'999};
+  EXPECT_EQ(webhook_id(batch), "whd_42");
+  EXPECT_EQ(webhook_body(batch),
+            R"({"id":"whd_42","object":"event","type":"batch.expired","created_at":1800000000,)"
+            R"("data":{"id":"batch_01"}})");
 }
 
 // The event of a job as SSE renders it: taken from the job record by job_event_of.

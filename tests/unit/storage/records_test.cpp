@@ -314,7 +314,7 @@ TEST(Records, TypedOutboxAndWebhookRecordsRoundTrip) {
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(*back, r) << r.what.index();
   }
-  webhook_record w{0, "job_1", "http://h/x", je, "", 2, 99, "503"};
+  webhook_record w{0, "job_1", "http://h/x", je, "", 2, 99, "503", "", 0};
   auto back = decode_webhook(encode_webhook(w));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->event, je);
@@ -323,6 +323,13 @@ TEST(Records, TypedOutboxAndWebhookRecordsRoundTrip) {
   EXPECT_EQ(back->attempts, 2);
   EXPECT_EQ(back->next_at_ms, 99);
   EXPECT_EQ(back->last_error, "503");
+  EXPECT_TRUE(back->batch_status.empty());
+  webhook_record b{7, "batch_1", "http://h/b", {}, "", 0, 5, "", "completed", 1234};
+  auto batch_back = decode_webhook(encode_webhook(b));
+  ASSERT_TRUE(batch_back.has_value());
+  EXPECT_EQ(batch_back->batch_status, "completed");
+  EXPECT_EQ(batch_back->created_at_ms, 1234);
+  EXPECT_EQ(batch_back->job_id, "batch_1");
   EXPECT_FALSE(decode_outbox("\x02\x09").has_value());  // a kind this build does not know
 }
 
