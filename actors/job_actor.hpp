@@ -25,7 +25,8 @@ namespace sy::actors {
 /// The registry ticks twice per period (spawn_job_registry's `beat_tick_ms`).
 int64_t heartbeat_period_ms(const config::settings& cfg);
 
-/// `task_id` and `attempt`: what the delivery's payload names (parse_task_message, actors/event_json.hpp).
+/// `task_id` and `attempt`: what the delivery's payload names (parse_task_message,
+/// actors/event_json.hpp).
 job_actor spawn_job_actor(engine_context& ctx, std::string model, runtime::delivery d,
                           std::string task_id, int attempt, model_dispatcher_actor dispatcher);
 

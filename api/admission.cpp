@@ -9,8 +9,8 @@
 #include "api/detail/sync.hpp"
 #include "config/client_text.hpp"
 #include "config/limits.hpp"
-#include "runtime/trace.hpp"
 #include "runtime/strict_json.hpp"
+#include "runtime/trace.hpp"
 
 namespace sy::api {
 namespace detail {

@@ -13,8 +13,8 @@
 #include "api/detail/ui.hpp"
 #include "api/errors.hpp"
 #include "api/job_json.hpp"
-#include "runtime/metrics.hpp"
 #include "runtime/json_text.hpp"
+#include "runtime/metrics.hpp"
 
 namespace sy::api::detail {
 namespace {
