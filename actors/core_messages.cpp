@@ -1,7 +1,5 @@
 #include "actors/core_messages.hpp"
 
-#include <utility>  // before any Asio header
-
 #include <chrono>
 #include <vector>
 
@@ -49,7 +47,7 @@ reply answer(result<T> r) {
   return std::move(*r);
 }
 
-reply answer(status s) {
+reply answer(const status& s) {
   if (!s) return s.error();
   return done{};
 }

@@ -6,6 +6,8 @@
 /// id, the address of its owner. `encode` / `decode` are their bytes on the wire: CAF's binary
 /// format, behind a version byte.
 
+#include <utility>  // before any Asio header
+
 #include <cstdint>
 #include <optional>
 #include <string>
