@@ -31,11 +31,14 @@ void check_submission(const sy::actors::submission& s) {
   check(s.endpoint == "/v1/chat/completions" || s.endpoint == "/v1/embeddings" ||
             s.endpoint == "/v1/completions",
         "accepted an unknown endpoint");
-  check(s.body.is_object(), "accepted a body that is not an object");
-  auto model = s.body.find("model");
-  check(
-      model != s.body.end() && model->is_string() && !model->get_ref<const std::string&>().empty(),
-      "accepted a body without a non-empty model");
+  // The body travels as its JSON text: it parses back to an object whose model it names.
+  const json body = json::parse(s.body, nullptr, false);
+  check(body.is_object(), "accepted a body that is not an object, or whose text does not parse");
+  auto model = body.find("model");
+  check(model != body.end() && model->is_string() &&
+            !model->get_ref<const std::string&>().empty() &&
+            model->get_ref<const std::string&>() == s.model,
+        "accepted a body without a non-empty model, or carried another model");
   check(s.metadata.is_object(), "metadata is not an object");
   check(s.max_attempts >= 0 && s.max_attempts <= sy::actors::default_max_attempts_cap,
         "max_attempts out of range");
@@ -53,7 +56,8 @@ void check_hash(const sy::actors::submission& s) {
   sy::actors::submission again = s;
   again.tenant = "other";
   again.idempotency_key = "other";
-  again.body = reparse(s.body);
+  again.body = reparse(json::parse(s.body, nullptr, false))
+                   .dump(-1, ' ', false, json::error_handler_t::replace);
   again.metadata = reparse(s.metadata);
   check(sy::actors::request_hash(again) == hash, "request_hash changed over a dump/parse trip");
 }
