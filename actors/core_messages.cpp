@@ -20,8 +20,9 @@ std::string encode_variant(const Variant& v) {
   std::vector<char> buf{wire_version};
   // No actor handles inside, so no actor system is needed to write or read them.
   caf::binary_serializer sink{nullptr, buf};
-  auto copy = v;  // the inspector takes its values by reference
-  (void)sink(storage::variant_field{copy});
+  // Inspectors take their values by reference; a saving one only reads them, so the request
+  // (with its bodies) is not copied to be written.
+  (void)sink(storage::variant_field{const_cast<Variant&>(v)});
   return {buf.begin(), buf.end()};
 }
 

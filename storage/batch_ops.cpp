@@ -133,8 +133,8 @@ result<op_reply> apply_batch(write_txn& t, const batch_ingested_op& op) {
     }
   }
   if (auto s = save(t, *b); !s) return s.error();
-  auto r = with_batch(op_reply::kind::done, *b);
-  if (is_terminal(b->status)) announce_end(t, *b, op.now_ms, r);
+  auto r = with_batch(op_reply::kind::done, std::move(*b));
+  if (is_terminal(r.batch->status)) announce_end(t, *r.batch, op.now_ms, r);
   return r;
 }
 
@@ -249,8 +249,8 @@ result<op_reply> apply_batch(write_txn& t, const batch_finish_op& op) {
   });
   for (const auto& k : keys) t.del(db::batch_lines, k);
   if (auto s = save(t, *b); !s) return s.error();
-  auto r = with_batch(op_reply::kind::done, *b);
-  announce_end(t, *b, op.now_ms, r);
+  auto r = with_batch(op_reply::kind::done, std::move(*b));
+  announce_end(t, *r.batch, op.now_ms, r);
   return r;
 }
 
