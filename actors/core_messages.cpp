@@ -87,7 +87,7 @@ boost::asio::awaitable<reply> serve(job_service& jobs, worker_service& workers, 
     co_return answer(co_await jobs.remove(m->tenant, m->id));
   if (auto* m = std::get_if<rerun_job>(&r)) co_return answer(co_await jobs.rerun(m->tenant, m->id));
   if (auto* m = std::get_if<list_jobs>(&r))
-    co_return answer(jobs.list(m->tenant, m->status, m->limit, m->after));
+    co_return answer(jobs.list(m->tenant, m->status, m->kind, m->limit, m->after));
   if (auto* m = std::get_if<list_tasks>(&r))
     co_return answer(jobs.list_tasks(m->tenant, m->id, m->status, m->limit, m->after));
   if (auto* m = std::get_if<get_task>(&r))

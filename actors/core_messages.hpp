@@ -61,6 +61,7 @@ struct list_jobs {
   std::optional<storage::job_status> status;
   int limit = 20;
   std::string after;
+  std::optional<storage::job_kind> kind;
   bool operator==(const list_jobs&) const = default;
 };
 struct list_tasks {
@@ -146,7 +147,8 @@ typename Inspector::result_type inspect(Inspector& f, rerun_job& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, list_jobs& x) {
-  return f(x.tenant, storage::optional_field{x.status}, x.limit, x.after);
+  return f(x.tenant, storage::optional_field{x.status}, x.limit, x.after,
+           storage::optional_field{x.kind});
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, list_tasks& x) {

@@ -274,14 +274,6 @@ boost::asio::awaitable<result<submit_outcome>> engine::commit_create(write_reque
   co_return submit_outcome{std::move(*rep.job), rep.what == kind::done};
 }
 
-result<storage::job_record> engine::get(const std::string& tenant, const std::string& id) {
-  auto txn = deps_.env.begin_read();
-  auto job = storage::get_job(txn, id);
-  if (!job || !job->owned_by(tenant))
-    return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
-  return std::move(*job);
-}
-
 boost::asio::awaitable<result<storage::job_record>> engine::wait_terminal(
     std::string tenant, std::string id, std::chrono::milliseconds timeout) {
   const int64_t until = deps_.clock.now_ms() + timeout.count();
@@ -307,9 +299,8 @@ boost::asio::awaitable<result<event_batch>> engine::next_events(std::string tena
     int64_t left = 0;
     {
       auto txn = deps_.env.begin_read();
-      auto job = storage::get_job(txn, id);
-      if (!job || !job->owned_by(tenant))
-        co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
+      auto job = read_job(txn, tenant, id);
+      if (!job) co_return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
       auto events = storage::read_events(txn, id, after_seq);
       left = until - deps_.clock.now_ms();
       if (!events.empty() || left <= 0) co_return event_batch{std::move(*job), std::move(events)};
@@ -321,6 +312,7 @@ boost::asio::awaitable<result<event_batch>> engine::next_events(std::string tena
 boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string tenant,
                                                                    std::string id) {
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
+  if (storage::is_batch_id(id)) co_return co_await cancel_batch(std::move(tenant), std::move(id));
   write_request req{storage::cancel_job_op{tenant, id, deps_.clock.now_ms()}};
   auto r = co_await write(ctx_->writer, std::move(req));
   if (!r) co_return r.error();
@@ -338,30 +330,6 @@ boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string t
   if (rep.abort_inflight && rep.task) caf::anon_send(ctx_->jobs, cancel_atom::value, rep.task->id);
   for (const auto& task : rep.abort_tasks) caf::anon_send(ctx_->jobs, cancel_atom::value, task);
   co_return std::move(*rep.job);
-}
-
-result<job_page> engine::list(const std::string& tenant, std::optional<storage::job_status> status,
-                              int limit, const std::string& after) {
-  job_page page;
-  const std::string prefix = storage::job_index_key(tenant, "");
-  const std::string from = after.empty() ? tenant + '\x20' : storage::job_index_key(tenant, after);
-  std::vector<std::string> ids;
-  auto txn = deps_.env.begin_read();
-  txn.scan_reverse(storage::db::job_index, from, [&](std::string_view key, std::string_view value) {
-    if (key.substr(0, prefix.size()) != prefix) return false;
-    auto id = key.substr(prefix.size());
-    if (!after.empty() && id == after) return true;  // strictly older than the cursor
-    if (status && value != storage::to_string(*status)) return true;
-    if (static_cast<int>(ids.size()) == limit) {
-      page.has_more = true;
-      return false;
-    }
-    ids.emplace_back(id);
-    return true;
-  });
-  for (const auto& id : ids)
-    if (auto job = storage::get_job(txn, id)) page.jobs.push_back(std::move(*job));
-  return page;
 }
 
 void engine::wake_webhooks() {

@@ -62,7 +62,8 @@ class engine final : public job_service, public worker_service {
   boost::asio::awaitable<result<storage::job_record>> cancel(std::string tenant,
                                                              std::string id) override;
   result<job_page> list(const std::string& tenant, std::optional<storage::job_status> status,
-                        int limit, const std::string& after) override;
+                        std::optional<storage::job_kind> kind, int limit,
+                        const std::string& after) override;
   result<task_page> list_tasks(const std::string& tenant, const std::string& id,
                                std::optional<storage::job_status> status, int limit,
                                const std::string& after) override;
@@ -107,6 +108,14 @@ class engine final : public job_service, public worker_service {
   /// of its models — each must have a gateway, and together they stay within max_models
   /// (`params[i]` names model i in an error). Afterwards every model's queue is taken.
   result<std::string> job_webhook(const submission& s) const;
+  /// Job `id` of `tenant` as clients see it (a batch as a job), or nothing (another tenant's,
+  /// deleted, or none).
+  std::optional<storage::job_record> read_job(const storage::txn_view& txn,
+                                              const std::string& tenant,
+                                              const std::string& id) const;
+  /// Cancels batch `id` as a job (engine_jobs.cpp): answers it in the job vocabulary.
+  boost::asio::awaitable<result<storage::job_record>> cancel_batch(std::string tenant,
+                                                                   std::string id);
   status queue_models(const std::vector<std::string>& models,
                       const std::vector<std::string>& params);
   boost::asio::awaitable<result<submit_outcome>> submit_list(submission s);

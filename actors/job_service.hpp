@@ -160,7 +160,7 @@ class job_service {
   /// Errors: idempotency_conflict, model_not_found, storage_unavailable, shutting_down.
   /// Takes only what admission (api/admission.hpp) let through.
   virtual boost::asio::awaitable<result<submit_outcome>> submit(admitted<submission> s) = 0;
-  /// Reads a job of `tenant`; another tenant's job is `job_not_found`.
+  /// Reads a job of `tenant` (a batch too, as a job); another tenant's job is `job_not_found`.
   virtual result<storage::job_record> get(const std::string& tenant, const std::string& id) = 0;
 
   /// Waits until the job is terminal or `timeout` has passed, and returns it as it is then.
@@ -181,10 +181,12 @@ class job_service {
   virtual boost::asio::awaitable<result<storage::job_record>> cancel(std::string tenant,
                                                                      std::string id) = 0;
 
-  /// The tenant's jobs, newest first, optionally only those in `status`, strictly older than
-  /// job id `after` when given (the cursor), at most `limit` (1..100).
+  /// The tenant's jobs of every kind (batches too), newest first, optionally only those in
+  /// `status` and of `kind`, created strictly before job id `after` when given (the cursor), at
+  /// most `limit` (1..100).
   virtual result<job_page> list(const std::string& tenant,
-                                std::optional<storage::job_status> status, int limit,
+                                std::optional<storage::job_status> status,
+                                std::optional<storage::job_kind> kind, int limit,
                                 const std::string& after) = 0;
 
   /// The tasks of task-list job `id`, in index order, optionally only those in `status`, after

@@ -23,6 +23,7 @@ std::string job_json(const storage::job_record& job) {
   out.begin_object()
       .field("id", job.id)
       .field("object", "job")
+      .field("kind", storage::to_string(job.kind()))
       .field("status", storage::to_string(job.status))
       .field("endpoint", job.endpoint);
   out.key("model");

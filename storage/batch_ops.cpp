@@ -1,5 +1,7 @@
 #include "storage/batch_ops.hpp"
 
+#include <algorithm>
+
 #include "storage/detail/codec.hpp"
 #include "storage/lmdb_env.hpp"
 #include "storage/ops.hpp"
@@ -66,6 +68,64 @@ void announce_end(write_txn& t, const batch_record& b, int64_t now_ms, op_reply&
 }
 
 }  // namespace
+
+job_status job_status_of(batch_status s) {
+  switch (s) {
+    case batch_status::validating:
+      return job_status::queued;
+    case batch_status::in_progress:
+    case batch_status::finalizing:
+      return job_status::in_progress;
+    case batch_status::cancelling:
+      return job_status::cancelling;
+    case batch_status::completed:
+      return job_status::completed;
+    case batch_status::failed:
+      return job_status::failed;
+    case batch_status::expired:
+      return job_status::expired;
+    case batch_status::cancelled:
+      return job_status::cancelled;
+  }
+  return job_status::queued;
+}
+
+job_record job_of(const batch_record& b) {
+  job_record j;
+  j.id = b.id;
+  j.tenant = b.tenant;
+  j.endpoint = b.endpoint;
+  if (b.metadata.is_object()) j.metadata = b.metadata;
+  j.status = job_status_of(b.status);
+  j.created_at_ms = b.created_at * 1000;
+  j.started_at_ms = b.in_progress_at * 1000;
+  const int64_t ended = std::max({b.completed_at, b.failed_at, b.expired_at, b.cancelled_at});
+  if (is_terminal(b.status)) j.finished_at_ms = ended * 1000;
+  j.updated_at_ms = std::max({b.created_at, b.in_progress_at, b.finalizing_at,
+                              b.cancelling_at, ended}) *
+                    1000;
+  j.deadline_ms = b.deadline_ms;
+  j.webhook_url = b.webhook_url;
+  j.event_seq = b.event_seq;
+  j.trace = b.trace;
+  j.trace_state = b.trace_state;
+  j.task_list = true;
+  j.window = b.max_inflight;
+  j.counts.total = b.status == batch_status::validating && b.total == 0 ? -1 : b.total;
+  j.counts.completed = b.completed;
+  j.counts.failed = b.failed;
+  j.counts.queued = std::max<int64_t>(0, b.total - b.completed - b.failed);
+  j.ingested = b.total;
+  j.errors = b.errors;
+  if (b.status == batch_status::failed || b.status == batch_status::expired) {
+    if (!b.errors.empty()) {
+      j.error = job_error{b.errors.front().code, b.errors.front().message};
+    } else {
+      j.error = job_error{b.stop_code, "the batch " + std::string(to_string(b.status))};
+    }
+  }
+  return j;
+}
 
 std::optional<file_record> get_file(const txn_view& t, std::string_view id) {
   return decode(t.get(db::files, id), &file_from_json);

@@ -16,6 +16,7 @@
 
 #include "config/result.hpp"
 #include "storage/batch_records.hpp"
+#include "storage/records.hpp"
 
 namespace sy::storage {
 
@@ -180,6 +181,17 @@ typename Inspector::result_type inspect(Inspector& f, batch_finish_op& x) {
   return f(x.id, optional_field{x.output}, optional_field{x.error}, x.now_ms,
            optional_field{x.failure});
 }
+
+// --- A batch as a job (docs/batches.md, "A batch as a job")
+
+/// The job status a batch shows in the job vocabulary: validating is `queued`, finalizing is
+/// `in_progress`; the others have the same name.
+job_status job_status_of(batch_status s);
+/// `b` as the native jobs API shows it (kind_of() gives `batch`): its status in the job
+/// vocabulary, its lines as task counts (lines not yet answered are `queued`), its errors, its
+/// `max_inflight` as the window, its event sequence. Only what a job record can say: the
+/// batch's own fields (files, usage) stay on GET /v1/batches/{id}.
+job_record job_of(const batch_record& b);
 
 // --- Typed reads
 

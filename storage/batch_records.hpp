@@ -119,6 +119,9 @@ struct batch_record {
   std::string trace_state;
   int64_t max_inflight = 0;  ///< the most lines in flight at once; 0: no cap of its own
   std::string webhook_url;   ///< where its terminal transitions are POSTed; empty: nowhere
+  /// Sequence number of its latest event as a job (db::events, like a job's `event_seq`); 0: a
+  /// batch made before batches had events (its first event then has seq 1).
+  uint64_t event_seq = 0;
 
   bool operator==(const batch_record&) const = default;
 };
@@ -147,7 +150,7 @@ typename Inspector::result_type inspect(Inspector& f, batch_record& x) {
            x.finalizing_at, x.completed_at, x.failed_at, x.expired_at, x.cancelling_at,
            x.cancelled_at, x.deadline_ms, x.total, x.completed, x.failed, x.errors, x.usage,
            json_field{x.metadata}, x.output_expires_after, x.stop_code, x.trace, x.trace_state,
-           x.max_inflight, x.webhook_url);
+           x.max_inflight, x.webhook_url, x.event_seq);
 }
 
 /// A request line's place in its batch's dispatch order: the index of its model among the

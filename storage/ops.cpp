@@ -38,8 +38,9 @@ status record_event(op_ctx& c, job_record& job, std::optional<job_status> previo
     append_outbox(c.txn, outbox_record{0, job_event_of(job, ev, limit)});
     c.reply.outbox_appended = true;
   }
-  // The creation event is the client's own 202; webhooks start with the first transition.
-  if (!job.webhook_url.empty() && previous) {
+  // The creation event is the client's own 202; webhooks start with the first transition. A
+  // batch's webhook gets OpenAI's event for its end instead (batch_ops.cpp, announce_end).
+  if (!job.webhook_url.empty() && previous && job.kind() != job_kind::batch) {
     webhook_record w;
     w.job_id = job.id;
     w.url = job.webhook_url;
@@ -511,9 +512,30 @@ int64_t entered_ms(const batch_record& b, batch_status s) {
   }
 }
 
+/// A batch's status change as a job's event (docs/batches.md, "A batch as a job"): when the
+/// status it shows in the job vocabulary changed, the event is stored (SSE) and announced on NATS
+/// like a job's, and the listing index keeps that status for `GET /v1/jobs?status=`.
+status record_batch_event(write_txn& txn, const store_policy& policy, op_reply& r,
+                          std::optional<batch_status> before, int64_t at_ms) {
+  auto& b = *r.batch;
+  const job_status now = job_status_of(b.status);
+  std::optional<job_status> previous;
+  if (before) previous = job_status_of(*before);
+  if (previous == now) return ok;
+  auto job = job_of(b);
+  op_ctx c{txn, policy, r};
+  std::optional<job_error> why;
+  if (is_terminal(now) && job.error) why = job.error;
+  SY_TRY(record_event(c, job, previous, std::move(why), at_ms));
+  b.event_seq = job.event_seq;
+  SY_TRY(put_batch(txn, b));
+  return txn.put(db::batch_index, job_index_key(b.tenant, b.id), to_string(now));
+}
+
 /// A batch operation, and the status change it made (if any) in its reply.
 template <class Op>
-result<op_reply> apply_batch_noting_change(write_txn& txn, const Op& op) {
+result<op_reply> apply_batch_noting_change(write_txn& txn, const store_policy& policy,
+                                           const Op& op) {
   std::optional<batch_status> before;
   if constexpr (requires { op.id; }) {
     if (auto b = get_batch(txn, op.id)) before = b->status;
@@ -535,7 +557,9 @@ result<op_reply> apply_batch_noting_change(write_txn& txn, const Op& op) {
   change.at_ms = change.created_at_ms;
   if constexpr (requires { op.now_ms; }) change.at_ms = op.now_ms;
   change.size = b.total;
+  const int64_t at_ms = change.at_ms;
   r->changes.push_back(std::move(change));
+  if (auto s = record_batch_event(txn, policy, *r, before, at_ms); !s) return s.error();
   return r;
 }
 
@@ -564,7 +588,7 @@ result<op_reply> apply(write_txn& txn, const write_op& op, const store_policy& p
         if constexpr (std::is_same_v<T, delete_job_op>) return apply_delete(c, o);
         if constexpr (std::is_same_v<T, rerun_list_op>) return apply_rerun(c, o);
         if constexpr (std::is_same_v<T, webhook_result_op>) return apply_webhook_result(c, o);
-        if constexpr (is_batch_op<T>) return apply_batch_noting_change(txn, o);
+        if constexpr (is_batch_op<T>) return apply_batch_noting_change(txn, policy, o);
       },
       op);
 }

@@ -89,6 +89,25 @@ std::optional<task_state> task_state_from(std::string_view s) {
   return std::nullopt;
 }
 
+std::string_view to_string(job_kind k) {
+  switch (k) {
+    case job_kind::list:
+      return "list";
+    case job_kind::batch:
+      return "batch";
+    default:
+      return "single";
+  }
+}
+
+std::optional<job_kind> job_kind_from(std::string_view s) {
+  for (auto k : {job_kind::single, job_kind::list, job_kind::batch})
+    if (to_string(k) == s) return k;
+  return std::nullopt;
+}
+
+bool is_batch_id(std::string_view id) { return id.starts_with("batch_"); }
+
 json to_json(const job_record& r) {
   json j = json::object();
   j["id"] = r.id;

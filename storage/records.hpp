@@ -42,6 +42,13 @@ bool is_terminal(job_status s);
 std::string_view to_string(task_state s);
 std::optional<task_state> task_state_from(std::string_view s);
 
+/// Where a job's tasks come from (DESIGN.md, "Vocabulary"): one request, a list of tasks, or an
+/// OpenAI batch input file. A batch's id is `batch_<ULID>`; a list is a job with `task_list`.
+enum class job_kind { single, list, batch };
+std::string_view to_string(job_kind k);
+std::optional<job_kind> job_kind_from(std::string_view s);
+bool is_batch_id(std::string_view id);
+
 /// The gateway's answer, recorded verbatim (status and body text).
 struct gateway_result {
   int status_code = 0;
@@ -117,6 +124,11 @@ struct job_record {
   /// to_keep), and the client's tracestate. Empty otherwise: the trace is derived from the id.
   std::string trace;
   std::string trace_state;
+
+  job_kind kind() const {
+    if (is_batch_id(id)) return job_kind::batch;
+    return task_list ? job_kind::list : job_kind::single;
+  }
 
   /// Whether `t`'s requests see this job (its tenant's, and not deleted).
   bool owned_by(std::string_view t) const { return !deleted && tenant == t; }

@@ -78,6 +78,11 @@ result<list_params> parse_list_params(std::string_view target) {
                      "completed, failed, cancelled, expired; got '" +
                          *s + "'.");
   }
+  if (auto k = query_value(*params, "kind")) {
+    out.kind = storage::job_kind_from(*k);
+    if (!out.kind)
+      return invalid("kind", "'kind' must be one of single, list, batch; got '" + *k + "'.");
+  }
   if (auto l = query_value(*params, "limit")) {
     bool digits = !l->empty() && l->size() <= 3;
     for (char c : *l) digits = digits && c >= '0' && c <= '9';

@@ -31,6 +31,7 @@ std::optional<std::string> query_value(const std::vector<query_param>& params,
 /// `GET /v1/jobs` parameters.
 struct list_params {
   std::optional<storage::job_status> status;  ///< only jobs in this status
+  std::optional<storage::job_kind> kind;      ///< only jobs of this kind
   int limit = 20;                             ///< 1..100
   std::string after;                          ///< cursor: a job id; empty: from the newest
 };
@@ -38,8 +39,8 @@ struct list_params {
 inline constexpr int list_default_limit = 20;
 inline constexpr int list_max_limit = 100;
 
-/// Reads `status`, `limit` and `after` from `target`'s query; other parameters are ignored.
-/// Errors: invalid_value with param `status` (not a job status), `limit` (not an integer in
+/// Reads `status`, `kind`, `limit` and `after` from `target`'s query; other parameters are ignored.
+/// Errors: invalid_value with param `status` (not a job status), `kind` (not single, list or batch), `limit` (not an integer in
 /// 1..100) or the malformed parameter's name.
 result<list_params> parse_list_params(std::string_view target);
 

@@ -232,7 +232,7 @@ response request_handler::list_jobs(const request& req) {
   if (!tenant) return error_for(tenant.error(), req);
   auto params = parse_list_params(req.target());
   if (!params) return error_for(params.error(), req);
-  auto page = service_.list(*tenant, params->status, params->limit, params->after);
+  auto page = service_.list(*tenant, params->status, params->kind, params->limit, params->after);
   if (!page) return error_for(page.error(), req);
   runtime::json_text out;
   out.begin_object().field("object", "list").key("data").begin_array();

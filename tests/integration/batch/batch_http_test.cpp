@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tests/integration/engine/engine_env.hpp"
+#include "tests/integration/engine/nats_subscriber.hpp"
 #include "tests/support/multipart_form.hpp"
 #include "tests/support/wait.hpp"
 
@@ -27,6 +28,22 @@ std::string jsonl(int n) {
                 {"body",
                  {{"model", "test-model"},
                   {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})}}}}
+               .dump() +
+           "\n";
+  return out;
+}
+
+/// `n` lines the fake gateway answers only after 5 s (long enough to cancel them in flight).
+std::string slow_jsonl(int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i)
+    out += json{{"custom_id", "s" + std::to_string(i)},
+                {"method", "POST"},
+                {"url", "/v1/chat/completions"},
+                {"body",
+                 {{"model", "test-model"},
+                  {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})},
+                  {"fake", {{"latency_ms", 5'000}}}}}}
                .dump() +
            "\n";
   return out;
@@ -290,6 +307,100 @@ TEST(batch_http, a_batch_runs_lists_and_its_files_download_and_delete) {
   // A finished batch cannot be cancelled.
   expect_error(c.request("POST", "/v1/batches/" + ids[0] + "/cancel"), 409,
                "batch_not_cancellable");
+}
+
+// A batch is a job of kind batch on the native jobs API: read, listed beside the other kinds,
+// filtered by kind, streamed on SSE and NATS like a job, cancelled through /v1/jobs.
+TEST(batch_http, a_batch_is_a_job_on_the_native_jobs_api) {
+  engine_env env;
+  env.settings().nats_events = "all";
+  env.start();
+  nats_subscriber sub(env.nats().url(), "sy.jobs.>");
+  http_client c(env.port());
+  std::string fid = upload(c, form({{"purpose", "batch"}}, "in.jsonl", jsonl(3))).json()["id"];
+  auto create = [&] {
+    auto r = c.post_json("/v1/batches", {{"input_file_id", fid},
+                                         {"endpoint", "/v1/chat/completions"},
+                                         {"completion_window", "24h"},
+                                         {"metadata", {{"k", "v"}}}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json()["id"].get<std::string>();
+  };
+  const std::string batch = create();
+  auto single = env.submit(c, "beside");
+  ASSERT_EQ(single.status, 202) << single.body;
+  const std::string job = single.json()["id"];
+  json got;
+  ASSERT_TRUE(wait_for([&] {
+    got = c.get("/v1/jobs/" + batch).json();
+    return got["status"] == "completed";
+  })) << got.dump();
+  EXPECT_EQ(got["object"], "job");
+  EXPECT_EQ(got["kind"], "batch");
+  EXPECT_EQ(got["endpoint"], "/v1/chat/completions");
+  EXPECT_EQ(got["metadata"], (json{{"k", "v"}}));
+  EXPECT_EQ(got["task_counts"]["total"], 3);
+  EXPECT_EQ(got["task_counts"]["completed"], 3);
+  EXPECT_EQ(got["task_counts"]["queued"], 0);
+  EXPECT_TRUE(got["completed_at"].is_number_integer()) << got.dump();
+  EXPECT_EQ(c.get("/v1/jobs/" + job).json()["kind"], "single");
+  expect_error(c.get("/v1/jobs/batch_0000000000000000000000000"), 404, "job_not_found", "id");
+  // Listed beside the jobs, newest first, and filtered by kind.
+  ASSERT_TRUE(wait_for([&] { return c.get("/v1/jobs/" + job).json()["status"] == "completed"; }));
+  auto all = c.get("/v1/jobs").json();
+  ASSERT_EQ(all["data"].size(), 2u) << all.dump();
+  EXPECT_EQ(all["data"][0]["id"], job);
+  EXPECT_EQ(all["data"][1]["id"], batch);
+  auto page = c.get("/v1/jobs?limit=1").json();
+  EXPECT_EQ(page["data"][0]["id"], job);
+  EXPECT_TRUE(page["has_more"].get<bool>());
+  page = c.get("/v1/jobs?limit=1&after=" + job).json();
+  ASSERT_EQ(page["data"].size(), 1u);
+  EXPECT_EQ(page["data"][0]["id"], batch);
+  EXPECT_FALSE(page["has_more"].get<bool>());
+  auto batches = c.get("/v1/jobs?kind=batch&status=completed").json();
+  ASSERT_EQ(batches["data"].size(), 1u);
+  EXPECT_EQ(batches["data"][0]["id"], batch);
+  auto singles = c.get("/v1/jobs?kind=single").json();
+  ASSERT_EQ(singles["data"].size(), 1u);
+  EXPECT_EQ(singles["data"][0]["id"], job);
+  EXPECT_TRUE(c.get("/v1/jobs?kind=list").json()["data"].empty());
+  EXPECT_TRUE(c.get("/v1/jobs?kind=batch&status=failed").json()["data"].empty());
+  expect_error(c.get("/v1/jobs?kind=batches"), 400, "invalid_value", "kind");
+  // Its state changes, on SSE and on NATS, in the job vocabulary.
+  const std::string events = c.get("/v1/jobs/" + batch + "/events").body;
+  const auto queued = events.find("event: queued\n");
+  const auto running = events.find("event: in_progress\n");
+  const auto completed = events.find("event: completed\n");
+  EXPECT_TRUE(queued < running && running < completed && completed != std::string::npos)
+      << events;
+  std::vector<std::string> subjects;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < until &&
+         (subjects.empty() || !subjects.back().ends_with(".completed"))) {
+    auto m = sub.next(500);
+    if (m && m->first.starts_with("sy.jobs." + batch + ".")) subjects.push_back(m->first);
+  }
+  EXPECT_EQ(subjects, (std::vector<std::string>{"sy.jobs." + batch + ".queued",
+                                                "sy.jobs." + batch + ".in_progress",
+                                                "sy.jobs." + batch + ".completed"}));
+  // Cancelled through the jobs API: a finished one is not cancellable; a running one is.
+  expect_error(c.request("POST", "/v1/jobs/" + batch + "/cancel"), 409, "job_not_cancellable",
+               "id");
+  std::string slow_file =
+      upload(c, form({{"purpose", "batch"}}, "slow.jsonl", slow_jsonl(2))).json()["id"];
+  auto slow = c.post_json("/v1/batches", {{"input_file_id", slow_file},
+                                          {"endpoint", "/v1/chat/completions"},
+                                          {"completion_window", "24h"}});
+  ASSERT_EQ(slow.status, 200) << slow.body;
+  const std::string slow_id = slow.json()["id"];
+  auto cancel = c.request("POST", "/v1/jobs/" + slow_id + "/cancel");
+  ASSERT_EQ(cancel.status, 200) << cancel.body;
+  EXPECT_EQ(cancel.json()["kind"], "batch");
+  EXPECT_TRUE(cancel.json()["status"] == "cancelling" || cancel.json()["status"] == "cancelled")
+      << cancel.body;
+  ASSERT_TRUE(wait_for([&] { return c.get("/v1/jobs/" + slow_id).json()["status"] == "cancelled"; }));
+  EXPECT_EQ(c.get("/v1/batches/" + slow_id).json()["status"], "cancelled");
 }
 
 }  // namespace SY_UNITY_ID

@@ -91,7 +91,7 @@ TEST_F(core_hop, a_submission_and_its_reads_cross_and_the_job_is_the_one_http_se
   auto read = ask<storage::job_record>(core::get_job{"default", id});
   EXPECT_EQ(read, done);
   auto page =
-      ask<actors::job_page>(core::list_jobs{"default", storage::job_status::completed, 10, ""});
+      ask<actors::job_page>(core::list_jobs{"default", storage::job_status::completed, 10, "", std::nullopt});
   ASSERT_EQ(page.jobs.size(), 1u);
   EXPECT_EQ(page.jobs[0].id, id);
   http_client c(env.port());

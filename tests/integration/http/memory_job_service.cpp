@@ -109,7 +109,8 @@ boost::asio::awaitable<result<storage::job_record>> memory_job_service::cancel(s
 }
 
 result<actors::job_page> memory_job_service::list(const std::string& tenant,
-                                                  std::optional<storage::job_status>, int limit,
+                                                  std::optional<storage::job_status>,
+                                                  std::optional<storage::job_kind>, int limit,
                                                   const std::string&) {
   std::lock_guard lock{mutex_};
   actors::job_page page;

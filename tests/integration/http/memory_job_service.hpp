@@ -32,7 +32,8 @@ class memory_job_service final : public actors::job_service {
   boost::asio::awaitable<result<storage::job_record>> cancel(std::string tenant,
                                                              std::string id) override;
   result<actors::job_page> list(const std::string& tenant,
-                                std::optional<storage::job_status> status, int limit,
+                                std::optional<storage::job_status> status,
+                                std::optional<storage::job_kind> kind, int limit,
                                 const std::string& after) override;
 
   /// Moves a job to `status` (as the engine would), for the 200-on-terminal path.

@@ -54,7 +54,8 @@ class unavailable_service final : public actors::job_service {
   boost::asio::awaitable<result<storage::job_record>> cancel(std::string, std::string) override {
     co_return make_error(errc::job_not_found, "none");
   }
-  result<actors::job_page> list(const std::string&, std::optional<storage::job_status>, int,
+  result<actors::job_page> list(const std::string&, std::optional<storage::job_status>,
+                                std::optional<storage::job_kind>, int,
                                 const std::string&) override {
     return actors::job_page{};
   }

@@ -232,7 +232,7 @@ std::vector<core::request> every_request() {
           core::cancel_job{"acme", "job_01"},
           core::delete_job{"acme", "job_02"},
           core::rerun_job{"acme", "job_03"},
-          core::list_jobs{"acme", st::job_status::failed, 50, "job_00"},
+          core::list_jobs{"acme", st::job_status::failed, 50, "job_00", st::job_kind::batch},
           core::list_tasks{"acme", "job_01", st::job_status::queued, 100, "01-5"},
           core::get_task{"acme", "job_01", "row-7"},
           core::append_tasks{"job_01", test::admit::as_is(append)},
