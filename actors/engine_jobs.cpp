@@ -35,9 +35,9 @@ std::vector<storage::job_record> scan_index(const storage::txn_view& txn, storag
   std::vector<storage::job_record> out;
   const std::string head = storage::job_index_key(tenant, "");
   const std::string from =
-      after.empty() ? tenant + '\x20'
-                    : storage::job_index_key(tenant, std::string(prefix) +
-                                                         std::string(ulid_of(after)));
+      after.empty()
+          ? tenant + '\x20'
+          : storage::job_index_key(tenant, std::string(prefix) + std::string(ulid_of(after)));
   txn.scan_reverse(index, from, [&](std::string_view key, std::string_view value) {
     if (key.substr(0, head.size()) != head) return false;
     auto id = key.substr(head.size());
@@ -100,9 +100,8 @@ result<job_page> engine::list(const std::string& tenant, std::optional<storage::
   job_page page;
   std::merge(std::make_move_iterator(jobs.begin()), std::make_move_iterator(jobs.end()),
              std::make_move_iterator(batches.begin()), std::make_move_iterator(batches.end()),
-             std::back_inserter(page.jobs), [](const auto& a, const auto& b) {
-               return ulid_of(a.id) > ulid_of(b.id);
-             });
+             std::back_inserter(page.jobs),
+             [](const auto& a, const auto& b) { return ulid_of(a.id) > ulid_of(b.id); });
   page.has_more = page.jobs.size() > n;
   if (page.has_more) page.jobs.resize(n);
   return page;

@@ -20,6 +20,7 @@
 #include "runtime/metrics.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/webhook_client.hpp"
+#include "storage/batch_ops.hpp"
 
 namespace sy::actors {
 namespace asio = boost::asio;
@@ -103,9 +104,14 @@ storage::webhook_result_op judge_delivery(const config::settings& cfg, const run
   return op;
 }
 
-/// The job's trace (runtime/trace.hpp), whose child the delivery is; nullopt: none.
+/// The job's (or batch's) trace (runtime/trace.hpp), whose child the delivery is; nullopt: none.
 std::optional<trace::stored> job_trace(const engine_context& ctx, const std::string& job_id) {
   auto txn = ctx.env->begin_read();
+  if (storage::is_batch_id(job_id)) {
+    auto b = storage::get_batch(txn, job_id);
+    if (!b) return std::nullopt;
+    return trace::of(b->id, b->trace, b->trace_state);
+  }
   auto job = storage::get_job(txn, job_id);
   if (!job) return std::nullopt;
   return trace::of(job->id, job->trace, job->trace_state);

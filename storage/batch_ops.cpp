@@ -101,9 +101,8 @@ job_record job_of(const batch_record& b) {
   j.started_at_ms = b.in_progress_at * 1000;
   const int64_t ended = std::max({b.completed_at, b.failed_at, b.expired_at, b.cancelled_at});
   if (is_terminal(b.status)) j.finished_at_ms = ended * 1000;
-  j.updated_at_ms = std::max({b.created_at, b.in_progress_at, b.finalizing_at,
-                              b.cancelling_at, ended}) *
-                    1000;
+  j.updated_at_ms =
+      std::max({b.created_at, b.in_progress_at, b.finalizing_at, b.cancelling_at, ended}) * 1000;
   j.deadline_ms = b.deadline_ms;
   j.webhook_url = b.webhook_url;
   j.event_seq = b.event_seq;

@@ -372,8 +372,7 @@ TEST(batch_http, a_batch_is_a_job_on_the_native_jobs_api) {
   const auto queued = events.find("event: queued\n");
   const auto running = events.find("event: in_progress\n");
   const auto completed = events.find("event: completed\n");
-  EXPECT_TRUE(queued < running && running < completed && completed != std::string::npos)
-      << events;
+  EXPECT_TRUE(queued < running && running < completed && completed != std::string::npos) << events;
   std::vector<std::string> subjects;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (std::chrono::steady_clock::now() < until &&
@@ -399,7 +398,8 @@ TEST(batch_http, a_batch_is_a_job_on_the_native_jobs_api) {
   EXPECT_EQ(cancel.json()["kind"], "batch");
   EXPECT_TRUE(cancel.json()["status"] == "cancelling" || cancel.json()["status"] == "cancelled")
       << cancel.body;
-  ASSERT_TRUE(wait_for([&] { return c.get("/v1/jobs/" + slow_id).json()["status"] == "cancelled"; }));
+  ASSERT_TRUE(
+      wait_for([&] { return c.get("/v1/jobs/" + slow_id).json()["status"] == "cancelled"; }));
   EXPECT_EQ(c.get("/v1/batches/" + slow_id).json()["status"], "cancelled");
 }
 

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "runtime/trace.hpp"
 #include "storage/lmdb_env.hpp"
 #include "tests/fakes/webhook_receiver.hpp"
 #include "tests/integration/engine/engine_env.hpp"
@@ -311,6 +312,11 @@ TEST(webhooks, a_batch_posts_only_its_terminal_transition_as_openais_event) {
   EXPECT_EQ(hook.body["id"], hook.headers.at("webhook-id"));
   EXPECT_TRUE(hook.body["created_at"].is_number_integer());
   EXPECT_EQ(hook.body.size(), 5u) << hook.raw_body;
+  // The delivery is a span of the batch's trace, as a job's is of the job's.
+  ASSERT_TRUE(hook.headers.count("traceparent")) << "no traceparent on a batch's webhook";
+  EXPECT_EQ(hook.headers.at("traceparent").substr(3, 32),
+            trace::of(done["id"].get<std::string>(), "", "").self.trace_id)
+      << hook.headers.at("traceparent");
   const auto& cancelled = by_path.at("/default");
   EXPECT_TRUE(cancelled.signature_ok);
   EXPECT_EQ(cancelled.body["type"], "batch.cancelled");
