@@ -53,10 +53,11 @@ reply answer(const status& s) {
   return done{};
 }
 
-boost::asio::awaitable<reply> worker(worker_service& workers, admitted<worker_request> call) {
+boost::asio::awaitable<reply> worker(worker_service& workers, admitted<worker_request> call,
+                                     std::shared_ptr<caller_presence> caller) {
   switch (call->what) {
     case worker_request::kind::lease:
-      co_return answer(co_await workers.lease(std::move(call), nullptr));
+      co_return answer(co_await workers.lease(std::move(call), std::move(caller)));
     case worker_request::kind::heartbeat:
       co_return answer(co_await workers.heartbeat(std::move(call)));
     case worker_request::kind::complete:
@@ -71,7 +72,8 @@ boost::asio::awaitable<reply> worker(worker_service& workers, admitted<worker_re
 
 }  // namespace
 
-boost::asio::awaitable<reply> serve(job_service& jobs, worker_service& workers, request r) {
+boost::asio::awaitable<reply> serve(job_service& jobs, worker_service* workers, request r,
+                                    std::shared_ptr<caller_presence> caller) {
   using std::chrono::milliseconds;
   if (auto* m = std::get_if<submit_job>(&r))
     co_return answer(co_await jobs.submit(std::move(m->request)));
@@ -94,9 +96,18 @@ boost::asio::awaitable<reply> serve(job_service& jobs, worker_service& workers, 
     co_return answer(jobs.get_task(m->tenant, m->id, m->task));
   if (auto* m = std::get_if<append_tasks>(&r))
     co_return answer(co_await jobs.append(m->id, std::move(m->request)));
+  if (!workers) co_return make_error(errc::not_found, "this listener serves no worker calls");
   if (auto* m = std::get_if<worker_call>(&r))
-    co_return co_await worker(workers, std::move(m->request));
-  co_return answer(co_await workers.jwks());
+    co_return co_await worker(*workers, std::move(m->request), std::move(caller));
+  if (std::holds_alternative<rotate_keys>(r)) co_return answer(co_await workers->rotate_keys());
+  co_return answer(co_await workers->jwks());
+}
+
+boost::asio::awaitable<status> ask_done(client& c, request r) {
+  auto rep = co_await c.call(std::move(r));
+  if (auto* e = std::get_if<sy::error>(&rep)) co_return std::move(*e);
+  if (std::holds_alternative<done>(rep)) co_return ok;
+  co_return make_error(errc::internal_error, "the core answered a call with another type");
 }
 
 std::string encode(const request& r) { return encode_variant(r); }

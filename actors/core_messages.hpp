@@ -9,6 +9,7 @@
 #include <utility>  // before any Asio header
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -89,10 +90,14 @@ struct worker_call {
 struct get_jwks {
   bool operator==(const get_jwks&) const = default;
 };
+/// Makes a new signing key (the admin's rotation, docs/workers.md); answers the JWKS.
+struct rotate_keys {
+  bool operator==(const rotate_keys&) const = default;
+};
 
 using request =
     std::variant<submit_job, get_job, wait_job, job_events, cancel_job, delete_job, rerun_job,
-                 list_jobs, list_tasks, get_task, append_tasks, worker_call, get_jwks>;
+                 list_jobs, list_tasks, get_task, append_tasks, worker_call, get_jwks, rotate_keys>;
 
 /// A call that succeeded with nothing to say (complete, fail).
 struct done {
@@ -105,8 +110,53 @@ using reply =
                  task_page, lease_reply, heartbeat_answer, storage_credentials, std::string>;
 
 /// Runs `r` against the core's services and answers it: what a node does with a request that
-/// reached it, from one of its own surfaces or forwarded by another node.
-boost::asio::awaitable<reply> serve(job_service& jobs, worker_service& workers, request r);
+/// reached it, from one of its own surfaces or forwarded by another node. `workers` null: worker
+/// calls answer not_found. `caller`: a local lease's connection (its poll ends when it goes);
+/// a forwarded one has none.
+boost::asio::awaitable<reply> serve(job_service& jobs, worker_service* workers, request r,
+                                    std::shared_ptr<caller_presence> caller = nullptr);
+
+/// What every surface (HTTP, the NATS micro service and intake, the worker calls) holds of the
+/// core: one call, a request in and its reply out. A job's request names the job by id, which
+/// addresses it: the local client serves it here; the cluster's client forwards a request for a
+/// job owned by another node (api/core_bridge.hpp) and answers with that node's reply.
+class client {
+ public:
+  virtual ~client() = default;
+  /// The core's time source; a surface that slices a wait or times a request follows it.
+  virtual const runtime::clock& clock() const = 0;
+  virtual boost::asio::awaitable<reply> call(request r,
+                                             std::shared_ptr<caller_presence> caller = nullptr) = 0;
+};
+
+/// The core of this process: `serve` on its services.
+class local_client final : public client {
+ public:
+  explicit local_client(job_service& jobs, worker_service* workers = nullptr)
+      : jobs_(jobs), workers_(workers) {}
+  const runtime::clock& clock() const override { return jobs_.clock(); }
+  boost::asio::awaitable<reply> call(request r, std::shared_ptr<caller_presence> caller) override {
+    return serve(jobs_, workers_, std::move(r), std::move(caller));
+  }
+
+ private:
+  job_service& jobs_;
+  worker_service* workers_;
+};
+
+/// `r`'s reply as a `T` (or `status` for a call that answers `done`), or its error; a reply of
+/// another type is an internal_error naming the request.
+template <class T>
+boost::asio::awaitable<result<T>> ask(client& c, request r,
+                                      std::shared_ptr<caller_presence> caller = nullptr) {
+  auto rep = co_await c.call(std::move(r), std::move(caller));
+  if (auto* e = std::get_if<sy::error>(&rep)) co_return std::move(*e);
+  if (auto* v = std::get_if<T>(&rep)) co_return std::move(*v);
+  co_return make_error(errc::internal_error, "the core answered a request with another type");
+}
+
+/// A call that answers nothing but whether it was done (a worker's complete or fail).
+boost::asio::awaitable<status> ask_done(client& c, request r);
 
 /// The request or reply as bytes: a version byte, then CAF's binary serialization.
 std::string encode(const request& r);
@@ -168,6 +218,10 @@ typename Inspector::result_type inspect(Inspector& f, worker_call& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, get_jwks&) {
+  return f();
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rotate_keys&) {
   return f();
 }
 template <class Inspector>

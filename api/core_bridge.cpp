@@ -15,13 +15,12 @@ std::string text(natsStatus s) { return natsStatus_GetText(s); }
 
 /// Decodes, serves and answers one request; a request that does not decode is answered with
 /// its error, as any other.
-asio::awaitable<void> serve_one(natsConnection* nc, actors::job_service& jobs,
-                                actors::worker_service& workers, std::string data,
+asio::awaitable<void> serve_one(natsConnection* nc, core::client& local, std::string data,
                                 std::string reply_to) {
   auto request = core::decode_request(data);
   core::reply answer{request ? sy::error{} : request.error()};
   // Not in a conditional expression: g++ 12 destroys a value awaited there twice.
-  if (request) answer = co_await core::serve(jobs, workers, std::move(*request));
+  if (request) answer = co_await local.call(std::move(*request));
   if (reply_to.empty()) co_return;
   const std::string bytes = core::encode(answer);
   if (auto s = natsConnection_Publish(nc, reply_to.c_str(), bytes.data(),
@@ -33,20 +32,17 @@ asio::awaitable<void> serve_one(natsConnection* nc, actors::job_service& jobs,
 
 }  // namespace
 
-core_bridge::core_bridge(natsConnection* nc, actors::job_service& jobs,
-                         actors::worker_service& workers)
+core_bridge::core_bridge(natsConnection* nc, actors::core::client& core)
     : nc_(nc),
-      jobs_(jobs),
-      workers_(workers),
+      core_(core),
       work_(std::make_unique<asio::executor_work_guard<asio::io_context::executor_type>>(
           io_.get_executor())),
       thread_([this] { io_.run(); }) {}
 
 result<std::unique_ptr<core_bridge>> core_bridge::start(natsConnection* nc,
                                                         const std::string& subject,
-                                                        actors::job_service& jobs,
-                                                        actors::worker_service& workers) {
-  std::unique_ptr<core_bridge> b{new core_bridge(nc, jobs, workers)};
+                                                        actors::core::client& core) {
+  std::unique_ptr<core_bridge> b{new core_bridge(nc, core)};
   if (auto s = natsConnection_QueueSubscribe(&b->sub_, nc, subject.c_str(), "core",
                                              &core_bridge::on_request, b.get());
       s != NATS_OK)
@@ -62,10 +58,8 @@ void core_bridge::on_request(natsConnection*, natsSubscription*, natsMsg* msg, v
   const char* reply = natsMsg_GetReply(msg);
   std::string reply_to = reply ? reply : "";
   natsMsg_Destroy(msg);
-  asio::co_spawn(
-      self->io_,
-      serve_one(self->nc_, self->jobs_, self->workers_, std::move(data), std::move(reply_to)),
-      asio::detached);
+  asio::co_spawn(self->io_, serve_one(self->nc_, self->core_, std::move(data), std::move(reply_to)),
+                 asio::detached);
 }
 
 void core_bridge::stop() {

@@ -5,7 +5,7 @@
 /// bytes are the messages' own encoding, so a request crosses exactly as it would inside a node.
 ///
 /// Threads: nats.c's delivery thread only hands each request to the bridge's io thread, which
-/// runs it against the services as a coroutine and publishes the answer to the request's reply
+/// runs it against the core as a coroutine and publishes the answer to the request's reply
 /// subject. The connection is the caller's and must outlive the bridge.
 
 #include <utility>  // before any Asio header
@@ -25,11 +25,11 @@ namespace sy::api {
 
 class core_bridge {
  public:
-  /// Subscribes `subject` on `nc` (queue group "core") and serves what arrives with `jobs` and
-  /// `workers`, which must outlive it. Errors: nats_error (the subscription failed).
+  /// Subscribes `subject` on `nc` (queue group "core") and serves what arrives with `core`
+  /// (this node's: actors::core::local_client), which must outlive it. Errors: nats_error (the
+  /// subscription failed).
   static result<std::unique_ptr<core_bridge>> start(natsConnection* nc, const std::string& subject,
-                                                    actors::job_service& jobs,
-                                                    actors::worker_service& workers);
+                                                    actors::core::client& core);
   ~core_bridge();
   core_bridge(const core_bridge&) = delete;
   core_bridge& operator=(const core_bridge&) = delete;
@@ -37,12 +37,11 @@ class core_bridge {
   void stop();
 
  private:
-  core_bridge(natsConnection* nc, actors::job_service& jobs, actors::worker_service& workers);
+  core_bridge(natsConnection* nc, actors::core::client& core);
   static void on_request(natsConnection* nc, natsSubscription* sub, natsMsg* msg, void* closure);
 
   natsConnection* nc_;
-  actors::job_service& jobs_;
-  actors::worker_service& workers_;
+  actors::core::client& core_;
   natsSubscription* sub_ = nullptr;
   boost::asio::io_context io_{1};
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;

@@ -171,9 +171,8 @@ asio::awaitable<void> watch_caller(std::shared_ptr<connection> conn,
 
 }  // namespace
 
-http_server::http_server(const config::settings& settings, actors::job_service& service,
-                         std::function<bool()> ready, actors::batch_service* batches,
-                         actors::worker_service* workers)
+http_server::http_server(const config::settings& settings, actors::core::client& core,
+                         std::function<bool()> ready, actors::batch_service* batches, bool internal)
     : lanes_([n = settings.http_threads < 1 ? 1 : settings.http_threads] {
         std::vector<std::unique_ptr<io_lane>> v;
         v.reserve(static_cast<size_t>(n));
@@ -181,29 +180,28 @@ http_server::http_server(const config::settings& settings, actors::job_service& 
         return v;
       }()),
       acceptor_(lanes_.front()->ioc),
-      handler_(settings, service, std::move(ready), stopping_, batches, workers),
+      handler_(settings, core, std::move(ready), stopping_, batches, internal),
       max_body_bytes_(static_cast<uint64_t>(settings.max_body_bytes)),
       read_timeout_ms_(settings.http_read_timeout_ms),
       shutdown_timeout_ms_(settings.shutdown_timeout_ms) {}
 
 result<std::unique_ptr<http_server>> http_server::start(listener bound,
                                                         const config::settings& settings,
-                                                        actors::job_service& service,
+                                                        actors::core::client& core,
                                                         std::function<bool()> ready,
                                                         actors::batch_service* batches) {
   std::unique_ptr<http_server> server(
-      new http_server(settings, service, std::move(ready), batches, nullptr));
+      new http_server(settings, core, std::move(ready), batches, false));
   if (auto s = server->run(std::move(bound)); !s) return s.error();
   return server;
 }
 
 result<std::unique_ptr<http_server>> http_server::start_internal(listener bound,
                                                                  const config::settings& settings,
-                                                                 actors::job_service& service,
-                                                                 actors::worker_service& workers,
+                                                                 actors::core::client& core,
                                                                  std::function<bool()> ready) {
   std::unique_ptr<http_server> server(
-      new http_server(settings, service, std::move(ready), nullptr, &workers));
+      new http_server(settings, core, std::move(ready), nullptr, true));
   if (auto s = server->run(std::move(bound)); !s) return s.error();
   return server;
 }

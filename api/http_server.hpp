@@ -29,7 +29,7 @@
 #include <boost/beast/http/parser.hpp>
 
 #include "actors/batch_service.hpp"
-#include "actors/job_service.hpp"
+#include "actors/core_messages.hpp"
 #include "api/detail/request_handler.hpp"
 #include "api/listener.hpp"
 #include "config/result.hpp"
@@ -44,12 +44,13 @@ struct connection;
 class http_server {
  public:
   /// Serves the public API on `bound` (api/listener.hpp): from now on requests are accepted.
-  /// `ready` answers /readyz. `service` must outlive the server. `batches` serves the Files and
+  /// `ready` answers /readyz. `core` (actors/core_messages.hpp: every call of the API into the
+  /// core goes through it) must outlive the server. `batches` serves the Files and
   /// Batch API (nullptr: those routes answer 404); uploads to POST /v1/files are streamed to it,
   /// never held in memory. Error: listen_failed (the socket cannot be taken over).
   static result<std::unique_ptr<http_server>> start(listener bound,
                                                     const config::settings& settings,
-                                                    actors::job_service& service,
+                                                    actors::core::client& core,
                                                     std::function<bool()> ready,
                                                     actors::batch_service* batches = nullptr);
   /// The internal listener, served on `bound` (bound to `settings.internal_listen`): the worker
@@ -57,8 +58,7 @@ class http_server {
   /// start's.
   static result<std::unique_ptr<http_server>> start_internal(listener bound,
                                                              const config::settings& settings,
-                                                             actors::job_service& service,
-                                                             actors::worker_service& workers,
+                                                             actors::core::client& core,
                                                              std::function<bool()> ready);
 
   /// Stops `stop()`s the server if still running.
@@ -83,9 +83,8 @@ class http_server {
   void stop();
 
  private:
-  http_server(const config::settings& settings, actors::job_service& service,
-              std::function<bool()> ready, actors::batch_service* batches,
-              actors::worker_service* workers);
+  http_server(const config::settings& settings, actors::core::client& core,
+              std::function<bool()> ready, actors::batch_service* batches, bool internal);
   /// Takes `bound` over and starts the accept loop and the io threads.
   status run(listener bound);
   boost::asio::awaitable<void> accept_loop();

@@ -20,8 +20,9 @@ using outcome_t = result<actors::submit_outcome>;
 /// co_spawn's use_future needs a default-constructible value (it makes one when the coroutine
 /// throws), which `result` is not; an optional wraps it.
 boost::asio::awaitable<std::optional<outcome_t>> submit_one(
-    actors::job_service& service, actors::admitted<actors::submission> s) {
-  co_return co_await service.submit(std::move(s));
+    actors::core::client& core, actors::admitted<actors::submission> s) {
+  actors::core::request submit = actors::core::submit_job{std::move(s)};
+  co_return co_await actors::core::ask<actors::submit_outcome>(core, std::move(submit));
 }
 
 }  // namespace
@@ -36,10 +37,10 @@ struct nats_intake::pending {
 };
 
 result<std::unique_ptr<nats_intake>> nats_intake::start(const config::settings& settings,
-                                                        actors::job_service& service,
+                                                        actors::core::client& core,
                                                         runtime::js_client& js,
                                                         nats_intake_options options) {
-  std::unique_ptr<nats_intake> intake(new nats_intake(settings, service, js, options));
+  std::unique_ptr<nats_intake> intake(new nats_intake(settings, core, js, options));
   // Without NATS (down at start) or its streams (not made yet) there is nothing to consume: the
   // fetch loop binds once it can. So it does when the bind fails for want of NATS (a request
   // that timed out or found no responder: a server busy, restarting, or back with its
@@ -68,10 +69,10 @@ result<std::unique_ptr<nats_intake>> nats_intake::start(const config::settings& 
   return intake;
 }
 
-nats_intake::nats_intake(const config::settings& settings, actors::job_service& service,
+nats_intake::nats_intake(const config::settings& settings, actors::core::client& core,
                          runtime::js_client& js, nats_intake_options options)
     : admission_(settings),
-      service_(service),
+      core_(core),
       js_(js),
       options_(options),
       job_subject_(js.intake_subject("job")),
@@ -158,7 +159,7 @@ void nats_intake::process(std::vector<runtime::js_message>& batch) {
       p.error = sub.error();
     } else {
       // Spawned now, awaited below: the batch's submits run concurrently on the io thread.
-      p.submitted = boost::asio::co_spawn(io_, submit_one(service_, std::move(sub.value())),
+      p.submitted = boost::asio::co_spawn(io_, submit_one(core_, std::move(sub.value())),
                                           boost::asio::use_future);
     }
     work.push_back(std::move(p));

@@ -27,7 +27,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
-#include "actors/job_service.hpp"
+#include "actors/core_messages.hpp"
 #include "api/admission.hpp"
 #include "config/result.hpp"
 #include "config/settings.hpp"
@@ -54,10 +54,11 @@ struct nats_intake_counters {
 class nats_intake {
  public:
   /// Binds the durable consumer (creating it when missing) and starts both threads.
-  /// `service` and `js` must outlive the intake. Errors: the consumer cannot be bound although
-  /// NATS is up with its streams. Until then the intake starts unbound and binds once it can.
+  /// `core` (the submissions go to the core through it) and `js` must outlive the intake. Errors:
+  /// the consumer cannot be bound although NATS is up with its streams. Until then the intake
+  /// starts unbound and binds once it can.
   static result<std::unique_ptr<nats_intake>> start(const config::settings& settings,
-                                                    actors::job_service& service,
+                                                    actors::core::client& core,
                                                     runtime::js_client& js,
                                                     nats_intake_options options = {});
   nats_intake(const nats_intake&) = delete;
@@ -73,8 +74,8 @@ class nats_intake {
 
  private:
   struct pending;  // one fetched message and what became of it
-  nats_intake(const config::settings& settings, actors::job_service& service,
-              runtime::js_client& js, nats_intake_options options);
+  nats_intake(const config::settings& settings, actors::core::client& core, runtime::js_client& js,
+              nats_intake_options options);
   void fetch_loop();
   void process(std::vector<runtime::js_message>& batch);
   void finish(pending& p);
@@ -85,7 +86,7 @@ class nats_intake {
   void resubscribe();
 
   admission admission_;  ///< every message goes through it, as an HTTP body does
-  actors::job_service& service_;
+  actors::core::client& core_;
   runtime::js_client& js_;
   nats_intake_options options_;
   std::string job_subject_;

@@ -34,7 +34,7 @@ std::string header_or_empty(const micro_request& r, std::string_view name) {
 
 /// `POST /v1/jobs` over NATS: through admission as an HTTP body goes (the payload judged as an
 /// HTTP body of the same bytes), the answer after the commit.
-asio::awaitable<void> create_job(actors::job_service& jobs, const admission& admit,
+asio::awaitable<void> create_job(actors::core::client& core, const admission& admit,
                                  micro_request req, micro_responder out) {
   const auto authorization = req.header("Authorization");
   const auto key = req.header("Idempotency-Key");
@@ -50,25 +50,24 @@ asio::awaitable<void> create_job(actors::job_service& jobs, const admission& adm
     (void)out.respond(error_reply(sub.error()));
     co_return;
   }
-  auto made = co_await jobs.submit(std::move(*sub));
+  actors::core::request submit = actors::core::submit_job{std::move(*sub)};
+  auto made = co_await actors::core::ask<actors::submit_outcome>(core, std::move(submit));
   (void)out.respond(made ? micro_reply{job_json(made->job), {}, std::nullopt}
                          : error_reply(made.error()));
 }
 
-asio::awaitable<void> task_call(actors::worker_service& workers, const admission& admit,
+asio::awaitable<void> task_call(actors::core::client& core, const admission& admit,
                                 worker_call call, micro_responder out) {
-  auto answer = co_await detail::run(workers, admit, std::move(call));
+  auto answer = co_await detail::run(core, admit, std::move(call));
   (void)out.respond(answer ? micro_reply{answer->dump(), {}, std::nullopt}
                            : error_reply(answer.error()));
 }
 
 }  // namespace
 
-nats_service::nats_service(const config::settings& settings, actors::job_service& jobs,
-                           actors::worker_service& workers)
+nats_service::nats_service(const config::settings& settings, actors::core::client& core)
     : admission_(settings),
-      jobs_(jobs),
-      workers_(workers),
+      core_(core),
       prefix_(settings.subject_prefix),
       shutdown_timeout_ms_(settings.shutdown_timeout_ms) {}
 
@@ -83,7 +82,7 @@ micro_config nats_service::config(int64_t now_ms) {
   c.endpoints.push_back({"jobs_create",
                          prefix_ + ".api.jobs.create",
                          [this](const micro_request& r, micro_responder out) {
-                           asio::co_spawn(io_, create_job(jobs_, admission_, r, std::move(out)),
+                           asio::co_spawn(io_, create_job(core_, admission_, r, std::move(out)),
                                           asio::detached);
                          },
                          {}});
@@ -94,27 +93,26 @@ micro_config nats_service::config(int64_t now_ms) {
       {"fail", worker_call::kind::fail},
       {"credentials", worker_call::kind::credentials}};
   for (const auto& [name, kind] : calls) {
-    c.endpoints.push_back(
-        {std::string("task_") + name,
-         prefix_ + ".task." + name,
-         [this, kind = kind](const micro_request& r, micro_responder out) {
-           worker_call call{kind, r.data, header_or_empty(r, "Authorization"),
-                            header_or_empty(r, detail::capability_header),
-                            nullptr};  // NATS has no connection to watch
-           asio::co_spawn(io_, task_call(workers_, admission_, std::move(call), std::move(out)),
-                          asio::detached);
-         },
-         {}});
+    c.endpoints.push_back({std::string("task_") + name,
+                           prefix_ + ".task." + name,
+                           [this, kind = kind](const micro_request& r, micro_responder out) {
+                             worker_call call{kind, r.data, header_or_empty(r, "Authorization"),
+                                              header_or_empty(r, detail::capability_header),
+                                              nullptr};  // NATS has no connection to watch
+                             asio::co_spawn(
+                                 io_, task_call(core_, admission_, std::move(call), std::move(out)),
+                                 asio::detached);
+                           },
+                           {}});
   }
   return c;
 }
 
 result<std::unique_ptr<nats_service>> nats_service::start(const config::settings& settings,
                                                           const std::string& nats_url,
-                                                          actors::job_service& jobs,
-                                                          actors::worker_service& workers,
+                                                          actors::core::client& core,
                                                           int64_t now_ms) {
-  std::unique_ptr<nats_service> s(new nats_service(settings, jobs, workers));
+  std::unique_ptr<nats_service> s(new nats_service(settings, core));
   natsOptions* opts = nullptr;
   natsStatus st = natsOptions_Create(&opts);
   if (st == NATS_OK) st = natsOptions_SetURL(opts, nats_url.c_str());

@@ -28,8 +28,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 
-#include "actors/job_service.hpp"
-#include "actors/worker_service.hpp"
+#include "actors/core_messages.hpp"
 #include "api/admission.hpp"
 #include "api/auth.hpp"
 #include "api/nats_micro.hpp"
@@ -40,13 +39,12 @@ namespace sy::api {
 class nats_service {
  public:
   /// Connects to `nats_url` (retrying in the background while NATS is down) and starts the
-  /// service. `jobs` and `workers` must outlive it. Errors: nats_error (no connection object),
+  /// service. `core` (every call goes to the core through it: actors/core_messages.hpp) must
+  /// outlive it. Errors: nats_error (no connection object),
   /// those of micro_service::start.
   static result<std::unique_ptr<nats_service>> start(const config::settings& settings,
                                                      const std::string& nats_url,
-                                                     actors::job_service& jobs,
-                                                     actors::worker_service& workers,
-                                                     int64_t now_ms);
+                                                     actors::core::client& core, int64_t now_ms);
   ~nats_service();
   nats_service(const nats_service&) = delete;
   nats_service& operator=(const nats_service&) = delete;
@@ -60,13 +58,11 @@ class nats_service {
   const std::string& id() const { return micro_->id(); }
 
  private:
-  nats_service(const config::settings& settings, actors::job_service& jobs,
-               actors::worker_service& workers);
+  nats_service(const config::settings& settings, actors::core::client& core);
   micro_config config(int64_t now_ms);
 
   admission admission_;  ///< every request goes through it, as an HTTP body does
-  actors::job_service& jobs_;
-  actors::worker_service& workers_;
+  actors::core::client& core_;
   std::string prefix_;  ///< the subject prefix (`sy`)
   int64_t shutdown_timeout_ms_;
   boost::asio::io_context io_{1};

@@ -233,21 +233,23 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   auto eng = actors::engine::start({s, **env, **js, clock});
   if (!eng) return fail("cannot start the engine", eng.error());
   actors::engine* engine = eng->get();
+  // Every surface reaches the core through its messages (actors/core_messages.hpp): this
+  // node's core serves them all.
+  actors::core::local_client core{*engine, engine};
   auto http = api::http_server::start(
-      std::move(*public_socket), s, *engine, [engine] { return engine->ready(); },
-      &engine->batches());
+      std::move(*public_socket), s, core, [engine] { return engine->ready(); }, &engine->batches());
   if (!http) return fail("cannot start the HTTP server", http.error());
   std::unique_ptr<api::http_server> internal;
   if (internal_socket) {
-    auto started = api::http_server::start_internal(std::move(*internal_socket), s, *engine,
-                                                    *engine, [engine] { return engine->ready(); });
+    auto started = api::http_server::start_internal(std::move(*internal_socket), s, core,
+                                                    [engine] { return engine->ready(); });
     if (!started) return fail("cannot start the internal listener", started.error());
     internal = std::move(*started);
     write_listen_file(s, s.internal_listen, internal->port(), "internal.addr");
   }
-  auto intake = api::nats_intake::start(s, *engine, **js);
+  auto intake = api::nats_intake::start(s, core, **js);
   if (!intake) return fail("cannot start the NATS intake", intake.error());
-  auto service = api::nats_service::start(s, nats_url, *engine, *engine, clock.now_ms());
+  auto service = api::nats_service::start(s, nats_url, core, clock.now_ms());
   if (!service) return fail("cannot start the NATS service", service.error());
   write_listen_file(s, s.listen, (*http)->port());
   log::info("main", "listening",

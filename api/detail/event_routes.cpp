@@ -17,17 +17,18 @@ using std::chrono::milliseconds;
 
 }  // namespace
 
-reply request_handler::job_events(const request& req, const std::string& id) {
+boost::asio::awaitable<reply> request_handler::job_events(const request& req, std::string id) {
   reply out;
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
   if (!tenant) {
     out.res = error_for(tenant.error(), req);
-    return out;
+    co_return out;
   }
-  auto job = service_.get(*tenant, id);
+  core::request get = core::get_job{*tenant, id};
+  auto job = co_await core::ask<storage::job_record>(core_, std::move(get));
   if (!job) {
     out.res = error_for(job.error(), req);
-    return out;
+    co_return out;
   }
   auto after = parse_last_event_id(req["Last-Event-ID"]);
   if (!after) {
@@ -36,7 +37,7 @@ reply request_handler::job_events(const request& req, const std::string& id) {
                                    "sequence number).",
                                    "Last-Event-ID"),
                         req);
-    return out;
+    co_return out;
   }
   out.res = response{http::status::ok, req.version()};
   out.res.set(http::field::content_type, "text/event-stream");
@@ -46,18 +47,19 @@ reply request_handler::job_events(const request& req, const std::string& id) {
   out.stream = [this, tenant = std::move(*tenant), id, seq = *after](stream_writer& w) {
     return stream_events(w, tenant, id, seq);
   };
-  return out;
+  co_return out;
 }
 
 boost::asio::awaitable<void> request_handler::stream_events(stream_writer& out, std::string tenant,
                                                             std::string id, uint64_t after_seq) {
-  const runtime::clock& clock = service_.clock();
+  const runtime::clock& clock = core_.clock();
   int64_t last_write = clock.now_ms();
   while (!out.stopping()) {
     const milliseconds silent{clock.now_ms() - last_write};
     milliseconds wait = std::clamp(milliseconds(events_keepalive_ms_) - silent, milliseconds(0),
                                    stop_check_interval);
-    auto batch = co_await service_.next_events(tenant, id, after_seq, wait);
+    core::request next = core::job_events{tenant, id, after_seq, wait.count()};
+    auto batch = co_await core::ask<actors::event_batch>(core_, std::move(next));
     if (!batch) co_return;  // the job is gone (retention) or storage failed: end the stream
     std::string chunk;
     bool terminal = false;

@@ -41,17 +41,18 @@ void export_line(std::string& out, const storage::job_record& job,
 
 }  // namespace
 
-reply request_handler::export_tasks(const request& req, const std::string& id) {
+boost::asio::awaitable<reply> request_handler::export_tasks(const request& req, std::string id) {
   reply out;
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
   if (!tenant) {
     out.res = error_for(tenant.error(), req);
-    return out;
+    co_return out;
   }
-  auto first = service_.list_tasks(*tenant, id, std::nullopt, 1, "");  // the job must be a list
+  core::request probe = core::list_tasks{*tenant, id, std::nullopt, 1, ""};  // must be a list
+  auto first = co_await core::ask<actors::task_page>(core_, std::move(probe));
   if (!first) {
     out.res = error_for(first.error(), req);
-    return out;
+    co_return out;
   }
   const bool gzip = accepts_gzip(req[http::field::accept_encoding]);
   out.res = response{http::status::ok, req.version()};
@@ -63,7 +64,7 @@ reply request_handler::export_tasks(const request& req, const std::string& id) {
   out.stream = [this, tenant = std::move(*tenant), id, gzip](stream_writer& w) {
     return stream_export(w, tenant, id, gzip);
   };
-  return out;
+  co_return out;
 }
 
 boost::asio::awaitable<void> request_handler::stream_export(stream_writer& out, std::string tenant,
@@ -73,7 +74,8 @@ boost::asio::awaitable<void> request_handler::stream_export(stream_writer& out, 
   std::string after;
   for (;;) {
     if (out.stopping()) co_return;
-    auto page = service_.list_tasks(tenant, id, std::nullopt, export_page, after);
+    core::request next = core::list_tasks{tenant, id, std::nullopt, export_page, after};
+    auto page = co_await core::ask<actors::task_page>(core_, std::move(next));
     if (!page) co_return;  // deleted meanwhile, or storage failed: the body ends short
     std::string chunk;
     for (const auto& task : page->tasks) export_line(chunk, page->job, task);

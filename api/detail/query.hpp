@@ -40,8 +40,8 @@ inline constexpr int list_default_limit = 20;
 inline constexpr int list_max_limit = 100;
 
 /// Reads `status`, `kind`, `limit` and `after` from `target`'s query; other parameters are ignored.
-/// Errors: invalid_value with param `status` (not a job status), `kind` (not single, list or batch), `limit` (not an integer in
-/// 1..100) or the malformed parameter's name.
+/// Errors: invalid_value with param `status` (not a job status), `kind` (not single, list or
+/// batch), `limit` (not an integer in 1..100) or the malformed parameter's name.
 result<list_params> parse_list_params(std::string_view target);
 
 }  // namespace sy::api::detail

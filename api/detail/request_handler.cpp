@@ -53,14 +53,14 @@ std::vector<std::string_view> header_values(const request& req, std::string_view
 
 }  // namespace
 
-request_handler::request_handler(const config::settings& settings, actors::job_service& service,
+request_handler::request_handler(const config::settings& settings, actors::core::client& core,
                                  std::function<bool()> ready, const std::atomic<bool>& stopping,
-                                 actors::batch_service* batches, actors::worker_service* workers)
+                                 actors::batch_service* batches, bool internal)
     : auth_(settings.api_keys),
       admission_(settings),
       batches_(batches),
-      workers_(workers),
-      service_(service),
+      internal_(internal),
+      core_(core),
       ready_(std::move(ready)),
       stopping_(stopping),
       max_wait_ms_(settings.max_wait_ms),
@@ -69,7 +69,7 @@ request_handler::request_handler(const config::settings& settings, actors::job_s
       inline_result_bytes_(settings.webhook_inline_result_bytes) {}
 
 bool request_handler::is_upload(http::verb method, std::string_view target) const {
-  if (workers_) return false;
+  if (internal_) return false;
   auto m = routes().match(method, target);
   return m.outcome == route_match::kind::found && m.route == route_upload_file;
 }
@@ -86,7 +86,7 @@ void request_handler::count_request(const route_match& m, int status, int64_t t0
                                     bool public_api) const {
   const bool found = m.outcome == route_match::kind::found;
   metrics::http_request(found ? m.pattern : std::string_view("unmatched"), status,
-                        static_cast<double>(service_.clock().monotonic_us() - t0_us) / 1e6);
+                        static_cast<double>(core_.clock().monotonic_us() - t0_us) / 1e6);
   if (!found || !public_api) return;
   if (m.route == route_submit_job ||
       (m.route >= route_inference && m.route <= route_inference_last))
@@ -108,8 +108,8 @@ response request_handler::metrics_text(const request& req) const {
 
 boost::asio::awaitable<reply> request_handler::handle(
     request req, std::shared_ptr<actors::caller_presence> caller) {
-  if (workers_) co_return co_await handle_internal(std::move(req), std::move(caller));
-  const int64_t t0 = service_.clock().monotonic_us();
+  if (internal_) co_return co_await handle_internal(std::move(req), std::move(caller));
+  const int64_t t0 = core_.clock().monotonic_us();
   auto m = routes().match(req.method(), req.target());
   reply out;
   response& res = out.res;
@@ -118,9 +118,9 @@ boost::asio::awaitable<reply> request_handler::handle(
   } else if (m.route == route_submit_job) {
     res = co_await submit_job(req);
   } else if (m.route == route_list_jobs) {
-    res = list_jobs(req);
+    res = co_await list_jobs(req);
   } else if (m.route == route_get_job) {
-    res = get_job(req, m.params.at(0));
+    res = co_await get_job(req, m.params.at(0));
   } else if (m.route == route_cancel_job) {
     res = co_await cancel_job(req, m.params.at(0));
   } else if (m.route == route_append_tasks) {
@@ -132,13 +132,13 @@ boost::asio::awaitable<reply> request_handler::handle(
   } else if (m.route == route_delete_job) {
     res = co_await delete_job(req, m.params.at(0));
   } else if (m.route == route_export_tasks) {
-    out = export_tasks(req, m.params.at(0));
+    out = co_await export_tasks(req, m.params.at(0));
   } else if (m.route == route_list_tasks) {
-    res = list_tasks(req, m.params.at(0));
+    res = co_await list_tasks(req, m.params.at(0));
   } else if (m.route == route_get_task) {
-    res = get_task(req, m.params.at(0), m.params.at(1));
+    res = co_await get_task(req, m.params.at(0), m.params.at(1));
   } else if (m.route == route_job_events) {
-    out = job_events(req, m.params.at(0));
+    out = co_await job_events(req, m.params.at(0));
   } else if (m.route >= route_inference && m.route <= route_inference_last) {
     res = co_await sync_call(req, std::string(endpoints::all[m.route - route_inference].path));
   } else if (m.route == route_ui_redirect) {
@@ -191,7 +191,8 @@ boost::asio::awaitable<response> request_handler::submit_job(const request& req)
   auto sub = admission_.job(client_of(req));
   if (!sub) co_return error_for(sub.error(), req);
   std::string tenant = (*sub)->tenant;
-  auto outcome = co_await service_.submit(std::move(*sub));
+  core::request submit = core::submit_job{std::move(*sub)};
+  auto outcome = co_await core::ask<actors::submit_outcome>(core_, std::move(submit));
   if (!outcome) co_return error_for(outcome.error(), req);
   storage::job_record job = std::move(outcome->job);
   auto wait_s = prefer_wait_seconds(header_values(req, "Prefer"));
@@ -211,29 +212,33 @@ boost::asio::awaitable<response> request_handler::submit_job(const request& req)
   co_return res;
 }
 
-response request_handler::get_job(const request& req, const std::string& id) {
+boost::asio::awaitable<response> request_handler::get_job(const request& req, std::string id) {
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
-  if (!tenant) return error_for(tenant.error(), req);
-  auto job = service_.get(*tenant, id);
-  if (!job) return error_for(job.error(), req);
-  return json_response(http::status::ok, job_json(*job), req);
+  if (!tenant) co_return error_for(tenant.error(), req);
+  core::request get = core::get_job{std::move(*tenant), std::move(id)};
+  auto job = co_await core::ask<storage::job_record>(core_, std::move(get));
+  if (!job) co_return error_for(job.error(), req);
+  co_return json_response(http::status::ok, job_json(*job), req);
 }
 
 boost::asio::awaitable<response> request_handler::cancel_job(const request& req, std::string id) {
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
   if (!tenant) co_return error_for(tenant.error(), req);
-  auto job = co_await service_.cancel(std::move(*tenant), std::move(id));
+  core::request cancel = core::cancel_job{std::move(*tenant), std::move(id)};
+  auto job = co_await core::ask<storage::job_record>(core_, std::move(cancel));
   if (!job) co_return error_for(job.error(), req);
   co_return json_response(http::status::ok, job_json(*job), req);
 }
 
-response request_handler::list_jobs(const request& req) {
+boost::asio::awaitable<response> request_handler::list_jobs(const request& req) {
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
-  if (!tenant) return error_for(tenant.error(), req);
+  if (!tenant) co_return error_for(tenant.error(), req);
   auto params = parse_list_params(req.target());
-  if (!params) return error_for(params.error(), req);
-  auto page = service_.list(*tenant, params->status, params->kind, params->limit, params->after);
-  if (!page) return error_for(page.error(), req);
+  if (!params) co_return error_for(params.error(), req);
+  core::request list = core::list_jobs{std::move(*tenant), params->status, params->limit,
+                                       std::move(params->after), params->kind};
+  auto page = co_await core::ask<actors::job_page>(core_, std::move(list));
+  if (!page) co_return error_for(page.error(), req);
   runtime::json_text out;
   out.begin_object().field("object", "list").key("data").begin_array();
   for (const auto& job : page->jobs) out.raw(job_json(job));
@@ -244,16 +249,18 @@ response request_handler::list_jobs(const request& req) {
     out.field("first_id", page->jobs.front().id).field("last_id", page->jobs.back().id);
   }
   out.key("has_more").boolean(page->has_more).end_object();
-  return json_response(http::status::ok, out.take(), req);
+  co_return json_response(http::status::ok, out.take(), req);
 }
 
-response request_handler::list_tasks(const request& req, const std::string& id) {
+boost::asio::awaitable<response> request_handler::list_tasks(const request& req, std::string id) {
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
-  if (!tenant) return error_for(tenant.error(), req);
+  if (!tenant) co_return error_for(tenant.error(), req);
   auto params = parse_list_params(req.target());
-  if (!params) return error_for(params.error(), req);
-  auto page = service_.list_tasks(*tenant, id, params->status, params->limit, params->after);
-  if (!page) return error_for(page.error(), req);
+  if (!params) co_return error_for(params.error(), req);
+  core::request list = core::list_tasks{std::move(*tenant), std::move(id), params->status,
+                                        params->limit, std::move(params->after)};
+  auto page = co_await core::ask<actors::task_page>(core_, std::move(list));
+  if (!page) co_return error_for(page.error(), req);
   runtime::json_text out;
   out.begin_object().field("object", "list").key("data").begin_array();
   for (const auto& task : page->tasks) out.raw(task_json(page->job, task));
@@ -264,7 +271,7 @@ response request_handler::list_tasks(const request& req, const std::string& id) 
     out.field("first_id", page->tasks.front().id).field("last_id", page->tasks.back().id);
   }
   out.key("has_more").boolean(page->has_more).end_object();
-  return json_response(http::status::ok, out.take(), req);
+  co_return json_response(http::status::ok, out.take(), req);
 }
 
 boost::asio::awaitable<response> request_handler::append_tasks(const request& req, std::string id,
@@ -274,7 +281,8 @@ boost::asio::awaitable<response> request_handler::append_tasks(const request& re
   }
   auto append = admission_.append(client_of(req), close);
   if (!append) co_return error_for(append.error(), req);
-  auto job = co_await service_.append(std::move(id), std::move(*append));
+  core::request add = core::append_tasks{std::move(id), std::move(*append)};
+  auto job = co_await core::ask<storage::job_record>(core_, std::move(add));
   if (!job) co_return error_for(job.error(), req);
   co_return json_response(http::status::ok, job_json(*job), req);
 }
@@ -282,7 +290,8 @@ boost::asio::awaitable<response> request_handler::append_tasks(const request& re
 boost::asio::awaitable<response> request_handler::delete_job(const request& req, std::string id) {
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
   if (!tenant) co_return error_for(tenant.error(), req);
-  auto job = co_await service_.remove(std::move(*tenant), std::move(id));
+  core::request remove = core::delete_job{std::move(*tenant), std::move(id)};
+  auto job = co_await core::ask<storage::job_record>(core_, std::move(remove));
   if (!job) co_return error_for(job.error(), req);
   runtime::json_text out;
   out.begin_object()
@@ -297,18 +306,20 @@ boost::asio::awaitable<response> request_handler::delete_job(const request& req,
 boost::asio::awaitable<response> request_handler::rerun_job(const request& req, std::string id) {
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
   if (!tenant) co_return error_for(tenant.error(), req);
-  auto job = co_await service_.rerun(std::move(*tenant), std::move(id));
+  core::request rerun = core::rerun_job{std::move(*tenant), std::move(id)};
+  auto job = co_await core::ask<storage::job_record>(core_, std::move(rerun));
   if (!job) co_return error_for(job.error(), req);
   co_return json_response(http::status::ok, job_json(*job), req);
 }
 
-response request_handler::get_task(const request& req, const std::string& id,
-                                   const std::string& task) {
+boost::asio::awaitable<response> request_handler::get_task(const request& req, std::string id,
+                                                           std::string task) {
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
-  if (!tenant) return error_for(tenant.error(), req);
-  auto page = service_.get_task(*tenant, id, task);
-  if (!page) return error_for(page.error(), req);
-  return json_response(http::status::ok, task_json(page->job, page->tasks.front()), req);
+  if (!tenant) co_return error_for(tenant.error(), req);
+  core::request get = core::get_task{std::move(*tenant), std::move(id), std::move(task)};
+  auto page = co_await core::ask<actors::task_page>(core_, std::move(get));
+  if (!page) co_return error_for(page.error(), req);
+  co_return json_response(http::status::ok, task_json(page->job, page->tasks.front()), req);
 }
 
 response request_handler::readyz(const request& req) const {
@@ -321,11 +332,12 @@ response request_handler::readyz(const request& req) const {
 
 boost::asio::awaitable<result<storage::job_record>> request_handler::wait_terminal(
     std::string tenant, std::string id, milliseconds timeout) {
-  const int64_t until = service_.clock().now_ms() + timeout.count();
+  const int64_t until = core_.clock().now_ms() + timeout.count();
   for (;;) {
-    const milliseconds left{until - service_.clock().now_ms()};
+    const milliseconds left{until - core_.clock().now_ms()};
     milliseconds slice = std::clamp(left, milliseconds(0), stop_check_interval);
-    auto job = co_await service_.wait_terminal(tenant, id, slice);
+    core::request wait = core::wait_job{tenant, id, slice.count()};
+    auto job = co_await core::ask<storage::job_record>(core_, std::move(wait));
     if (!job || storage::is_terminal(job->status) || left <= slice || stopping_.load())
       co_return job;
   }

@@ -1,9 +1,11 @@
 #pragma once
 /// Turns one complete HTTP request into one reply: routing, authentication, validation, and the
-/// calls into `actors::job_service`. It holds no per-connection state, so every connection of
-/// the server shares one handler; it never blocks an io thread except on short LMDB reads
-/// (`job_service::get` and `list`). Waiting (Prefer: wait, the synchronous OpenAI endpoints, the
-/// event stream) awaits the job service without holding a thread.
+/// requests to the core (actors/core_messages.hpp: every call is a message value sent through
+/// `core::client`, the seam the cluster forwards across). It holds no per-connection state, so
+/// every connection of the server shares one handler; it never blocks an io thread except on
+/// short LMDB reads (a job's read and the listing, served in place by the local core). Waiting
+/// (Prefer: wait, the synchronous OpenAI endpoints, the event stream) awaits the core without
+/// holding a thread.
 ///
 /// The routes live in three files: request_handler.cpp (native jobs, health), sync_routes.cpp
 /// (POST /v1/chat/completions & co.), event_routes.cpp (GET /v1/jobs/{id}/events).
@@ -22,8 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/batch_service.hpp"
-#include "actors/job_service.hpp"
-#include "actors/worker_service.hpp"
+#include "actors/core_messages.hpp"
 #include "api/admission.hpp"
 #include "api/auth.hpp"
 #include "api/detail/stream.hpp"
@@ -34,6 +35,8 @@
 
 namespace sy::api::detail {
 
+namespace core = actors::core;
+
 /// While a request waits on a job, the handler wakes at least this often to notice a graceful
 /// stop (the job service's waits cannot be cancelled from outside), so a stop ends waits and
 /// event streams within about this long instead of after `shutdown_timeout_ms`.
@@ -43,13 +46,12 @@ class request_handler {
  public:
   /// `stopping` turns /readyz to 503 once the server drains and ends waits and event streams
   /// early; it must outlive the handler.
-  /// With `workers`, the handler of the internal listener: it serves the worker protocol and
+  /// `internal`: the handler of the internal listener: it serves the worker protocol and
   /// health only (api/detail/worker_routes.cpp); the public routes are not found there, and the
   /// worker routes are not found on the public listener.
-  request_handler(const config::settings& settings, actors::job_service& service,
+  request_handler(const config::settings& settings, actors::core::client& core,
                   std::function<bool()> ready, const std::atomic<bool>& stopping,
-                  actors::batch_service* batches = nullptr,
-                  actors::worker_service* workers = nullptr);
+                  actors::batch_service* batches = nullptr, bool internal = false);
 
   /// The reply to `req`, with Content-Type, x-request-id and keep-alive set. `caller` is set
   /// for a request the server watches (watches_caller): gone when the client leaves meanwhile.
@@ -77,12 +79,12 @@ class request_handler {
   static status json_content_type(const request& req);
 
   boost::asio::awaitable<response> submit_job(const request& req);
-  response get_job(const request& req, const std::string& id);
+  boost::asio::awaitable<response> get_job(const request& req, std::string id);
   boost::asio::awaitable<response> cancel_job(const request& req, std::string id);
-  response list_jobs(const request& req);
+  boost::asio::awaitable<response> list_jobs(const request& req);
   /// GET /v1/jobs/{id}/tasks and GET /v1/jobs/{id}/tasks/{task_id} (task-list jobs).
-  response list_tasks(const request& req, const std::string& id);
-  response get_task(const request& req, const std::string& id, const std::string& task);
+  boost::asio::awaitable<response> list_tasks(const request& req, std::string id);
+  boost::asio::awaitable<response> get_task(const request& req, std::string id, std::string task);
   /// POST /v1/jobs/{id}/tasks and POST /v1/jobs/{id}/close (`close`: an empty last batch).
   boost::asio::awaitable<response> append_tasks(const request& req, std::string id, bool close);
   /// DELETE /v1/jobs/{id} and POST /v1/jobs/{id}/rerun.
@@ -104,9 +106,9 @@ class request_handler {
   /// POST /internal/keys/rotate (an admin key when API keys are configured).
   boost::asio::awaitable<response> rotate_keys(const request& req);
   boost::asio::awaitable<response> sync_call(const request& req, std::string endpoint);
-  reply job_events(const request& req, const std::string& id);
+  boost::asio::awaitable<reply> job_events(const request& req, std::string id);
   /// GET /v1/jobs/{id}/export: every task's outcome as JSONL, gzip'd on request (export_route.cpp).
-  reply export_tasks(const request& req, const std::string& id);
+  boost::asio::awaitable<reply> export_tasks(const request& req, std::string id);
   boost::asio::awaitable<void> stream_export(stream_writer& out, std::string tenant, std::string id,
                                              bool gzip);
   boost::asio::awaitable<void> stream_events(stream_writer& out, std::string tenant, std::string id,
@@ -130,8 +132,8 @@ class request_handler {
   authenticator auth_;
   admission admission_;  ///< every body a route reads goes through it (api/admission.hpp)
   actors::batch_service* batches_;
-  actors::worker_service* workers_;  ///< set: this handler serves the internal listener
-  actors::job_service& service_;
+  bool internal_;               ///< this handler serves the internal listener
+  actors::core::client& core_;  ///< every call into the core (actors/core_messages.hpp)
   std::function<bool()> ready_;
   const std::atomic<bool>& stopping_;
   int64_t max_wait_ms_;

@@ -51,7 +51,8 @@ boost::asio::awaitable<response> request_handler::sync_call(const request& req,
   auto sub = admission_.sync_call(std::move(endpoint), client_of(req));
   if (!sub) co_return error_for(sub.error(), req);
   std::string tenant = (*sub)->tenant;
-  auto outcome = co_await service_.submit(std::move(*sub));
+  core::request submit = core::submit_job{std::move(*sub)};
+  auto outcome = co_await core::ask<actors::submit_outcome>(core_, std::move(submit));
   if (!outcome) co_return error_for(outcome.error(), req);
   storage::job_record job = std::move(outcome->job);
   if (!storage::is_terminal(job.status)) {

@@ -21,21 +21,24 @@ json leased_json(const actors::leased_task& t) {
 
 }  // namespace
 
-boost::asio::awaitable<result<json>> run(actors::worker_service& workers, const admission& admit,
+boost::asio::awaitable<result<json>> run(actors::core::client& core, const admission& admit,
                                          worker_call call) {
+  namespace msg = actors::core;
   auto req = admit.worker_call(call.what, call.body, call.authorization, call.token);
   if (!req) co_return req.error();
   using kind = worker_request::kind;
-  switch ((*req)->what) {
+  const kind what = (*req)->what;
+  msg::request r = msg::worker_call{std::move(*req)};
+  switch (what) {
     case kind::lease: {
-      auto leased = co_await workers.lease(std::move(*req), call.caller);
+      auto leased = co_await msg::ask<actors::lease_reply>(core, std::move(r), call.caller);
       if (!leased) co_return leased.error();
       json tasks = json::array();
       for (const auto& t : leased->tasks) tasks.push_back(leased_json(t));
       co_return json{{"tasks", std::move(tasks)}};
     }
     case kind::heartbeat: {
-      auto a = co_await workers.heartbeat(std::move(*req));
+      auto a = co_await msg::ask<actors::heartbeat_answer>(core, std::move(r));
       if (!a) co_return a.error();
       co_return json{{"lease_expires_at", a->lease_expires_at_ms / 1000},
                      {"lease_expires_at_ms", a->lease_expires_at_ms},
@@ -43,7 +46,7 @@ boost::asio::awaitable<result<json>> run(actors::worker_service& workers, const 
                      {"cancel_requested", a->cancel_requested}};
     }
     case kind::credentials: {
-      auto c = co_await workers.credentials(std::move(*req));
+      auto c = co_await msg::ask<actors::storage_credentials>(core, std::move(r));
       if (!c) co_return c.error();
       co_return json{
           {"access_key_id", c->access_key_id}, {"secret_access_key", c->secret_access_key},
@@ -52,13 +55,7 @@ boost::asio::awaitable<result<json>> run(actors::worker_service& workers, const 
     }
     case kind::complete:
     case kind::fail: {
-      // Not a conditional expression: g++ 12 destroys a co_await's result twice there.
-      status done = ok;
-      if ((*req)->what == kind::complete) {
-        done = co_await workers.complete(std::move(*req));
-      } else {
-        done = co_await workers.fail(std::move(*req));
-      }
+      auto done = co_await msg::ask_done(core, std::move(r));
       if (!done) co_return done.error();
       co_return json{{"recorded", true}};
     }

@@ -11,7 +11,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <nlohmann/json.hpp>
 
-#include "actors/worker_service.hpp"
+#include "actors/core_messages.hpp"
 #include "api/admission.hpp"
 #include "config/result.hpp"
 
@@ -36,8 +36,8 @@ inline constexpr std::string_view capability_header = "X-Switchyard-Task-Capabil
 /// missing_api_key, invalid_capability_token, stale_attempt, lease_expired, runtime_not_found,
 /// invalid_grants, credentials_unavailable, storage_unavailable, shutting_down).
 /// The call goes through admission (admission::worker_call: the worker key or the token, the
-/// body), then to `workers`.
-boost::asio::awaitable<result<nlohmann::json>> run(actors::worker_service& workers,
+/// body), then to the core as a `core::worker_call`.
+boost::asio::awaitable<result<nlohmann::json>> run(actors::core::client& core,
                                                    const admission& admit, worker_call call);
 
 }  // namespace sy::api::detail

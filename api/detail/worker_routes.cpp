@@ -29,14 +29,14 @@ worker_call::kind kind_of(int route) {
 }  // namespace
 
 bool request_handler::watches_caller(http::verb method, std::string_view target) const {
-  if (!workers_) return false;
+  if (!internal_) return false;
   auto m = internal_routes().match(method, target);
   return m.outcome == route_match::kind::found && m.route == route_task_lease;
 }
 
 boost::asio::awaitable<reply> request_handler::handle_internal(
     request req, std::shared_ptr<actors::caller_presence> caller) {
-  const int64_t t0 = service_.clock().monotonic_us();
+  const int64_t t0 = core_.clock().monotonic_us();
   auto m = internal_routes().match(req.method(), req.target());
   reply out;
   response& res = out.res;
@@ -69,13 +69,14 @@ boost::asio::awaitable<response> request_handler::task_call(
                         req);
   worker_call call{kind_of(route), req.body(), std::string(req[http::field::authorization]),
                    std::string(req[capability_header]), std::move(caller)};
-  auto answer = co_await run(*workers_, admission_, std::move(call));
+  auto answer = co_await run(core_, admission_, std::move(call));
   if (!answer) co_return error_for(answer.error(), req);
   co_return json_response(http::status::ok, *answer, req);
 }
 
 boost::asio::awaitable<response> request_handler::task_jwks(const request& req) {
-  auto doc = co_await workers_->jwks();
+  core::request get = core::get_jwks{};
+  auto doc = co_await core::ask<std::string>(core_, std::move(get));
   if (!doc) co_return error_for(doc.error(), req);
   co_return json_response(http::status::ok, std::move(*doc), req);
 }
@@ -83,7 +84,8 @@ boost::asio::awaitable<response> request_handler::task_jwks(const request& req) 
 boost::asio::awaitable<response> request_handler::rotate_keys(const request& req) {
   if (auto st = auth_.admin(req[http::field::authorization]); !st)
     co_return error_for(st.error(), req);
-  auto doc = co_await workers_->rotate_keys();
+  core::request rotate = core::rotate_keys{};
+  auto doc = co_await core::ask<std::string>(core_, std::move(rotate));
   if (!doc) co_return error_for(doc.error(), req);
   auto jwks = nlohmann::json::parse(*doc, nullptr, false);
   co_return json_response(http::status::ok, {{"rotated", true}, {"jwks", std::move(jwks)}}, req);

@@ -30,7 +30,8 @@ class core_hop : public ::testing::Test {
     env.start();
     ASSERT_EQ(natsConnection_ConnectTo(&server_nc, env.nats().url().c_str()), NATS_OK);
     ASSERT_EQ(natsConnection_ConnectTo(&client_nc, env.nats().url().c_str()), NATS_OK);
-    auto b = api::core_bridge::start(server_nc, subject, env.engine(), env.engine());
+    core_ = std::make_unique<core::local_client>(env.engine(), &env.engine());
+    auto b = api::core_bridge::start(server_nc, subject, *core_);
     ASSERT_TRUE(b.ok()) << b.error().message;
     bridge = std::move(*b);
   }
@@ -73,6 +74,7 @@ class core_hop : public ::testing::Test {
   api::admission admission{env.settings()};
   natsConnection* server_nc = nullptr;
   natsConnection* client_nc = nullptr;
+  std::unique_ptr<core::local_client> core_;
   std::unique_ptr<api::core_bridge> bridge;
 };
 
@@ -90,8 +92,8 @@ TEST_F(core_hop, a_submission_and_its_reads_cross_and_the_job_is_the_one_http_se
   EXPECT_NE(done.result->body.find("echo: hop"), std::string::npos) << done.result->body;
   auto read = ask<storage::job_record>(core::get_job{"default", id});
   EXPECT_EQ(read, done);
-  auto page =
-      ask<actors::job_page>(core::list_jobs{"default", storage::job_status::completed, 10, "", std::nullopt});
+  auto page = ask<actors::job_page>(
+      core::list_jobs{"default", storage::job_status::completed, 10, "", std::nullopt});
   ASSERT_EQ(page.jobs.size(), 1u);
   EXPECT_EQ(page.jobs[0].id, id);
   http_client c(env.port());

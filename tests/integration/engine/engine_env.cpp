@@ -69,16 +69,17 @@ void engine_env::start() {
   if (!eng) throw std::runtime_error("engine: " + eng.error().message);
   engine_ = std::move(eng.value());
   auto* e = engine_.get();
+  core_ = std::make_unique<actors::core::local_client>(*e, e);
   auto bound = api::listener::bind(settings_.listen);
   if (!bound) throw std::runtime_error("http: " + bound.error().message);
   auto http = api::http_server::start(
-      std::move(*bound), settings_, *engine_, [e] { return e->ready(); }, &engine_->batches());
+      std::move(*bound), settings_, *core_, [e] { return e->ready(); }, &engine_->batches());
   if (!http) throw std::runtime_error("http: " + http.error().message);
   http_ = std::move(http.value());
   auto internal_bound = api::listener::bind(settings_.internal_listen);
   if (!internal_bound) throw std::runtime_error("internal http: " + internal_bound.error().message);
-  auto internal = api::http_server::start_internal(std::move(*internal_bound), settings_, *engine_,
-                                                   *engine_, [e] { return e->ready(); });
+  auto internal = api::http_server::start_internal(std::move(*internal_bound), settings_, *core_,
+                                                   [e] { return e->ready(); });
   if (!internal) throw std::runtime_error("internal http: " + internal.error().message);
   internal_ = std::move(internal.value());
 }
@@ -91,6 +92,7 @@ void engine_env::stop() {
   if (internal_) internal_->stop();
   http_.reset();
   internal_.reset();
+  core_.reset();
   engine_.reset();
 }
 

@@ -66,6 +66,7 @@ class engine_env {
   std::unique_ptr<runtime::js_client> js_;
   std::unique_ptr<runtime::clock> clock_ = std::make_unique<runtime::system_clock_source>();
   std::unique_ptr<actors::engine> engine_;
+  std::unique_ptr<actors::core::local_client> core_;  ///< the surfaces' way into engine_
   std::unique_ptr<api::http_server> http_;
   std::unique_ptr<api::http_server> internal_;
 };

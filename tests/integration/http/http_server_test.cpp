@@ -32,7 +32,7 @@ class http_server_test : public ::testing::Test {
     auto bound = api::listener::bind(s.listen);
     ASSERT_TRUE(bound.ok()) << bound.error().message;
     auto server =
-        api::http_server::start(std::move(*bound), s, service_, [this] { return ready_.load(); });
+        api::http_server::start(std::move(*bound), s, core_, [this] { return ready_.load(); });
     ASSERT_TRUE(server.ok()) << server.error().message;
     server_ = std::move(*server);
     ASSERT_NE(server_->port(), 0);
@@ -69,6 +69,7 @@ class http_server_test : public ::testing::Test {
   }
 
   memory_job_service service_;
+  actors::core::local_client core_{service_};
   std::atomic<bool> ready_{true};
   std::unique_ptr<api::http_server> server_;
 };

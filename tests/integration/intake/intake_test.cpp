@@ -69,7 +69,9 @@ class intake_test : public ::testing::Test {
     start_intake(env_.engine());
   }
   void start_intake(actors::job_service& service, api::nats_intake_options o = {}) {
-    auto intake = api::nats_intake::start(env_.settings(), service, js(), o);
+    intake_.reset();  // before the core it submits through
+    core_ = std::make_unique<actors::core::local_client>(service);
+    auto intake = api::nats_intake::start(env_.settings(), *core_, js(), o);
     ASSERT_TRUE(intake) << intake.error().message;
     intake_ = std::move(intake.value());
   }
@@ -130,6 +132,7 @@ class intake_test : public ::testing::Test {
   unavailable_service down_;  // outlives the intake that may use it
   std::unique_ptr<runtime::js_client> js_;
   std::unique_ptr<intake_publisher> pub_;
+  std::unique_ptr<actors::core::local_client> core_;  ///< declared before the intake: outlives it
   std::unique_ptr<api::nats_intake> intake_;
 };
 

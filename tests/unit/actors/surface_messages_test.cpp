@@ -237,7 +237,8 @@ std::vector<core::request> every_request() {
           core::get_task{"acme", "job_01", "row-7"},
           core::append_tasks{"job_01", test::admit::as_is(append)},
           core::worker_call{test::admit::as_is(complete)},
-          core::get_jwks{}};
+          core::get_jwks{},
+          core::rotate_keys{}};
 }
 
 std::vector<core::reply> every_reply() {
