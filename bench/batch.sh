@@ -62,7 +62,7 @@ busy_share() {
 fake_pid=$!
 pids+=("$fake_pid")
 for _ in $(seq 100); do
-  fake_port=$(awk '/^listening/ {print $2}' "$out/fake.out")
+  fake_port=$(awk '/^listening/ {print $2}' "$out/fake.out" 2>/dev/null || true)
   [[ -n $fake_port ]] && break
   sleep 0.05
 done

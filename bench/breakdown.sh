@@ -38,7 +38,7 @@ fake_args=(--port 0 --threads 1)
 "$build/tests/fakes/fake_gateway" "${fake_args[@]}" >"$work/fake.out" 2>&1 &
 pids+=($!)
 for _ in $(seq 200); do
-  fake_port=$(awk '/^listening/ {print $2}' "$work/fake.out")
+  fake_port=$(awk '/^listening/ {print $2}' "$work/fake.out" 2>/dev/null || true)
   [[ -n $fake_port ]] && break
   sleep 0.05
 done

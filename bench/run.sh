@@ -70,7 +70,7 @@ start_fake() {  # start_fake NAME [ARGS...]: sets fake_pid and fake_port
   fake_pid=$!
   pids+=("$fake_pid")
   for _ in $(seq 100); do
-    fake_port=$(awk '/^listening/ {print $2}' "$out/$name.out")
+    fake_port=$(awk '/^listening/ {print $2}' "$out/$name.out" 2>/dev/null || true)
     [[ -n $fake_port ]] && return 0
     sleep 0.05
   done

@@ -79,7 +79,7 @@ wait_not() {
 fake_pid=$!
 pids+=("$fake_pid")
 for _ in $(seq 100); do
-  fake_port=$(awk '/^listening/ {print $2}' "$out/fake.out")
+  fake_port=$(awk '/^listening/ {print $2}' "$out/fake.out" 2>/dev/null || true)
   [[ -n $fake_port ]] && break
   sleep 0.05
 done
