@@ -70,10 +70,39 @@ boost::asio::awaitable<reply> worker(worker_service& workers, admitted<worker_re
   co_return make_error(errc::invalid_request, "a worker call of no known kind");
 }
 
+/// A call of the Files and Batch API.
+boost::asio::awaitable<reply> files(batch_service& batches, request r) {
+  if (auto* m = std::get_if<create_file>(&r))
+    co_return answer(co_await batches.create_file(std::move(m->request)));
+  if (auto* m = std::get_if<get_file>(&r)) co_return answer(batches.get_file(m->tenant, m->id));
+  if (auto* m = std::get_if<list_files>(&r))
+    co_return answer(batches.list_files(m->tenant, m->purpose, m->ascending, m->after, m->limit));
+  if (auto* m = std::get_if<delete_file>(&r))
+    co_return answer(co_await batches.delete_file(m->tenant, m->id));
+  if (auto* m = std::get_if<create_batch>(&r))
+    co_return answer(co_await batches.create_batch(std::move(m->request)));
+  if (auto* m = std::get_if<get_batch>(&r)) co_return answer(batches.get_batch(m->tenant, m->id));
+  if (auto* m = std::get_if<list_batches>(&r))
+    co_return answer(batches.list_batches(m->tenant, m->after, m->limit));
+  auto& m = std::get<cancel_batch>(r);
+  co_return answer(co_await batches.cancel_batch(m.tenant, m.id));
+}
+
+/// The Files and Batch API's requests come last in `request`, from create_file on.
+constexpr size_t first_file_request = 14;
+static_assert(std::is_same_v<std::variant_alternative_t<first_file_request, request>, create_file>);
+
 }  // namespace
 
-boost::asio::awaitable<reply> serve(job_service& jobs, worker_service* workers, request r,
+boost::asio::awaitable<reply> serve(const services& core, request r,
                                     std::shared_ptr<caller_presence> caller) {
+  auto& jobs = core.jobs;
+  auto* workers = core.workers;
+  if (r.index() >= first_file_request) {
+    if (!core.batches)
+      co_return make_error(errc::not_found, "The Files and Batch API is not enabled here.");
+    co_return co_await files(*core.batches, std::move(r));
+  }
   using std::chrono::milliseconds;
   if (auto* m = std::get_if<submit_job>(&r))
     co_return answer(co_await jobs.submit(std::move(m->request)));

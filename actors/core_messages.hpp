@@ -17,6 +17,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include "actors/batch_service.hpp"
 #include "actors/job_service.hpp"
 #include "actors/worker_service.hpp"
 #include "config/result.hpp"
@@ -95,9 +96,50 @@ struct rotate_keys {
   bool operator==(const rotate_keys&) const = default;
 };
 
-using request =
-    std::variant<submit_job, get_job, wait_job, job_events, cancel_job, delete_job, rerun_job,
-                 list_jobs, list_tasks, get_task, append_tasks, worker_call, get_jwks, rotate_keys>;
+// The Files and Batch API (actors/batch_service.hpp): one message per call of batch_service.
+// Where an upload is staged and where a file's bytes are read are not requests: they are paths
+// on the node that serves the route (docs/storage.md, "State outside LMDB").
+struct create_file {
+  admitted<staged_file> request;
+  bool operator==(const create_file&) const = default;
+};
+struct get_file {
+  std::string tenant, id;
+  bool operator==(const get_file&) const = default;
+};
+struct list_files {
+  std::string tenant, purpose;
+  bool ascending = false;
+  std::string after;
+  int limit = 0;
+  bool operator==(const list_files&) const = default;
+};
+struct delete_file {
+  std::string tenant, id;
+  bool operator==(const delete_file&) const = default;
+};
+struct create_batch {
+  admitted<batch_request> request;
+  bool operator==(const create_batch&) const = default;
+};
+struct get_batch {
+  std::string tenant, id;
+  bool operator==(const get_batch&) const = default;
+};
+struct list_batches {
+  std::string tenant, after;
+  int limit = 0;
+  bool operator==(const list_batches&) const = default;
+};
+struct cancel_batch {
+  std::string tenant, id;
+  bool operator==(const cancel_batch&) const = default;
+};
+
+using request = std::variant<submit_job, get_job, wait_job, job_events, cancel_job, delete_job,
+                             rerun_job, list_jobs, list_tasks, get_task, append_tasks, worker_call,
+                             get_jwks, rotate_keys, create_file, get_file, list_files, delete_file,
+                             create_batch, get_batch, list_batches, cancel_batch>;
 
 /// A call that succeeded with nothing to say (complete, fail).
 struct done {
@@ -107,13 +149,20 @@ struct done {
 /// What a request gets: its error, or its value.
 using reply =
     std::variant<sy::error, done, submit_outcome, storage::job_record, event_batch, job_page,
-                 task_page, lease_reply, heartbeat_answer, storage_credentials, std::string>;
+                 task_page, lease_reply, heartbeat_answer, storage_credentials, std::string,
+                 storage::file_record, file_page, storage::batch_record, batch_page>;
+
+/// The core's services in this process. A null one answers its calls not_found.
+struct services {
+  job_service& jobs;
+  worker_service* workers = nullptr;
+  batch_service* batches = nullptr;
+};
 
 /// Runs `r` against the core's services and answers it: what a node does with a request that
-/// reached it, from one of its own surfaces or forwarded by another node. `workers` null: worker
-/// calls answer not_found. `caller`: a local lease's connection (its poll ends when it goes);
-/// a forwarded one has none.
-boost::asio::awaitable<reply> serve(job_service& jobs, worker_service* workers, request r,
+/// reached it, from one of its own surfaces or forwarded by another node. `caller`: a local
+/// lease's connection (its poll ends when it goes); a forwarded one has none.
+boost::asio::awaitable<reply> serve(const services& core, request r,
                                     std::shared_ptr<caller_presence> caller = nullptr);
 
 /// What every surface (HTTP, the NATS micro service and intake, the worker calls) holds of the
@@ -132,16 +181,16 @@ class client {
 /// The core of this process: `serve` on its services.
 class local_client final : public client {
  public:
-  explicit local_client(job_service& jobs, worker_service* workers = nullptr)
-      : jobs_(jobs), workers_(workers) {}
-  const runtime::clock& clock() const override { return jobs_.clock(); }
+  explicit local_client(job_service& jobs, worker_service* workers = nullptr,
+                        batch_service* batches = nullptr)
+      : core_{jobs, workers, batches} {}
+  const runtime::clock& clock() const override { return core_.jobs.clock(); }
   boost::asio::awaitable<reply> call(request r, std::shared_ptr<caller_presence> caller) override {
-    return serve(jobs_, workers_, std::move(r), std::move(caller));
+    return serve(core_, std::move(r), std::move(caller));
   }
 
  private:
-  job_service& jobs_;
-  worker_service* workers_;
+  services core_;
 };
 
 /// `r`'s reply as a `T` (or `status` for a call that answers `done`), or its error; a reply of
@@ -223,6 +272,38 @@ typename Inspector::result_type inspect(Inspector& f, get_jwks&) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rotate_keys&) {
   return f();
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, create_file& x) {
+  return f(x.request);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, get_file& x) {
+  return f(x.tenant, x.id);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, list_files& x) {
+  return f(x.tenant, x.purpose, x.ascending, x.after, x.limit);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, delete_file& x) {
+  return f(x.tenant, x.id);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, create_batch& x) {
+  return f(x.request);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, get_batch& x) {
+  return f(x.tenant, x.id);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, list_batches& x) {
+  return f(x.tenant, x.after, x.limit);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, cancel_batch& x) {
+  return f(x.tenant, x.id);
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, done&) {

@@ -235,7 +235,7 @@ int serve(const config::settings& s, const std::vector<std::string>& warnings) {
   actors::engine* engine = eng->get();
   // Every surface reaches the core through its messages (actors/core_messages.hpp): this
   // node's core serves them all.
-  actors::core::local_client core{*engine, engine};
+  actors::core::local_client core{*engine, engine, &engine->batches()};
   auto http = api::http_server::start(
       std::move(*public_socket), s, core, [engine] { return engine->ready(); }, &engine->batches());
   if (!http) return fail("cannot start the HTTP server", http.error());

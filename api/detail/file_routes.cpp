@@ -73,63 +73,68 @@ boost::asio::awaitable<response> request_handler::finish_upload(std::unique_ptr<
   };
   auto staged = admission_.uploaded(*u);
   if (!staged) co_return answer(error_for(staged.error(), header));
-  auto stored = co_await batches_->create_file(std::move(*staged));
+  core::request create = core::create_file{std::move(*staged)};
+  auto stored = co_await core::ask<storage::file_record>(core_, std::move(create));
   if (!stored) co_return answer(error_for(stored.error(), header));
   co_return answer(json_response(http::status::ok, file_to_json(*stored), header));
 }
 
 // --- files ------------------------------------------------------------------------------------
 
-response request_handler::list_files(const request& req) {
+boost::asio::awaitable<response> request_handler::list_files(const request& req) {
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
-  if (!tenant) return error_for(tenant.error(), req);
+  if (!tenant) co_return error_for(tenant.error(), req);
   auto q = parse_query(req.target());
-  if (!q) return error_for(q.error(), req);
+  if (!q) co_return error_for(q.error(), req);
   auto limit = int_param(*q, "limit", files_max_limit, 1, files_max_limit);
-  if (!limit) return error_for(limit.error(), req);
+  if (!limit) co_return error_for(limit.error(), req);
   std::string order = query_value(*q, "order").value_or("desc");
   if (order != "asc" && order != "desc")
-    return error_for(make_error(errc::invalid_value, "'order' must be 'asc' or 'desc'.", "order"),
-                     req);
+    co_return error_for(
+        make_error(errc::invalid_value, "'order' must be 'asc' or 'desc'.", "order"), req);
   std::string purpose = query_value(*q, "purpose").value_or("");
   std::string after = query_value(*q, "after").value_or("");
-  auto page = batches_->list_files(*tenant, purpose, order == "asc", after, *limit);
-  if (!page) return error_for(page.error(), req);
+  core::request list = core::list_files{std::move(*tenant), std::move(purpose), order == "asc",
+                                        std::move(after), *limit};
+  auto page = co_await core::ask<actors::file_page>(core_, std::move(list));
+  if (!page) co_return error_for(page.error(), req);
   json data = json::array();
   for (const auto& f : page->files) data.push_back(file_to_json(f));
   bool empty = page->files.empty();
-  return json_response(http::status::ok,
-                       list_json(std::move(data), empty ? "" : page->files.front().id,
-                                 empty ? "" : page->files.back().id, page->has_more),
-                       req);
+  co_return json_response(http::status::ok,
+                          list_json(std::move(data), empty ? "" : page->files.front().id,
+                                    empty ? "" : page->files.back().id, page->has_more),
+                          req);
 }
 
-response request_handler::get_file(const request& req, const std::string& id) {
+boost::asio::awaitable<response> request_handler::get_file(const request& req, std::string id) {
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
-  if (!tenant) return error_for(tenant.error(), req);
-  auto f = batches_->get_file(*tenant, id);
-  if (!f) return error_for(f.error(), req);
-  return json_response(http::status::ok, file_to_json(*f), req);
+  if (!tenant) co_return error_for(tenant.error(), req);
+  core::request get = core::get_file{std::move(*tenant), std::move(id)};
+  auto f = co_await core::ask<storage::file_record>(core_, std::move(get));
+  if (!f) co_return error_for(f.error(), req);
+  co_return json_response(http::status::ok, file_to_json(*f), req);
 }
 
-reply request_handler::file_content(const request& req, const std::string& id) {
+boost::asio::awaitable<reply> request_handler::file_content(const request& req, std::string id) {
   reply out;
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
   if (!tenant) {
     out.res = error_for(tenant.error(), req);
-    return out;
+    co_return out;
   }
-  auto f = batches_->get_file(*tenant, id);
+  core::request get = core::get_file{std::move(*tenant), id};
+  auto f = co_await core::ask<storage::file_record>(core_, std::move(get));
   if (!f) {
     out.res = error_for(f.error(), req);
-    return out;
+    co_return out;
   }
   // Opened now, so a delete racing the download cannot cut it short.
   int fd = ::open(batches_->file_path(id).c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     out.res =
         error_for(make_error(errc::file_not_found, "No such file: '" + id + "'.", "file_id"), req);
-    return out;
+    co_return out;
   }
   out.res = response{http::status::ok, req.version()};
   out.res.set(http::field::content_type, "application/octet-stream");
@@ -150,13 +155,14 @@ reply request_handler::file_content(const request& req, const std::string& id) {
     ::close(*owned);
     *owned = -1;
   };
-  return out;
+  co_return out;
 }
 
 boost::asio::awaitable<response> request_handler::delete_file(const request& req, std::string id) {
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
   if (!tenant) co_return error_for(tenant.error(), req);
-  auto f = co_await batches_->delete_file(std::move(*tenant), id);
+  core::request remove = core::delete_file{std::move(*tenant), id};
+  auto f = co_await core::ask<storage::file_record>(core_, std::move(remove));
   if (!f) co_return error_for(f.error(), req);
   co_return json_response(http::status::ok, {{"id", id}, {"object", "file"}, {"deleted", true}},
                           req);
@@ -172,42 +178,46 @@ boost::asio::awaitable<response> request_handler::create_batch(const request& re
         req);
   auto r = admission_.batch(client_of(req));
   if (!r) co_return error_for(r.error(), req);
-  auto b = co_await batches_->create_batch(std::move(*r));
+  core::request create = core::create_batch{std::move(*r)};
+  auto b = co_await core::ask<storage::batch_record>(core_, std::move(create));
   if (!b) co_return error_for(b.error(), req);
   co_return json_response(http::status::ok, batch_to_json(*b), req);
 }
 
-response request_handler::get_batch(const request& req, const std::string& id) {
+boost::asio::awaitable<response> request_handler::get_batch(const request& req, std::string id) {
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
-  if (!tenant) return error_for(tenant.error(), req);
-  auto b = batches_->get_batch(*tenant, id);
-  if (!b) return error_for(b.error(), req);
-  return json_response(http::status::ok, batch_to_json(*b), req);
+  if (!tenant) co_return error_for(tenant.error(), req);
+  core::request get = core::get_batch{std::move(*tenant), std::move(id)};
+  auto b = co_await core::ask<storage::batch_record>(core_, std::move(get));
+  if (!b) co_return error_for(b.error(), req);
+  co_return json_response(http::status::ok, batch_to_json(*b), req);
 }
 
-response request_handler::list_batches(const request& req) {
+boost::asio::awaitable<response> request_handler::list_batches(const request& req) {
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
-  if (!tenant) return error_for(tenant.error(), req);
+  if (!tenant) co_return error_for(tenant.error(), req);
   auto q = parse_query(req.target());
-  if (!q) return error_for(q.error(), req);
+  if (!q) co_return error_for(q.error(), req);
   auto limit = int_param(*q, "limit", batches_default_limit, 1, batches_max_limit);
-  if (!limit) return error_for(limit.error(), req);
+  if (!limit) co_return error_for(limit.error(), req);
   std::string after = query_value(*q, "after").value_or("");
-  auto page = batches_->list_batches(*tenant, after, *limit);
-  if (!page) return error_for(page.error(), req);
+  core::request list = core::list_batches{std::move(*tenant), std::move(after), *limit};
+  auto page = co_await core::ask<actors::batch_page>(core_, std::move(list));
+  if (!page) co_return error_for(page.error(), req);
   json data = json::array();
   for (const auto& b : page->batches) data.push_back(batch_to_json(b));
   bool empty = page->batches.empty();
-  return json_response(http::status::ok,
-                       list_json(std::move(data), empty ? "" : page->batches.front().id,
-                                 empty ? "" : page->batches.back().id, page->has_more),
-                       req);
+  co_return json_response(http::status::ok,
+                          list_json(std::move(data), empty ? "" : page->batches.front().id,
+                                    empty ? "" : page->batches.back().id, page->has_more),
+                          req);
 }
 
 boost::asio::awaitable<response> request_handler::cancel_batch(const request& req, std::string id) {
   auto tenant = auth_.tenant_for(req[http::field::authorization]);
   if (!tenant) co_return error_for(tenant.error(), req);
-  auto b = co_await batches_->cancel_batch(std::move(*tenant), std::move(id));
+  core::request cancel = core::cancel_batch{std::move(*tenant), std::move(id)};
+  auto b = co_await core::ask<storage::batch_record>(core_, std::move(cancel));
   if (!b) co_return error_for(b.error(), req);
   co_return json_response(http::status::ok, batch_to_json(*b), req);
 }

@@ -152,19 +152,19 @@ boost::asio::awaitable<reply> request_handler::handle(
     // Reached only when a server reads uploads whole (the streaming path is the normal one).
     res = error_for(make_error(errc::invalid_file, "Uploads must be streamed."), req);
   } else if (m.route == route_list_files) {
-    res = list_files(req);
+    res = co_await list_files(req);
   } else if (m.route == route_get_file) {
-    res = get_file(req, m.params.at(0));
+    res = co_await get_file(req, m.params.at(0));
   } else if (m.route == route_file_content) {
-    out = file_content(req, m.params.at(0));
+    out = co_await file_content(req, m.params.at(0));
   } else if (m.route == route_delete_file) {
     res = co_await delete_file(req, m.params.at(0));
   } else if (m.route == route_create_batch) {
     res = co_await create_batch(req);
   } else if (m.route == route_list_batches) {
-    res = list_batches(req);
+    res = co_await list_batches(req);
   } else if (m.route == route_get_batch) {
-    res = get_batch(req, m.params.at(0));
+    res = co_await get_batch(req, m.params.at(0));
   } else if (m.route == route_cancel_batch) {
     res = co_await cancel_batch(req, m.params.at(0));
   } else if (m.route == route_healthz) {

@@ -120,17 +120,19 @@ class request_handler {
       std::string tenant, std::string id, std::chrono::milliseconds timeout);
 
   // Files and Batch API (api/detail/file_routes.cpp).
-  response list_files(const request& req);
-  response get_file(const request& req, const std::string& id);
-  reply file_content(const request& req, const std::string& id);
+  boost::asio::awaitable<response> list_files(const request& req);
+  boost::asio::awaitable<response> get_file(const request& req, std::string id);
+  boost::asio::awaitable<reply> file_content(const request& req, std::string id);
   boost::asio::awaitable<response> delete_file(const request& req, std::string id);
   boost::asio::awaitable<response> create_batch(const request& req);
-  response get_batch(const request& req, const std::string& id);
-  response list_batches(const request& req);
+  boost::asio::awaitable<response> get_batch(const request& req, std::string id);
+  boost::asio::awaitable<response> list_batches(const request& req);
   boost::asio::awaitable<response> cancel_batch(const request& req, std::string id);
 
   authenticator auth_;
   admission admission_;  ///< every body a route reads goes through it (api/admission.hpp)
+  /// The Files and Batch API's node-local paths (where uploads are staged, where a file's bytes
+  /// are read); its calls go through `core_`. nullptr: that API is not served here.
   actors::batch_service* batches_;
   bool internal_;               ///< this handler serves the internal listener
   actors::core::client& core_;  ///< every call into the core (actors/core_messages.hpp)

@@ -30,7 +30,8 @@ class core_hop : public ::testing::Test {
     env.start();
     ASSERT_EQ(natsConnection_ConnectTo(&server_nc, env.nats().url().c_str()), NATS_OK);
     ASSERT_EQ(natsConnection_ConnectTo(&client_nc, env.nats().url().c_str()), NATS_OK);
-    core_ = std::make_unique<core::local_client>(env.engine(), &env.engine());
+    core_ =
+        std::make_unique<core::local_client>(env.engine(), &env.engine(), &env.engine().batches());
     auto b = api::core_bridge::start(server_nc, subject, *core_);
     ASSERT_TRUE(b.ok()) << b.error().message;
     bridge = std::move(*b);

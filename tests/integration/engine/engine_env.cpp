@@ -69,7 +69,7 @@ void engine_env::start() {
   if (!eng) throw std::runtime_error("engine: " + eng.error().message);
   engine_ = std::move(eng.value());
   auto* e = engine_.get();
-  core_ = std::make_unique<actors::core::local_client>(*e, e);
+  core_ = std::make_unique<actors::core::local_client>(*e, e, &e->batches());
   auto bound = api::listener::bind(settings_.listen);
   if (!bound) throw std::runtime_error("http: " + bound.error().message);
   auto http = api::http_server::start(

@@ -64,6 +64,36 @@ submission full_submission() {
   return s;
 }
 
+/// A batch request with every field set.
+batch_request full_batch_request() {
+  batch_request b;
+  b.tenant = "acme";
+  b.input_file_id = "file-01";
+  b.endpoint = "/v1/embeddings";
+  b.completion_window = "24h";
+  b.completion_window_ms = 86'400'000;
+  b.metadata = {{"run", "nightly"}};
+  b.output_expires_after = 3600;
+  b.trace = {std::string(32, 'c'), std::string(16, 'd'), 1, ""};
+  b.max_inflight = 9;
+  b.webhook_url = "https://hooks.example.com/b";
+  return b;
+}
+
+/// A batch record in progress with its extension fields set.
+st::batch_record batch(const std::string& id) {
+  st::batch_record b;
+  b.id = id;
+  b.tenant = "acme";
+  b.status = st::batch_status::in_progress;
+  b.total = 12;
+  b.completed = 3;
+  b.max_inflight = 3;
+  b.webhook_url = "https://hooks.example.com/b";
+  b.event_seq = 2;
+  return b;
+}
+
 st::job_record job(const std::string& id) {
   st::job_record j;
   j.id = id;
@@ -148,18 +178,7 @@ TEST_F(surface_messages, an_append_crosses_whole) {
 }
 
 TEST_F(surface_messages, a_batch_and_an_upload_cross_whole) {
-  batch_request b;
-  b.tenant = "acme";
-  b.input_file_id = "file-01";
-  b.endpoint = "/v1/embeddings";
-  b.completion_window = "24h";
-  b.completion_window_ms = 86'400'000;
-  b.metadata = {{"run", "nightly"}};
-  b.output_expires_after = 3600;
-  b.trace = {std::string(32, 'c'), std::string(16, 'd'), 1, ""};
-  b.max_inflight = 9;
-  b.webhook_url = "https://hooks.example.com/b";
-  expect_admitted_round_trip(b);
+  expect_admitted_round_trip(full_batch_request());
   staged_file f;
   f.record = {"file-02", "acme", "in.jsonl", "batch", 1234, 1'700'000'000, 1'700'086'400};
   f.path = "/data/files/uploads/u-1";
@@ -225,20 +244,30 @@ std::vector<core::request> every_request() {
   complete.what = worker_request::kind::complete;
   complete.token = "token";
   complete.output = R"({"ok":true})";
-  return {core::submit_job{test::admit::as_is(full_submission())},
-          core::get_job{"acme", "job_01"},
-          core::wait_job{"acme", "job_01", 30'000},
-          core::job_events{"acme", "job_01", 7, 15'000},
-          core::cancel_job{"acme", "job_01"},
-          core::delete_job{"acme", "job_02"},
-          core::rerun_job{"acme", "job_03"},
-          core::list_jobs{"acme", st::job_status::failed, 50, "job_00", st::job_kind::batch},
-          core::list_tasks{"acme", "job_01", st::job_status::queued, 100, "01-5"},
-          core::get_task{"acme", "job_01", "row-7"},
-          core::append_tasks{"job_01", test::admit::as_is(append)},
-          core::worker_call{test::admit::as_is(complete)},
-          core::get_jwks{},
-          core::rotate_keys{}};
+  return {
+      core::submit_job{test::admit::as_is(full_submission())},
+      core::get_job{"acme", "job_01"},
+      core::wait_job{"acme", "job_01", 30'000},
+      core::job_events{"acme", "job_01", 7, 15'000},
+      core::cancel_job{"acme", "job_01"},
+      core::delete_job{"acme", "job_02"},
+      core::rerun_job{"acme", "job_03"},
+      core::list_jobs{"acme", st::job_status::failed, 50, "job_00", st::job_kind::batch},
+      core::list_tasks{"acme", "job_01", st::job_status::queued, 100, "01-5"},
+      core::get_task{"acme", "job_01", "row-7"},
+      core::append_tasks{"job_01", test::admit::as_is(append)},
+      core::worker_call{test::admit::as_is(complete)},
+      core::get_jwks{},
+      core::rotate_keys{},
+      core::create_file{test::admit::as_is(staged_file{
+          {"file-01", "acme", "in.jsonl", "batch", 10, 1, 2}, "/data/files/uploads/u-1", 3600})},
+      core::get_file{"acme", "file-01"},
+      core::list_files{"acme", "batch", true, "file-00", 500},
+      core::delete_file{"acme", "file-02"},
+      core::create_batch{test::admit::as_is(full_batch_request())},
+      core::get_batch{"acme", "batch_01"},
+      core::list_batches{"acme", "batch_00", 20},
+      core::cancel_batch{"acme", "batch_01"}};
 }
 
 std::vector<core::reply> every_reply() {
@@ -252,7 +281,11 @@ std::vector<core::reply> every_reply() {
           lease_reply{{leased_task{"01-0", "job_01", 1, "{}", 5, 6, "tok", "tp", "ts"}}},
           heartbeat_answer{7, "fresh", true},
           storage_credentials{"a", "b", "c", "d", "e", "f"},
-          std::string(R"({"keys":[]})")};
+          std::string(R"({"keys":[]})"),
+          st::file_record{"file-01", "acme", "in.jsonl", "batch", 10, 1, 2},
+          file_page{{{"file-01", "acme", "in.jsonl", "batch", 10, 1, 2}}, true},
+          batch("batch_01"),
+          batch_page{{batch("batch_02")}, false}};
 }
 
 TEST(core_messages, every_request_and_every_reply_crosses_as_bytes_unchanged) {
