@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <limits>
 
 #include <boost/asio/strand.hpp>
 #include <caf/actor_system.hpp>
@@ -63,6 +64,59 @@ void ingest(batch_ptr self, const storage::batch_record& b) {
       out.failure = "cannot read the input file " + file + ": " + r.error().message;
     return out;
   });
+}
+
+/// A rerun's plans (docs/batches.md, "Rerun"): the lines of the input file whose custom_id is
+/// in the previous run's error file, validated and planned as at the first run, but with every
+/// model known (a model gone since gets model_not_found lines at dispatch) and no line limit
+/// (the file was accepted once). The same files give the same plans, so a rerun resumed after a
+/// crash plans its lines into the same slots again and skips those that have a result.
+void replan(batch_ptr self, const storage::batch_record& b) {
+  auto& st = self->state;
+  st.replanning = true;
+  plan::ingest_options o;
+  o.input_path = st.mgr->file_path(b.input_file_id);
+  o.endpoint = b.endpoint;
+  o.work_dir = st.mgr->batch_dir(st.id);
+  o.max_lines = std::numeric_limits<int64_t>::max();
+  st.step_started_ms = st.ctx->clock.now_ms();
+  off_thread(self, [o = std::move(o), file = b.input_file_id, errors = b.error_file_id,
+                    error_path = st.mgr->file_path(b.error_file_id)] {
+    batch_plans out;
+    out.ingested = true;
+    auto ids = plan::result_custom_ids(error_path);
+    if (!ids) {
+      out.failure = "cannot read the error file " + errors + ": " + ids.error().message;
+      return out;
+    }
+    auto opts = o;  // the selection, on the copy: the task itself is const
+    opts.only = std::move(*ids);
+    auto r = plan::ingest(opts);
+    if (!r)
+      out.failure = "cannot read the input file " + file + ": " + r.error().message;
+    else if (!r->errors.empty())
+      out.failure = "the input file " + file + " changed: " + r->errors.front().message;
+    else
+      out.plans = std::move(*r);
+    return out;
+  });
+}
+
+/// A rerun's plans are written: they are loaded and dispatched (or drained when it stopped).
+void on_replanned(batch_ptr self, batch_plans& p) {
+  auto& st = self->state;
+  st.replanning = false;
+  if (!p.failure.empty()) return fail(self, p.failure, [self] { finish(self); });
+  uint64_t lines = 0;
+  for (const auto& m : p.plans.models) lines += m.count;
+  log::info("batch", "rerun planned",
+            {{"batch_id", st.id},
+             {"lines", lines},
+             {"models", p.plans.models.size()},
+             {"ms", st.ctx->clock.now_ms() - st.step_started_ms}});
+  // The plans are in place, nothing of this run dispatched yet: a restart plans them again.
+  runtime::failpoint("batch_rerun_planned");
+  after_plans(self, true);
 }
 
 /// Records what ingestion found; a valid batch is then in progress and its plans are loaded.
@@ -148,7 +202,12 @@ void start(batch_ptr self) {
   }
   const bool validating = b->status == storage::batch_status::validating;
   if (validating && !st.stopped()) return ingest(self, *b);
-  after_plans(self, !validating && fs::exists(st.mgr->batch_dir(st.id) + "/model_map.json"));
+  const bool planned = fs::exists(st.mgr->batch_dir(st.id) + "/model_map.json");
+  // A rerun not planned yet is planned even when it stopped meanwhile: its lines are drained
+  // from the plans into the new error file.
+  if (b->run > 1 && !planned && b->status != storage::batch_status::finalizing)
+    return replan(self, *b);
+  after_plans(self, !validating && planned);
 }
 
 /// The completion window passed: commit the expiry, then stop.
@@ -171,16 +230,41 @@ void on_release(batch_ptr self) {
   if (self->state.pausing) end(self);
 }
 
-batch_actor::behavior_type batch(batch_ptr self, batch_manager* mgr, std::string id) {
+constexpr int claim_tries = 200;  ///< a patient claim's tries, claim_retry_ms apart
+constexpr int64_t claim_retry_ms = 10;
+
+/// Claims the batch in the job registry, then starts it. With `tries` > 1 (a rerun: the actor of
+/// the run that just ended may hold the claim a moment longer) a refused claim is tried again.
+void claim(batch_ptr self, int tries) {
+  auto& st = self->state;
+  self->request(st.ctx->jobs, caf::infinite, claim_atom::value, st.id, job_control_actor{self})
+      .then(
+          [self, tries](bool mine) {
+            auto& st = self->state;
+            if (mine) return start(self);
+            if (tries <= 1 || st.ctx->stopping) {
+              if (tries > 1)
+                log::warn("batch",
+                          "another actor still runs the batch; it resumes "
+                          "at the next start",
+                          {{"batch_id", st.id}});
+              return self->quit();
+            }
+            st.pausing = true;
+            st.after_pause = [self, tries] { claim(self, tries - 1); };
+            arm<tick_atom>(st.pause, claim_retry_ms, batch_actor{self});
+          },
+          [self](caf::error&) { self->quit(); });
+}
+
+batch_actor::behavior_type batch(batch_ptr self, batch_manager* mgr, std::string id, bool patient) {
   auto& st = self->state;
   st.mgr = mgr;
   st.ctx = &mgr->ctx_;
   st.id = std::move(id);
   st.id_seed = plan::request_id_seed(st.id);
   st.pause = st.ctx->clock.make_timer(boost::asio::make_strand(st.ctx->exec));
-  self->request(st.ctx->jobs, caf::infinite, claim_atom::value, st.id, job_control_actor{self})
-      .then([self](bool mine) { mine ? start(self) : self->quit(); },
-            [self](caf::error&) { self->quit(); });
+  claim(self, patient ? claim_tries : 1);
   return {
       [=](cancel_atom) { stop(self, errc::batch_cancelled); },
       [=](expire_atom) { expire(self); },
@@ -190,7 +274,10 @@ batch_actor::behavior_type batch(batch_ptr self, batch_manager* mgr, std::string
       [=](yield_atom, uint64_t key, int32_t n) { on_slots(self, key, 0, n); },
       [=](flush_atom) { flush(self); },
       [=](tick_atom) { on_pause_over(self); },
-      [=](batch_plans& p) { p.ingested ? on_ingested(self, p) : on_loaded(self, p); },
+      [=](batch_plans& p) {
+        if (!p.ingested) return on_loaded(self, p);
+        self->state.replanning ? on_replanned(self, p) : on_ingested(self, p);
+      },
       [=](window_done& w) { on_window_done(self, w); },
       [=](drained_lines& d) { on_drained(self, d); },
       [=](written_files& w) { on_written(self, w); },
@@ -252,8 +339,8 @@ void end(batch_ptr self) {
 
 }  // namespace detail
 
-batch_actor spawn_batch_actor(batch_manager& mgr, std::string id) {
-  return mgr.ctx_.sys.spawn(detail::batch, &mgr, std::move(id));
+batch_actor spawn_batch_actor(batch_manager& mgr, std::string id, bool patient) {
+  return mgr.ctx_.sys.spawn(detail::batch, &mgr, std::move(id), patient);
 }
 
 }  // namespace sy::actors

@@ -96,6 +96,7 @@ typename Inspector::result_type inspect(Inspector& f, drained_lines& x) {
 struct written_files {
   std::optional<storage::file_record> output, error;
   std::string output_failure, error_failure;
+  int64_t output_lines = 0, error_lines = 0;  ///< lines each file holds (or would have held)
 
   bool operator==(const written_files&) const = default;
 };
@@ -103,7 +104,7 @@ struct written_files {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, written_files& x) {
   return f(storage::optional_field{x.output}, storage::optional_field{x.error}, x.output_failure,
-           x.error_failure);
+           x.error_failure, x.output_lines, x.error_lines);
 }
 
 /// Receives the control messages of every job (`cancel`: the batch's cancel committed;
@@ -117,7 +118,8 @@ using batch_actor = job_control_actor::extend<
     caf::reacts_to<window_done>, caf::reacts_to<drained_lines>, caf::reacts_to<written_files>>;
 
 /// Spawns the actor of batch `id`. It ends at once when another actor runs the batch here, or
-/// when the batch is terminal.
-batch_actor spawn_batch_actor(batch_manager& mgr, std::string id);
+/// when the batch is terminal. `patient` (a rerun): the actor of the run that just ended may
+/// still hold the batch's claim for a moment, so a refused claim is tried again for about 2 s.
+batch_actor spawn_batch_actor(batch_manager& mgr, std::string id, bool patient = false);
 
 }  // namespace sy::actors

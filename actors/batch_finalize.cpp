@@ -148,6 +148,8 @@ void drain_failed(batch_ptr self, const std::string& failure) {
 written_files write_files(batch_manager* mgr, const storage::batch_record& b,
                           const std::string& out_id, const std::string& err_id, int64_t now_s) {
   runtime::batch::result_file out(mgr->file_path(out_id)), err(mgr->file_path(err_id));
+  // A rerun's output file holds the previous run's output lines, then this run's.
+  if (b.run > 1 && !b.output_file_id.empty()) out.append_file(mgr->file_path(b.output_file_id));
   {
     auto txn = mgr->env_.begin_read();
     storage::scan_batch_lines(txn, b.id, [&](uint64_t, bool ok, std::string_view text) {
@@ -176,6 +178,8 @@ written_files write_files(batch_manager* mgr, const storage::batch_record& b,
   if (err.created()) w.error = record(err, err_id, "error");
   w.output_failure = out.failure();
   w.error_failure = err.failure();
+  w.output_lines = out.lines();
+  w.error_lines = err.lines();
   return w;
 }
 
@@ -292,6 +296,10 @@ void on_written(batch_ptr self, written_files& w) {
   }
   runtime::failpoint("batch_files_written");
   storage::batch_finish_op op{st.id, w.output, w.error, st.ctx->clock.now_ms(), std::nullopt};
+  if (f.batch.run > 1 && !incomplete) {  // a rerun's counts are the lines of its files
+    op.completed = w.output_lines;
+    op.failed = w.error_lines;
+  }
   const runtime::batch::line_counts counts{f.batch.total, f.batch.completed, f.batch.failed};
   if (auto lost = runtime::batch::lost_message(counts, f.batch.stop_code, st.undrained,
                                                w.output_failure, w.error_failure, st.tries);

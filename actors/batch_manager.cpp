@@ -21,6 +21,7 @@
 #include "actors/batch_actor.hpp"
 #include "actors/detail/batch_io.hpp"
 #include "actors/write.hpp"
+#include "config/validate.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/thread_name.hpp"
@@ -126,8 +127,8 @@ void batch_manager::stop() {
   if (sweep_timer_) asio::post(sweep_timer_->executor(), [t = sweep_timer_] { t->cancel(); });
 }
 
-void batch_manager::launch(const std::string& batch_id) {
-  if (!stopping_) spawn_batch_actor(*this, batch_id);
+void batch_manager::launch(const std::string& batch_id, bool patient) {
+  if (!stopping_) spawn_batch_actor(*this, batch_id, patient);
 }
 
 asio::awaitable<void> batch_manager::sweep_expired_files() {
@@ -304,6 +305,40 @@ asio::awaitable<result<storage::batch_record>> batch_manager::cancel_batch(std::
     caf::anon_send(ctx_.jobs, cancel_atom::value, id);
     launch(id);
   }
+  co_return std::move(*r->batch);
+}
+
+// --- rerun (the jobs API's, docs/batches.md "Rerun") ------------------------------------------
+
+asio::awaitable<result<storage::batch_record>> batch_manager::rerun_batch(std::string tenant,
+                                                                          std::string id) {
+  if (ctx_.stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
+  auto b = get_batch_any(id);
+  if (!b || b->tenant != tenant)
+    co_return make_error(errc::batch_not_found, "No such batch: '" + id + "'.", "batch_id");
+  // The files a rerun reads must still have their bytes (the operation checks their records).
+  for (const auto& [what, fid] :
+       {std::pair{"input", b->input_file_id}, std::pair{"error", b->error_file_id},
+        std::pair{"output", b->output_file_id}}) {
+    if (!fid.empty() && ::access(file_path(fid).c_str(), R_OK) != 0)
+      co_return make_error(
+          errc::job_not_rerunnable,
+          "job " + id + " cannot be rerun: its " + what + " file " + fid + " was deleted", "id");
+  }
+  // The window it was created with, restarted; a window no longer configured still parses.
+  int64_t window_ms = b->deadline_ms - b->created_at * 1000;
+  if (auto w = config::parse_completion_windows(b->completion_window); w && w->size() == 1)
+    window_ms = w->front().ms;
+  storage::rerun_batch_op op{tenant, id, ctx_.clock.now_ms(), window_ms};
+  auto r = co_await commit(std::move(op));
+  if (!r) co_return r.error();
+  using kind = storage::op_reply::kind;
+  if (r->what == kind::not_found)
+    co_return make_error(errc::batch_not_found, "No such batch: '" + id + "'.", "batch_id");
+  if (r->what == kind::refused && r->refusal) co_return *r->refusal;
+  log::info("batch", "batch rerun",
+            {{"batch_id", id}, {"run", r->batch->run}, {"error_file_id", r->batch->error_file_id}});
+  launch(id, true);
   co_return std::move(*r->batch);
 }
 

@@ -82,6 +82,14 @@ class batch_manager final : public batch_service {
   boost::asio::awaitable<result<storage::batch_record>> cancel_batch(std::string tenant,
                                                                      std::string id) override;
 
+  /// POST /v1/jobs/{id}/rerun of a finished batch (docs/batches.md, "Rerun"): commits its new
+  /// run (storage::rerun_batch_op: `in_progress` again, its completion window restarted) and
+  /// starts its actor, which runs the lines of its error file again. Errors: batch_not_found
+  /// (unknown, another tenant's), job_not_rerunnable (not finished, failed validation, no error
+  /// file, its input, output or error file deleted), storage_unavailable, shutting_down.
+  boost::asio::awaitable<result<storage::batch_record>> rerun_batch(std::string tenant,
+                                                                    std::string id);
+
   /// Replaces the retry policy of draining and finalization (tests shorten it); takes effect
   /// for the next try.
   void set_retry_policy(batch_retry_policy p);
@@ -92,8 +100,9 @@ class batch_manager final : public batch_service {
  private:
   /// Commits one operation through the storage writer.
   boost::asio::awaitable<result<storage::op_reply>> commit(storage::write_op op);
-  /// Spawns the batch's actor (it ends at once when one already runs the batch).
-  void launch(const std::string& batch_id);
+  /// Spawns the batch's actor (it ends at once when one already runs the batch; `patient`:
+  /// spawn_batch_actor's).
+  void launch(const std::string& batch_id, bool patient = false);
   boost::asio::awaitable<void> sweep_expired_files();
 
  public:

@@ -116,6 +116,9 @@ class engine final : public job_service, public worker_service {
   /// Cancels batch `id` as a job (engine_jobs.cpp): answers it in the job vocabulary.
   boost::asio::awaitable<result<storage::job_record>> cancel_batch(std::string tenant,
                                                                    std::string id);
+  /// Reruns batch `id` as a job (engine_jobs.cpp; docs/batches.md, "Rerun").
+  boost::asio::awaitable<result<storage::job_record>> rerun_batch(std::string tenant,
+                                                                  std::string id);
   status queue_models(const std::vector<std::string>& models,
                       const std::vector<std::string>& params);
   boost::asio::awaitable<result<submit_outcome>> submit_list(submission s);

@@ -124,4 +124,12 @@ boost::asio::awaitable<result<storage::job_record>> engine::cancel_batch(std::st
   co_return b.error();
 }
 
+boost::asio::awaitable<result<storage::job_record>> engine::rerun_batch(std::string tenant,
+                                                                        std::string id) {
+  auto b = co_await batches_->rerun_batch(std::move(tenant), id);
+  if (b) co_return storage::job_of(*b);
+  if (b.error().code == errc::batch_not_found) co_return not_found(id);
+  co_return b.error();
+}
+
 }  // namespace sy::actors

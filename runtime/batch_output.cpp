@@ -38,6 +38,28 @@ void result_file::append(std::string_view line) {
   if (buffer_.size() >= flush_bytes) flush();
 }
 
+void result_file::append_file(const std::string& path) {
+  if (failed()) return;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return fail("open", path, errno);
+  char chunk[64 * 1024];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      fail("read", path, errno);
+      break;
+    }
+    if (n == 0) break;
+    const std::string_view data(chunk, static_cast<size_t>(n));
+    for (char c : data) lines_ += c == '\n';
+    bytes_ += n;
+    buffer_.append(data);
+    if (buffer_.size() >= flush_bytes && !flush()) break;
+  }
+  ::close(fd);
+}
+
 bool result_file::flush() {
   if (failed()) return false;
   if (fd_ < 0) {

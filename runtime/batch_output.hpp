@@ -25,6 +25,9 @@ class result_file {
 
   /// Adds `line` and a '\n'.
   void append(std::string_view line);
+  /// Adds every line of the file at `path` (a previous run's result file, each line ending in
+  /// '\n'), copied through the buffer; a failure to read it is this file's failure.
+  void append_file(const std::string& path);
   /// Flushes, fsyncs, closes and renames the file into place (the caller fsyncs the directory).
   /// True when it is in place, or when no line was appended (no file then).
   bool commit();

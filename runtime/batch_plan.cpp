@@ -233,6 +233,9 @@ class scan {
           line_no_, errc::duplicate_custom_id, "custom_id",
           "'custom_id' \"" + std::string(facts.custom_id) + "\" is used by an earlier line."));
     }
+    if (o_.only &&
+        !std::binary_search(o_.only->begin(), o_.only->end(), detail::fnv1a64(facts.custom_id)))
+      return;  // a rerun: this line has its result from an earlier run
     auto plan = plans_.find(facts.model);
     if (plan == plans_.end()) {
       if (o_.model_known && !o_.model_known(facts.model)) {
@@ -293,6 +296,30 @@ std::string safe_model_name(std::string_view model) {
   char hex[10];
   std::snprintf(hex, sizeof hex, "-%08x", static_cast<unsigned>(fnv1a32(model)));
   return out + hex;
+}
+
+sy::result<std::vector<uint64_t>> result_custom_ids(const std::string& path) {
+  detail::unique_fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) return detail::io_error("cannot open", path, errno);
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+  line_reader reader(fd.get(), path, size_t{1} << 20, UINT32_MAX);
+  od::parser parser;
+  std::vector<uint64_t> out;
+  raw_line l;
+  for (;;) {
+    auto more = reader.next(l);
+    if (!more) return more.error();
+    if (!*more) break;
+    if (l.too_long) continue;
+    auto doc = parser.iterate(l.data, l.size, l.capacity);
+    std::string_view id;
+    if (doc.error() || doc.find_field_unordered("custom_id").get_string().get(id) || id.empty())
+      continue;
+    out.push_back(detail::fnv1a64(id));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 sy::result<ingest_result> ingest(const ingest_options& o) {

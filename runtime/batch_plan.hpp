@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,10 @@ struct ingest_options {
   /// false → model_not_found. Called once per line until the model has a valid line; when
   /// empty, every model is known.
   std::function<bool(std::string_view model)> model_known;
+  /// A rerun's selection (docs/batches.md, "Rerun"): when set, only the lines whose custom_id's
+  /// hash (as `result_custom_ids` gives them) is in this sorted vector are planned; every line is
+  /// still validated. Unset: every line.
+  std::optional<std::vector<uint64_t>> only;
   size_t read_buffer_bytes = size_t{4} << 20;  ///< the fixed read buffer (small in tests)
   size_t max_line_bytes = size_t{64} << 20;    ///< a longer line is an invalid_json_line error
 };
@@ -115,6 +120,12 @@ typename Inspector::result_type inspect(Inspector& f, ingest_result& x) {
 /// The result's error is for I/O failures only (code "batch_io_error", naming the path and the
 /// system error); validation problems go in `ingest_result::errors`.
 sy::result<ingest_result> ingest(const ingest_options& o);
+
+/// The 64-bit hashes of the custom_ids of a result file (a batch's output or error file: one
+/// JSON object per line), sorted and unique; a line whose custom_id is not a string (`null`: its
+/// input line could not be read) has none. Memory: 8 bytes per line and the read buffer. Error
+/// "batch_io_error" when the file cannot be read.
+sy::result<std::vector<uint64_t>> result_custom_ids(const std::string& path);
 
 /// Reads <work_dir>/model_map.json written by a successful ingest (after a restart) and checks
 /// that each plan file has the recorded size. `errors` is empty. Error "batch_io_error" when a

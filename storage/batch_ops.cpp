@@ -106,6 +106,7 @@ job_record job_of(const batch_record& b) {
   j.deadline_ms = b.deadline_ms;
   j.webhook_url = b.webhook_url;
   j.event_seq = b.event_seq;
+  j.run = b.run;
   j.trace = b.trace;
   j.trace_state = b.trace_state;
   j.task_list = true;
@@ -273,6 +274,9 @@ result<op_reply> apply_batch(write_txn& t, const batch_finish_op& op) {
   if (!b) return answer(op_reply::kind::not_found);
   if (is_terminal(b->status)) return with_batch(op_reply::kind::stale, std::move(*b));
   int64_t now = seconds(op.now_ms);
+  // The files of this run replace those of a previous one (which stay as files of their own).
+  b->output_file_id.clear();
+  b->error_file_id.clear();
   if (op.output) {
     if (auto s = put_file(t, *op.output); !s) return s.error();
     b->output_file_id = op.output->id;
@@ -280,6 +284,10 @@ result<op_reply> apply_batch(write_txn& t, const batch_finish_op& op) {
   if (op.error) {
     if (auto s = put_file(t, *op.error); !s) return s.error();
     b->error_file_id = op.error->id;
+  }
+  if (op.completed >= 0 && op.failed >= 0) {
+    b->completed = op.completed;
+    b->failed = op.failed;
   }
   if (op.failure) {
     b->stop_code = errc::batch_failed;
@@ -311,6 +319,41 @@ result<op_reply> apply_batch(write_txn& t, const batch_finish_op& op) {
   auto r = with_batch(op_reply::kind::done, std::move(*b));
   announce_end(t, *r.batch, op.now_ms, r);
   return r;
+}
+
+result<op_reply> apply_batch(write_txn& t, const rerun_batch_op& op) {
+  auto b = get_batch(t, op.id);
+  if (!b || b->tenant != op.tenant) return answer(op_reply::kind::not_found);
+  auto refuse = [&](std::string why) {
+    op_reply r = with_batch(op_reply::kind::refused, *b);
+    r.refusal = make_error(errc::job_not_rerunnable, "job " + b->id + " " + std::move(why), "id");
+    return r;
+  };
+  if (!is_terminal(b->status))
+    return refuse("is " + std::string(to_string(job_status_of(b->status))) +
+                  "; a rerun waits until its run has finished");
+  if (b->total == 0) return refuse("failed validation: none of its lines was accepted");
+  if (b->error_file_id.empty()) return refuse("has no failed lines: it has no error file");
+  if (!get_file(t, b->input_file_id))
+    return refuse("cannot be rerun: its input file " + b->input_file_id + " was deleted");
+  if (!get_file(t, b->error_file_id))
+    return refuse("cannot be rerun: its error file " + b->error_file_id + " was deleted");
+  if (!b->output_file_id.empty() && !get_file(t, b->output_file_id))
+    return refuse("cannot be rerun: its output file " + b->output_file_id + " was deleted");
+  const int64_t now = seconds(op.now_ms);
+  b->status = batch_status::in_progress;
+  b->in_progress_at = now;
+  b->finalizing_at = b->completed_at = b->failed_at = b->expired_at = 0;
+  b->cancelling_at = b->cancelled_at = 0;
+  b->deadline_ms = op.now_ms + op.window_ms;
+  b->expires_at = seconds(b->deadline_ms);
+  b->stop_code.clear();
+  b->errors.clear();
+  b->failed = 0;  // the error file's lines run again; the output file's stay counted
+  ++b->run;
+  if (auto s = put_batch(t, *b); !s) return s.error();
+  if (auto s = t.put(db::batch_active, b->id, ""); !s) return s.error();
+  return with_batch(op_reply::kind::done, std::move(*b));
 }
 
 std::vector<file_record> list_files(const txn_view& t, std::string_view tenant,

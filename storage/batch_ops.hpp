@@ -119,14 +119,38 @@ struct batch_finalizing_op {
 /// (finalization gave up: a file could not be written, lines could not be drained) the batch
 /// becomes failed whatever its stop code, with the failure added to `errors`; the files given
 /// are the partial output kept.
+///
+/// The files given replace the batch's file ids (none given: none). A rerun's finalization
+/// passes `completed` and `failed` (≥ 0): its request counts are then rebuilt from the lines of
+/// its files, which hold the previous output's lines as well as this run's.
 struct batch_finish_op {
   std::string id;
   std::optional<file_record> output;
   std::optional<file_record> error;
   int64_t now_ms = 0;
   std::optional<batch_error> failure;
+  int64_t completed = -1;  ///< lines in `output`, or -1: the counts stay as recorded
+  int64_t failed = -1;     ///< lines in `error`, or -1
 
   bool operator==(const batch_finish_op&) const = default;
+};
+
+/// POST /v1/jobs/{id}/rerun of a finished batch of `tenant` (docs/batches.md, "Rerun"): a new
+/// run of the lines of its error file. In one transaction the batch is `in_progress` again
+/// (`in_progress_at` now; the previous end's times, stop code and errors cleared), `run` + 1,
+/// `failed` 0 (`completed` stays: the previous output's lines go into the new output file), its
+/// completion window restarts (`window_ms` from now) and it is back in the active set. The
+/// previous output and error file ids stay until the new end replaces them.
+/// Answers not_found (unknown, another tenant's), refused with job_not_rerunnable (not
+/// terminal, failed validation, no error file, or its input, output or error file is gone), or
+/// done with the batch.
+struct rerun_batch_op {
+  std::string tenant;
+  std::string id;
+  int64_t now_ms = 0;
+  int64_t window_ms = 0;
+
+  bool operator==(const rerun_batch_op&) const = default;
 };
 
 // --- inspect (storage/inspect.hpp)
@@ -179,7 +203,12 @@ typename Inspector::result_type inspect(Inspector& f, batch_finalizing_op& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batch_finish_op& x) {
   return f(x.id, optional_field{x.output}, optional_field{x.error}, x.now_ms,
-           optional_field{x.failure});
+           optional_field{x.failure}, x.completed, x.failed);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rerun_batch_op& x) {
+  return f(x.tenant, x.id, x.now_ms, x.window_ms);
 }
 
 // --- A batch as a job (docs/batches.md, "A batch as a job")
@@ -189,7 +218,7 @@ typename Inspector::result_type inspect(Inspector& f, batch_finish_op& x) {
 job_status job_status_of(batch_status s);
 /// `b` as the native jobs API shows it (kind_of() gives `batch`): its status in the job
 /// vocabulary, its lines as task counts (lines not yet answered are `queued`), its errors, its
-/// `max_inflight` as the window, its event sequence. Only what a job record can say: the
+/// `max_inflight` as the window, its event sequence, its run. Only what a job record can say: the
 /// batch's own fields (files, usage) stay on GET /v1/batches/{id}.
 job_record job_of(const batch_record& b);
 

@@ -1,5 +1,6 @@
 #include "storage/batch_records.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace sy::storage {
@@ -95,6 +96,7 @@ json to_json(const batch_record& r) {
   if (r.max_inflight > 0) j["mi"] = r.max_inflight;
   if (!r.webhook_url.empty()) j["wh"] = r.webhook_url;
   if (r.event_seq > 0) j["es"] = r.event_seq;
+  if (r.run > 1) j["rn"] = r.run;
   return j;
 }
 
@@ -154,6 +156,7 @@ batch_record batch_from_json(const json& j) {
   r.max_inflight = number(j, "mi");
   r.webhook_url = value_or<std::string>(j, "wh", "");
   r.event_seq = value_or<uint64_t>(j, "es", 0);
+  r.run = std::max(1, value_or<int>(j, "rn", 1));  // records before reruns: run 1
   return r;
 }
 

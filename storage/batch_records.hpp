@@ -122,6 +122,11 @@ struct batch_record {
   /// Sequence number of its latest event as a job (db::events, like a job's `event_seq`); 0: a
   /// batch made before batches had events (its first event then has seq 1).
   uint64_t event_seq = 0;
+  /// 1, then + 1 for each rerun of its failed lines (POST /v1/jobs/{id}/rerun). Shown on the
+  /// batch as a job (`run`), not on the OpenAI object. During a rerun `output_file_id` and
+  /// `error_file_id` are the previous run's files: the lines to run again are those of the error
+  /// file, and the output file's lines go into the new output file (docs/batches.md, "Rerun").
+  int run = 1;
 
   bool operator==(const batch_record&) const = default;
 };
@@ -150,7 +155,7 @@ typename Inspector::result_type inspect(Inspector& f, batch_record& x) {
            x.finalizing_at, x.completed_at, x.failed_at, x.expired_at, x.cancelling_at,
            x.cancelled_at, x.deadline_ms, x.total, x.completed, x.failed, x.errors, x.usage,
            json_field{x.metadata}, x.output_expires_after, x.stop_code, x.trace, x.trace_state,
-           x.max_inflight, x.webhook_url, x.event_seq);
+           x.max_inflight, x.webhook_url, x.event_seq, x.run);
 }
 
 /// A request line's place in its batch's dispatch order: the index of its model among the

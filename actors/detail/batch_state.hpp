@@ -109,6 +109,7 @@ struct batch_state {
   int failing = 0;             ///< failures being committed: dispatch is not over before they are
   std::shared_ptr<const input_file> input;  ///< while lines are read from it
   std::optional<runtime::batch::ingest_result> plans;
+  bool replanning = false;      ///< a rerun's plans are being made (not the first run's ingestion)
   int64_t step_started_ms = 0;  ///< when ingestion or finalization began (its log line's "ms")
   std::shared_ptr<runtime::timer> window;  ///< the completion window's end (ctx.clock's)
   std::shared_ptr<runtime::timer> pause;   ///< the wait before a retry of a drain or finalization

@@ -354,5 +354,57 @@ TEST(system, kill9_while_a_cancelled_batch_finalizes_keeps_partial_output_once) 
   EXPECT_EQ(env.gateway_counts(), before) << "a line was sent to the gateway after the cancel";
 }
 
+// kill -9 where a rerun's plans are written and nothing of the run is dispatched yet: the
+// restart runs the same lines again from those plans, and every line ends exactly once across
+// the new files (docs/batches.md, "Rerun").
+TEST(system, kill9_during_a_rerun_keeps_every_line_exactly_once) {
+  system_env env;
+  env.start_gateway(/*latency_ms=*/0);
+  env.arm_failpoints("batch_rerun_planned");
+  env.start_engine();
+  const int n = 150;
+  std::ostringstream text;
+  for (int i = 0; i < n; ++i) {
+    json fake = {{"key", "r" + std::to_string(i)}};
+    if (i % 3 == 0) fake.update({{"status", 400}, {"fail_times", 1}});  // an error line, once
+    text << json{{"custom_id", "r" + std::to_string(i)},
+                 {"method", "POST"},
+                 {"url", "/v1/chat/completions"},
+                 {"body",
+                  {{"model", "m"},
+                   {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})},
+                   {"fake", fake}}}}
+                .dump()
+         << "\n";
+  }
+  std::string id;
+  {
+    http_client c(env.port());
+    id = create(c, upload(c, text.str()));
+    ASSERT_FALSE(id.empty()) << env.engine_log();
+    auto first = wait_batch_terminal(c, id);
+    ASSERT_EQ(first["request_counts"], (json{{"total", n}, {"completed", 100}, {"failed", 50}}))
+        << first.dump();
+    auto r = c.request("POST", "/v1/jobs/" + id + "/rerun", "");
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  ASSERT_TRUE(env.wait_failpoint_hit()) << env.engine_log();
+  for (const auto& [key, count] : env.gateway_counts())
+    EXPECT_EQ(count, 1) << key << ": a line of the rerun went out before its plans were done";
+
+  env.arm_failpoints("");
+  env.start_engine();
+  http_client c(env.port());
+  auto b = wait_batch_terminal(c, id);
+  ASSERT_EQ(b["status"], "completed") << b.dump() << env.engine_log();
+  EXPECT_EQ(b["request_counts"], (json{{"total", n}, {"completed", n}, {"failed", 0}}));
+  EXPECT_TRUE(b["error_file_id"].is_null());
+  auto seen = result_ids(c, b);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(n));
+  for (const auto& [cid, count] : seen) EXPECT_EQ(count, 1) << cid;
+  for (const auto& [key, count] : env.gateway_counts())
+    EXPECT_EQ(count, std::stoi(key.substr(1)) % 3 == 0 ? 2 : 1) << key;
+}
+
 }  // namespace SY_UNITY_ID
 }  // namespace sy::test

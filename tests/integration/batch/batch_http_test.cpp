@@ -403,5 +403,76 @@ TEST(batch_http, a_batch_is_a_job_on_the_native_jobs_api) {
   EXPECT_EQ(c.get("/v1/batches/" + slow_id).json()["status"], "cancelled");
 }
 
+// A finished batch rerun through POST /v1/jobs/{id}/rerun: answered as a job in progress, its
+// OpenAI object coherent at the end (new files, counts from them), the old files still
+// downloadable, and the rerun's states on its event stream.
+TEST(batch_http, a_rerun_through_the_jobs_api_gives_a_coherent_batch_object) {
+  engine_env env;
+  env.start();
+  http_client c(env.port());
+  std::string text;
+  for (int i = 0; i < 3; ++i) {
+    json fake = {{"key", "r" + std::to_string(i)}};
+    if (i == 0) fake.update({{"status", 400}, {"fail_times", 1}});
+    text += json{{"custom_id", "r" + std::to_string(i)},
+                 {"method", "POST"},
+                 {"url", "/v1/chat/completions"},
+                 {"body",
+                  {{"model", "test-model"},
+                   {"messages", json::array({{{"role", "user"}, {"content", "hi"}}})},
+                   {"fake", fake}}}}
+                .dump() +
+            "\n";
+  }
+  std::string fid = upload(c, form({{"purpose", "batch"}}, "in.jsonl", text)).json()["id"];
+  auto created = c.post_json(
+      "/v1/batches",
+      {{"input_file_id", fid}, {"endpoint", "/v1/chat/completions"}, {"completion_window", "24h"}});
+  ASSERT_EQ(created.status, 200) << created.body;
+  const std::string id = created.json()["id"];
+  json first;
+  ASSERT_TRUE(wait_for([&] {
+    first = c.get("/v1/batches/" + id).json();
+    return first["status"] == "completed";
+  })) << first.dump();
+  EXPECT_EQ(first["request_counts"], (json{{"total", 3}, {"completed", 2}, {"failed", 1}}));
+  auto rerun = c.request("POST", "/v1/jobs/" + id + "/rerun");
+  ASSERT_EQ(rerun.status, 200) << rerun.body;
+  EXPECT_EQ(rerun.json()["kind"], "batch");
+  EXPECT_EQ(rerun.json()["status"], "in_progress");
+  EXPECT_EQ(rerun.json()["run"], 2);
+  json done;
+  ASSERT_TRUE(wait_for([&] {
+    done = c.get("/v1/batches/" + id).json();
+    return done["status"] == "completed";
+  })) << done.dump();
+  EXPECT_EQ(done["object"], "batch");
+  EXPECT_FALSE(done.contains("run")) << "not on the OpenAI object";
+  EXPECT_EQ(done["request_counts"], (json{{"total", 3}, {"completed", 3}, {"failed", 0}}));
+  EXPECT_NE(done["output_file_id"], first["output_file_id"]);
+  EXPECT_TRUE(done["error_file_id"].is_null()) << done.dump();
+  EXPECT_TRUE(done["completed_at"].is_number_integer());
+  EXPECT_TRUE(done["failed_at"].is_null());
+  EXPECT_GE(done["expires_at"].get<int64_t>(), done["in_progress_at"].get<int64_t>());
+  auto count = [&](const std::string& file) {
+    auto content = c.get("/v1/files/" + file + "/content");
+    EXPECT_EQ(content.status, 200) << content.body;
+    std::istringstream lines(content.body);
+    int n = 0;
+    for (std::string l; std::getline(lines, l);) n += !l.empty();
+    return n;
+  };
+  EXPECT_EQ(count(done["output_file_id"]), 3);
+  EXPECT_EQ(count(first["output_file_id"]), 2);
+  EXPECT_EQ(count(first["error_file_id"]), 1);
+  // Its events: the first run's, then the rerun's.
+  const std::string events = c.get("/v1/jobs/" + id + "/events").body;
+  const auto end1 = events.find("event: completed\n");
+  const auto again = events.find("event: in_progress\n", end1);
+  const auto end2 = events.find("event: completed\n", again);
+  EXPECT_TRUE(end1 < again && again < end2 && end2 != std::string::npos) << events;
+  expect_error(c.request("POST", "/v1/jobs/" + id + "/rerun"), 409, "job_not_rerunnable", "id");
+}
+
 }  // namespace SY_UNITY_ID
 }  // namespace sy::test

@@ -148,6 +148,7 @@ st::batch_record batch() {
   b.metadata = {{"team", "x"}};
   b.output_expires_after = 54;
   b.stop_code = "batch_failed";
+  b.run = 3;
   return b;
 }
 
@@ -207,7 +208,8 @@ std::vector<st::write_op> every_op() {
       st::stop_batch_op{"batch_01", "batch_expired", "window passed", 95},
       st::batch_finalizing_op{"batch_01", 96},
       st::batch_finish_op{"batch_01", file("file-out"), file("file-err"), 97,
-                          batch_error("finalize")},
+                          batch_error("finalize"), 7, 2},
+      st::rerun_batch_op{"acme", "batch_01", 103, 104},
   };
 }
 

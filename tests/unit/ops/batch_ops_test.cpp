@@ -198,6 +198,100 @@ TEST_F(batch_ops_test, finished_batches_are_not_cancellable) {
   EXPECT_EQ(stored("batch_f").errors.at(0).message, "disk gone");
 }
 
+// A rerun (docs/batches.md, "Rerun"): refused unless the batch finished with an error file and
+// its files are still there; then in_progress again with its window restarted, the previous files
+// kept until the new end replaces them and rebuilds the counts from the new files.
+TEST_F(batch_ops_test, a_rerun_runs_a_finished_batch_again_and_its_end_replaces_the_files) {
+  run(create_file_op{file("file-1")});
+  auto b = make_batch("batch_1", "file-1");
+  b.webhook_url = "https://example.com/hook";
+  b.deadline_ms = 86'500'000;
+  run(create_batch_op{b});
+  auto refused = [&](const rerun_batch_op& op) {
+    auto r = run(op);
+    EXPECT_EQ(r.what, op_reply::kind::refused);
+    return r.refusal && r.refusal->code == errc::job_not_rerunnable;
+  };
+  const rerun_batch_op rerun{"t1", "batch_1", 10'000, 3'600'000};
+  EXPECT_TRUE(refused(rerun)) << "validating";
+  EXPECT_EQ(run(rerun_batch_op{"t2", "batch_1", 10'000, 1}).what, op_reply::kind::not_found);
+  run(batch_ingested_op{"batch_1", 3, {}, 1000});
+  run(batch_lines_op{"batch_1", {out(0), err(1), err(2)}});
+  EXPECT_TRUE(refused(rerun)) << "in progress";
+  run(batch_finalizing_op{"batch_1", 1800});
+  auto out_file = file("file-out"), err_file = file("file-err");
+  out_file.purpose = err_file.purpose = "batch_output";
+  auto f = run(batch_finish_op{"batch_1", out_file, err_file, 2000, std::nullopt});
+  EXPECT_TRUE(f.webhooks_appended);
+  run(create_file_op{file("file-gone")});
+  auto r = run(rerun);
+  ASSERT_EQ(r.what, op_reply::kind::done);
+  EXPECT_EQ(r.batch->status, batch_status::in_progress);
+  EXPECT_EQ(r.batch->run, 2);
+  EXPECT_EQ(r.batch->in_progress_at, 10);
+  EXPECT_EQ(r.batch->completed_at, 0);
+  EXPECT_EQ(r.batch->finalizing_at, 0);
+  EXPECT_EQ(r.batch->deadline_ms, 3'610'000);
+  EXPECT_EQ(r.batch->expires_at, 3'610);
+  EXPECT_EQ(r.batch->completed, 1);
+  EXPECT_EQ(r.batch->failed, 0);
+  EXPECT_EQ(r.batch->output_file_id, "file-out");
+  EXPECT_EQ(r.batch->error_file_id, "file-err");
+  ASSERT_EQ(r.changes.size(), 1u);
+  EXPECT_EQ(r.changes[0].to, "in_progress");
+  EXPECT_EQ(job_of(*r.batch).run, 2);
+  EXPECT_EQ(job_of(*r.batch).status, job_status::in_progress);
+  EXPECT_EQ(batch_from_json(to_json(*r.batch)).run, 2);
+  {
+    auto txn = env_->begin_read();
+    EXPECT_EQ(active_batches(txn), std::vector<std::string>{"batch_1"});
+  }
+  // This run's end: new files replace the old, the counts are their lines.
+  run(batch_lines_op{"batch_1", {out(0), out(1)}});
+  run(batch_finalizing_op{"batch_1", 11'000});
+  auto new_out = file("file-out2");
+  new_out.purpose = "batch_output";
+  auto op = batch_finish_op{"batch_1", new_out, std::nullopt, 12'000, std::nullopt};
+  op.completed = 3;
+  op.failed = 0;
+  auto end = run(op);
+  EXPECT_EQ(end.batch->status, batch_status::completed);
+  EXPECT_EQ(end.batch->finalizing_at, 11);
+  EXPECT_EQ(end.batch->output_file_id, "file-out2");
+  EXPECT_TRUE(end.batch->error_file_id.empty());
+  EXPECT_EQ(end.batch->completed, 3);
+  EXPECT_EQ(end.batch->failed, 0);
+  EXPECT_TRUE(end.webhooks_appended) << "a rerun's end is a new event";
+  {
+    auto txn = env_->begin_read();
+    EXPECT_TRUE(get_file(txn, "file-out").has_value());
+    EXPECT_TRUE(get_file(txn, "file-err").has_value());
+    EXPECT_TRUE(active_batches(txn).empty());
+  }
+  // Nothing failed: nothing to rerun.
+  EXPECT_TRUE(refused(rerun));
+}
+
+TEST_F(batch_ops_test, a_rerun_needs_its_input_and_result_files_and_accepted_lines) {
+  run(create_file_op{file("file-1")});
+  run(create_batch_op{make_batch("batch_v", "file-1")});
+  run(batch_ingested_op{"batch_v", 0, {batch_error{"empty_file", "no requests", "", 0}}, 1000});
+  EXPECT_EQ(run(rerun_batch_op{"t1", "batch_v", 2000, 1}).what, op_reply::kind::refused)
+      << "failed validation";
+  run(create_batch_op{make_batch("batch_1", "file-1")});
+  run(batch_ingested_op{"batch_1", 1, {}, 1000});
+  run(batch_lines_op{"batch_1", {err(0)}});
+  auto err_file = file("file-err");
+  run(batch_finish_op{"batch_1", std::nullopt, err_file, 2000, std::nullopt});
+  run(delete_file_op{"t1", "file-1"});
+  auto r = run(rerun_batch_op{"t1", "batch_1", 3000, 1});
+  EXPECT_EQ(r.what, op_reply::kind::refused);
+  ASSERT_TRUE(r.refusal);
+  EXPECT_NE(r.refusal->message.find("input file file-1 was deleted"), std::string::npos)
+      << r.refusal->message;
+  EXPECT_EQ(stored("batch_1").status, batch_status::completed);
+}
+
 TEST_F(batch_ops_test, listing_is_per_tenant_newest_first_with_a_cursor) {
   run(create_file_op{file("file-1")});
   run(create_file_op{file("file-2")});

@@ -82,5 +82,25 @@ TEST(result_file, a_file_that_cannot_be_renamed_leaves_no_temp_file) {
   EXPECT_FALSE(fs::exists(path + ".tmp"));
 }
 
+// A rerun's output file starts with the previous output file's lines.
+TEST(result_file, a_previous_file_is_copied_in_and_its_lines_counted) {
+  test::temp_dir dir;
+  const std::string previous = dir.sub("file-old");
+  std::ofstream(previous, std::ios::binary) << "{\"a\":1}\n{\"b\":2}\n";
+  const std::string path = dir.sub("file-new");
+  {
+    result_file f(path);
+    f.append_file(previous);
+    f.append(R"({"c":3})");
+    ASSERT_TRUE(f.commit()) << f.failure();
+    EXPECT_EQ(f.lines(), 3);
+  }
+  EXPECT_EQ(read(path), "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n");
+  result_file g(dir.sub("file-other"));
+  g.append_file(dir.sub("missing"));
+  EXPECT_TRUE(g.failed());
+  EXPECT_NE(g.failure().find("cannot open"), std::string::npos) << g.failure();
+}
+
 }  // namespace SY_UNITY_ID
 }  // namespace sy::runtime::batch

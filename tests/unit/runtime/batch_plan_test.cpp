@@ -122,6 +122,39 @@ TEST_F(BatchPlan, ThreeModelsGiveThreePlansWithTheirCounts) {
   EXPECT_TRUE(fs::exists(dir_.sub("work/model_map.json")));
 }
 
+// A rerun plans only the lines whose custom_id is in the previous error file (whose lines name
+// them; `null` names none), and still validates every line.
+TEST_F(BatchPlan, ARerunPlansOnlyTheLinesOfTheErrorFile) {
+  const std::string errors = dir_.sub("file-err");
+  std::ofstream(errors, std::ios::binary)
+      << R"({"id":"batch_req_1","custom_id":"b","response":null,"error":{"code":"x"}})"
+      << "\n"
+      << R"({"id":"batch_req_2","custom_id":null,"response":null,"error":{"code":"x"}})"
+      << "\n"
+      << R"({"id":"batch_req_3","custom_id":"e","response":{"status_code":400},"error":null})"
+      << "\n";
+  auto ids = result_custom_ids(errors);
+  ASSERT_TRUE(ids.ok()) << ids.error().message;
+  EXPECT_EQ(ids->size(), 2u);
+  const std::string text = chat("a", "m-one") + "\n" + chat("b", "m-two") + "\n" +
+                           chat("c", "m-one") + "\n" + chat("e", "m-one") + "\n";
+  auto o = options(text);
+  o.only = *ids;
+  const ingest_result r = run(o);
+  ASSERT_TRUE(r.errors.empty());
+  EXPECT_EQ(r.line_count, 4);
+  ASSERT_EQ(r.models.size(), 2u);
+  EXPECT_EQ(r.models[0].model, "m-one");
+  EXPECT_EQ(r.models[0].count, 1u);
+  EXPECT_EQ(r.models[1].model, "m-two");
+  EXPECT_EQ(r.models[1].count, 1u);
+  // Still validated: a duplicate among lines not selected fails as at the first run.
+  o = options(text + chat("a", "m-one") + "\n");
+  o.only = *ids;
+  EXPECT_EQ(run(o).errors.size(), 1u);
+  EXPECT_FALSE(result_custom_ids(dir_.sub("missing")).ok());
+}
+
 TEST_F(BatchPlan, EntriesPointAtTheExactLines) {
   const std::string text = chat("a", "x", "sys") + "\n" + chat("b", "y") + "\n" +
                            chat("c", "x", "", R"(,"temperature":0.5)") + "\n";
