@@ -82,6 +82,13 @@ std::map<std::string, int> result_ids(http_client& c, const json& b) {
   return seen;
 }
 
+/// Each of the batch's `n` lines is in its output or error file exactly once.
+void expect_each_line_once(http_client& c, const json& b, int n) {
+  auto seen = result_ids(c, b);
+  EXPECT_EQ(seen.size(), static_cast<size_t>(n));
+  for (const auto& [cid, count] : seen) EXPECT_EQ(count, 1) << cid;
+}
+
 std::string create(http_client& c, const std::string& file_id) {
   auto r = c.post_json("/v1/batches", {{"input_file_id", file_id},
                                        {"endpoint", "/v1/chat/completions"},
@@ -120,9 +127,7 @@ TEST(system, kill9_during_a_batch_keeps_every_line_exactly_once) {
   EXPECT_EQ(b["request_counts"]["total"], n);
   EXPECT_EQ(b["request_counts"]["completed"], n);
   EXPECT_TRUE(b["error_file_id"].is_null());
-  auto seen = result_ids(c, b);
-  EXPECT_EQ(seen.size(), static_cast<size_t>(n));
-  for (const auto& [cid, count] : seen) EXPECT_EQ(count, 1) << cid;
+  expect_each_line_once(c, b, n);
   // Only requests whose result was not recorded at the crash went out twice: those in flight
   // (at most the per-model limit) and those answered but still gathering for their group commit
   // (their slot is free once answered, so under a slow fsync there can be more of them). The
@@ -156,9 +161,7 @@ TEST(system, kill9_right_after_a_batch_is_created_then_restart_completes_it) {
   auto b = wait_batch_terminal(c, id);
   ASSERT_EQ(b["status"], "completed") << b.dump();
   EXPECT_EQ(b["request_counts"]["completed"], n);
-  auto seen = result_ids(c, b);
-  EXPECT_EQ(seen.size(), static_cast<size_t>(n));
-  for (const auto& [cid, count] : seen) EXPECT_EQ(count, 1) << cid;
+  expect_each_line_once(c, b, n);
 }
 
 /// The regular files in the engine's files dir (uploads, outputs), by name.
@@ -247,9 +250,7 @@ TEST_P(batch_ingest_crash, restart_ingests_cleanly_and_completes_every_line_once
   ASSERT_EQ(b["status"], "completed") << b.dump() << env.engine_log();
   EXPECT_EQ(b["request_counts"], (json{{"total", n}, {"completed", n}, {"failed", 0}}));
   EXPECT_TRUE(b["error_file_id"].is_null());
-  auto seen = result_ids(c, b);
-  EXPECT_EQ(seen.size(), static_cast<size_t>(n));
-  for (const auto& [cid, count] : seen) EXPECT_EQ(count, 1) << cid;
+  expect_each_line_once(c, b, n);
   auto sent = env.gateway_counts();
   EXPECT_EQ(sent.size(), static_cast<size_t>(n));
   for (const auto& [key, count] : sent) EXPECT_EQ(count, 1) << key;
@@ -296,9 +297,7 @@ TEST_P(batch_finalize_crash, restart_finishes_the_batch_once_without_resending) 
   ASSERT_EQ(b["status"], "completed") << b.dump() << env.engine_log();
   EXPECT_EQ(b["request_counts"]["completed"], n);
   EXPECT_TRUE(b["error_file_id"].is_null());
-  auto seen = result_ids(c, b);
-  EXPECT_EQ(seen.size(), static_cast<size_t>(n));
-  for (const auto& [cid, count] : seen) EXPECT_EQ(count, 1) << cid;
+  expect_each_line_once(c, b, n);
   EXPECT_EQ(env.gateway_counts(), before) << "a line was sent to the gateway again";
   // The files of the interrupted finalization (temp or renamed, without a record) are gone:
   // what is left is the input and the one output file.
@@ -338,9 +337,7 @@ TEST(system, kill9_while_a_cancelled_batch_finalizes_keeps_partial_output_once) 
   const int failed = b["request_counts"]["failed"].get<int>();
   EXPECT_EQ(completed + failed, n);
   EXPECT_GE(completed, 30);
-  auto seen = result_ids(c, b);
-  EXPECT_EQ(seen.size(), static_cast<size_t>(n));
-  for (const auto& [cid, count] : seen) EXPECT_EQ(count, 1) << cid;
+  expect_each_line_once(c, b, n);
   // Lines still undispatched at the cancel are in the error file as batch_cancelled.
   ASSERT_TRUE(b["error_file_id"].is_string()) << b.dump();
   auto err = c.get("/v1/files/" + b["error_file_id"].get<std::string>() + "/content");
@@ -399,9 +396,7 @@ TEST(system, kill9_during_a_rerun_keeps_every_line_exactly_once) {
   ASSERT_EQ(b["status"], "completed") << b.dump() << env.engine_log();
   EXPECT_EQ(b["request_counts"], (json{{"total", n}, {"completed", n}, {"failed", 0}}));
   EXPECT_TRUE(b["error_file_id"].is_null());
-  auto seen = result_ids(c, b);
-  EXPECT_EQ(seen.size(), static_cast<size_t>(n));
-  for (const auto& [cid, count] : seen) EXPECT_EQ(count, 1) << cid;
+  expect_each_line_once(c, b, n);
   for (const auto& [key, count] : env.gateway_counts())
     EXPECT_EQ(count, std::stoi(key.substr(1)) % 3 == 0 ? 2 : 1) << key;
 }
