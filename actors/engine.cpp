@@ -106,7 +106,10 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
       self->exec_.run();
     });
   e->webhooks_ = spawn_webhook_deliverer(ctx, d.env, e->webhook_policy_, std::move(*webhook_key));
-  e->webhooks_ready_ = true;  // the writer's hook may wake it from now on
+  e->webhooks_ready_ = true;
+  // The writer wakes it from now on (after the relay's wake, the same sender's earlier message).
+  caf::anon_send(ctx.writer, writer_wakes{caf::actor_cast<caf::actor>(e->relay_),
+                                          caf::actor_cast<caf::actor>(e->webhooks_)});
   e->batches_ = std::make_unique<batch_manager>(ctx, d.env, e->webhook_policy_);
   if (auto st = e->batches_->start(); !st) {
     e->shutdown();
@@ -133,22 +136,15 @@ void engine::spawn_storage_actors() {
                   : deps_.cfg.nats_events == "none" ? events::none
                                                     : events::terminal;
   policy.results = results_;
-  writer_hooks hooks;
-  engine* self = this;
-  hooks.on_outbox = [self] {
-    if (self->relay_ready_) caf::anon_send(self->relay_, wake_atom::value);
-  };
-  hooks.on_webhooks = [self] { self->wake_webhooks(); };
-  hooks.on_changed = [self](const std::vector<std::string>& ids) { self->ctx_->watch.notify(ids); };
   ctx.writer =
       spawn_storage_writer(*sys_, deps_.env, static_cast<size_t>(deps_.cfg.group_commit_max_ops),
-                           std::move(policy), std::move(hooks));
+                           std::move(policy), &ctx.watch);
   ctx.jobs = spawn_job_registry(*sys_, ctx.clock, ctx.exec.get_executor(),
                                 heartbeat_period_ms(deps_.cfg) / 2);
   outbox_relay_options relay_opts;
   relay_opts.retry_timer = ctx.clock.make_timer(boost::asio::make_strand(ctx.exec));
   relay_ = spawn_outbox_relay(*sys_, deps_.env, ctx.writer, deps_.js, std::move(relay_opts));
-  relay_ready_ = true;
+  caf::anon_send(ctx.writer, writer_wakes{caf::actor_cast<caf::actor>(relay_), {}});
 }
 
 void engine::want_known_models() {
@@ -332,10 +328,6 @@ boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string t
   co_return std::move(*rep.job);
 }
 
-void engine::wake_webhooks() {
-  if (webhooks_ready_.load()) caf::anon_send(webhooks_, wake_atom::value);
-}
-
 // Ready means work flows: NATS is connected and its streams are in place on this connection
 // (js_layout_keeper makes them after a late connect or a reconnect).
 bool engine::ready() const {
@@ -415,7 +407,6 @@ void engine::stop_actors() {
   caf::anon_send_exit(ctx.writer, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(ctx.jobs, caf::exit_reason::user_shutdown);
   // A detached actor's thread ends only when the last handle to it is gone.
-  relay_ready_ = false;
   dispatchers.clear();
   ctx.budget = nullptr;
   ctx.dispatcher_for = nullptr;

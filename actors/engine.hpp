@@ -139,7 +139,6 @@ class engine final : public job_service, public worker_service {
   /// Commits `req` (a create) and turns its reply into the submit's outcome.
   boost::asio::awaitable<result<submit_outcome>> commit_create(write_request req,
                                                                const std::string& key);
-  void wake_webhooks();
   /// A runtime job's queue (`runtime_queue(s.runtime)`), its max_attempts defaulted from the
   /// runtime. Errors: runtime_not_found.
   result<std::string> runtime_model(submission& s) const;
@@ -187,12 +186,11 @@ class engine final : public job_service, public worker_service {
   std::unique_ptr<engine_context> ctx_;
   runtime::ulid_generator ids_;
   outbox_relay_actor relay_;
-  std::atomic<bool> relay_ready_{false};
   lease_reaper_actor reaper_;
   runtime::webhook_policy webhook_policy_;
   runtime::webhook_policy http_task_policy_;  ///< submissions' http tasks are checked against it
   webhook_deliverer_actor webhooks_;          ///< set once at start, kept until destruction
-  std::atomic<bool> webhooks_ready_{false};   ///< webhooks_ is set: the writer's hook may wake it
+  std::atomic<bool> webhooks_ready_{false};   ///< webhooks_ is set (shutdown drains it)
   std::unique_ptr<batch_manager> batches_;
 
   // The directory of model dispatchers: read and grown by HTTP threads (a submission's model)

@@ -1,5 +1,7 @@
 #include "actors/storage_writer.hpp"
 
+#include "actors/job_watch.hpp"
+
 #include <chrono>
 #include <optional>
 #include <utility>
@@ -8,6 +10,7 @@
 #include <boost/asio/post.hpp>
 
 #include <caf/actor_system.hpp>
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
@@ -34,7 +37,8 @@ struct writer_state {
   storage::environment* env = nullptr;
   size_t max_ops = 4096;
   storage::store_policy policy;
-  writer_hooks hooks;
+  job_watch* watch = nullptr;        ///< wakes the waiters of changed jobs
+  writer_wakes wakes;                ///< the relay and the deliverer, once they exist
   detail::writer_key key = nullptr;  ///< this writer's slot in write_tickets
   std::vector<pending_op> pending;
   bool flush_scheduled = false;
@@ -205,19 +209,19 @@ void flush(writer_ptr self) {
                {"ops", batch.size()},
                {"code", first_failure->code},
                {"error", first_failure->message}});
-  if (wake_relay && st.hooks.on_outbox) st.hooks.on_outbox();
-  if (wake_webhooks && st.hooks.on_webhooks) st.hooks.on_webhooks();
-  if (!changed.empty() && st.hooks.on_changed) st.hooks.on_changed(changed);
+  if (wake_relay && st.wakes.relay) caf::anon_send(st.wakes.relay, wake_atom::value);
+  if (wake_webhooks && st.wakes.webhooks) caf::anon_send(st.wakes.webhooks, wake_atom::value);
+  if (!changed.empty() && st.watch) st.watch->notify(changed);
 }
 
 storage_writer_actor::behavior_type writer(writer_ptr self, storage::environment* env,
                                            size_t max_ops, storage::store_policy policy,
-                                           writer_hooks hooks, bool own_thread) {
+                                           job_watch* watch, bool own_thread) {
   if (own_thread) runtime::name_this_thread("sy-writer");  // detached: its own thread
   self->state.env = env;
   self->state.max_ops = max_ops == 0 ? 1 : max_ops;
   self->state.policy = std::move(policy);
-  self->state.hooks = std::move(hooks);
+  self->state.watch = watch;
   self->state.key = static_cast<caf::abstract_actor*>(self);
   // The flush message queues behind every request already in the mailbox, so all of them join
   // this commit: that is the group commit.
@@ -239,6 +243,7 @@ storage_writer_actor::behavior_type writer(writer_ptr self, storage::environment
         schedule_flush();
       },
       [=](flush_atom) { flush(self); },
+      [=](writer_wakes& w) { self->state.wakes = std::move(w); },
   };
 }
 
@@ -275,12 +280,11 @@ void completion_batch::add_erased(boost::asio::any_io_executor ex,
 
 storage_writer_actor spawn_storage_writer(caf::actor_system& sys, storage::environment& env,
                                           size_t max_ops_per_commit, storage::store_policy policy,
-                                          writer_hooks hooks, runs_on where) {
-  auto w =
-      where == runs_on::own_thread
-          ? sys.spawn<caf::detached>(writer, &env, max_ops_per_commit, std::move(policy),
-                                     std::move(hooks), true)
-          : sys.spawn(writer, &env, max_ops_per_commit, std::move(policy), std::move(hooks), false);
+                                          job_watch* watch, runs_on where) {
+  auto w = where == runs_on::own_thread
+               ? sys.spawn<caf::detached>(writer, &env, max_ops_per_commit, std::move(policy),
+                                          watch, true)
+               : sys.spawn(writer, &env, max_ops_per_commit, std::move(policy), watch, false);
   // The slot opens before anyone can send a write_call, and closes once the writer has ended
   // and dropped its mailbox (attached to a writer already gone, the functor runs at once).
   auto key = detail::key_of(w);

@@ -112,18 +112,27 @@ class completion_batch {
   completion_batch* previous_;
 };
 
+/// Whom the writer wakes after a commit, by message (`wake_atom`): the outbox relay when
+/// outbox records were appended, the webhook deliverer when deliveries were. Sent to the writer
+/// once they exist (they are spawned after it: the relay needs the writer's handle); either may
+/// be empty (nobody to wake).
+struct writer_wakes {
+  caf::actor relay;
+  caf::actor webhooks;
+
+  bool operator==(const writer_wakes&) const = default;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, writer_wakes& x) {
+  return f(x.relay, x.webhooks);
+}
+
 using storage_writer_actor =
     caf::typed_actor<caf::replies_to<write_request>::with<write_reply>, caf::reacts_to<write_call>,
-                     caf::reacts_to<flush_atom>>;
+                     caf::reacts_to<flush_atom>, caf::reacts_to<writer_wakes>>;
 
-/// What the writer tells others after a commit. Each is called on the writer's thread and must
-/// not block (send a message, post to an executor); any may be empty.
-struct writer_hooks {
-  std::function<void()> on_outbox;    ///< outbox records were appended: wake the relay
-  std::function<void()> on_webhooks;  ///< webhook deliveries were appended
-  /// These jobs got new events (state changes): wake whoever waits on them.
-  std::function<void(const std::vector<std::string>&)> on_changed;
-};
+class job_watch;
 
 /// Where an actor whose handlers block (the writer on fsync, the relay on JetStream acks) runs:
 /// on a thread of its own (the engine), or on the actor system's scheduler like the others — for
@@ -133,8 +142,10 @@ enum class runs_on { own_thread, scheduler };
 
 /// Spawns the writer; `policy` is handed to every operation (storage/ops.hpp). Opens the writer's
 /// slot in write_tickets before returning the handle; the slot closes when the writer ends.
+/// `watch` (may be null): its waiters of the jobs a commit changed are woken (Prefer: wait, SSE);
+/// it must outlive the writer.
 storage_writer_actor spawn_storage_writer(caf::actor_system& sys, storage::environment& env,
                                           size_t max_ops_per_commit, storage::store_policy policy,
-                                          writer_hooks hooks, runs_on where = runs_on::own_thread);
+                                          job_watch* watch, runs_on where = runs_on::own_thread);
 
 }  // namespace sy::actors

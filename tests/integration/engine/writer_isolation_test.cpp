@@ -63,7 +63,7 @@ TEST(writer_isolation, failing_writes_are_answered_alone_and_their_commits_go_ah
   ASSERT_TRUE(env.ok()) << env.error().message;
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
-  auto writer = spawn_storage_writer(sys, **env, 4096, {}, {});
+  auto writer = spawn_storage_writer(sys, **env, 4096, {}, nullptr);
 
   // 1,000 valid creations and 10 that LMDB refuses, interleaved and sent at once (write(), as
   // the engine's coroutines do), so that they share group commits.

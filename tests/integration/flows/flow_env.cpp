@@ -110,7 +110,7 @@ flow_env::flow_env(int global_concurrency, int per_model_concurrency) {
   ctx_->env = env_.get();
   ctx_->holder = "local/flow-run";
   ctx_->add_gateway("*", gw);
-  ctx_->writer = actors::spawn_storage_writer(*sys_, *env_, 64, storage::store_policy{}, {},
+  ctx_->writer = actors::spawn_storage_writer(*sys_, *env_, 64, storage::store_policy{}, nullptr,
                                               actors::runs_on::scheduler);
   ctx_->jobs = actors::spawn_job_registry(*sys_, clock_, io_.get_executor(),
                                           actors::heartbeat_period_ms(cfg_) / 2);
