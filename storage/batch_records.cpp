@@ -94,6 +94,7 @@ json to_json(const batch_record& r) {
   if (!r.trace_state.empty()) j["ts"] = r.trace_state;
   if (r.max_inflight > 0) j["mi"] = r.max_inflight;
   if (!r.webhook_url.empty()) j["wh"] = r.webhook_url;
+  j["ma"] = r.max_attempts;
   return j;
 }
 
@@ -152,6 +153,7 @@ batch_record batch_from_json(const json& j) {
   r.trace_state = value_or<std::string>(j, "ts", "");
   r.max_inflight = number(j, "mi");
   r.webhook_url = value_or<std::string>(j, "wh", "");
+  r.max_attempts = value_or<int>(j, "ma", r.max_attempts);
   return r;
 }
 

@@ -159,6 +159,7 @@ TEST_F(surface_messages, a_batch_and_an_upload_cross_whole) {
   b.trace = {std::string(32, 'c'), std::string(16, 'd'), 1, ""};
   b.max_inflight = 9;
   b.webhook_url = "https://hooks.example.com/b";
+  b.max_attempts = 4;
   expect_admitted_round_trip(b);
   staged_file f;
   f.record = {"file-02", "acme", "in.jsonl", "batch", 1234, 1'700'000'000, 1'700'086'400};
@@ -208,6 +209,7 @@ TEST_F(surface_messages, the_core_answers_cross_whole) {
   b.status = st::batch_status::in_progress;
   b.max_inflight = 3;
   b.webhook_url = "https://hooks.example.com/b";
+  b.max_attempts = 5;
   batch_page batches{{b}, true};
   EXPECT_TRUE(round_trip(batches) == batches);
   file_page files{{{"file-01", "acme", "in.jsonl", "batch", 10, 1, 2}}, true};
