@@ -143,6 +143,7 @@ result<op_reply> apply_batch(write_txn& t, const batch_lines_op& op) {
   if (!b) return answer(op_reply::kind::not_found);
   if (is_terminal(b->status)) return with_batch(op_reply::kind::stale, std::move(*b));
   size_t added = 0;
+  bool dead_letters = false;
   for (const auto& line : op.lines) {
     auto key = batch_line_key(op.id, line.slot);
     if (t.get(db::batch_lines, key)) continue;  // first result wins
@@ -157,12 +158,17 @@ result<op_reply> apply_batch(write_txn& t, const batch_lines_op& op) {
       ++b->failed;
     }
     if (line.usage) b->usage += *line.usage;
+    if (line.dead) {
+      append_outbox(t, outbox_record{0, *line.dead});
+      dead_letters = true;
+    }
     ++added;
   }
   if (added > 0)
     if (auto s = put_batch(t, *b); !s) return s.error();
   auto r = with_batch(added > 0 ? op_reply::kind::done : op_reply::kind::stale, std::move(*b));
   r.lines_added = added;
+  r.outbox_appended = dead_letters;
   return r;
 }
 
