@@ -193,6 +193,7 @@ void start(batch_ptr self) {
   st.tracestate = at.self.state;
   st.input_file_id = b->input_file_id;
   st.max_inflight = b->max_inflight;
+  st.max_attempts = b->max_attempts;
   st.stop_code = b->stop_code;
   // Only this actor records the batch's lines (its claim), so the counts stay as read here.
   st.fresh = b->completed == 0 && b->failed == 0;

@@ -46,7 +46,7 @@ storage::batch_line unrun_line(const input_file* input, const std::array<uint64_
     if (auto text = plan::read_at(input->fd, e.offset, e.length))
       if (auto parsed = plan::parse_request_line(*text)) custom_id = parsed->custom_id;
   return storage::batch_line{
-      slot, false, error_line(request_id_for(seed, e.offset), custom_id, code, message), {}};
+      slot, false, error_line(request_id_for(seed, e.offset), custom_id, code, message), {}, {}};
 }
 
 namespace {

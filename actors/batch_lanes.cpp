@@ -16,6 +16,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 
+#include "actors/attempt.hpp"
 #include "actors/batch_response.hpp"
 #include "actors/detail/actor_timer.hpp"
 #include "actors/detail/batch_state.hpp"
@@ -113,6 +114,7 @@ std::optional<line_ref> next_line(batch_ptr self, batch_lane& lane) {
 /// A window of lines as the gateway side gets it: everything it needs, copied or shared.
 struct window_job {
   batch_actor me;
+  std::string batch_id;
   uint64_t key = 0;
   std::vector<line_ref> lines;
   std::shared_ptr<const input_file> input;
@@ -124,6 +126,7 @@ struct window_job {
   std::string model;  ///< the lane's model (for the metrics)
   std::string traceparent;
   std::string tracestate;
+  int max_tries = 1;  ///< the batch's max_attempts: HTTP exchanges per line
 };
 
 /// The result line of a request that got no response.
@@ -135,7 +138,26 @@ storage::batch_line unreachable_line(uint64_t slot, const std::string& request_i
                              error_line(request_id, custom_id, errc::gateway_unreachable,
                                         "The gateway could not be reached after " +
                                             std::to_string(out.tries) + " tries: " + out.error),
+                             {},
                              {}};
+}
+
+/// A line whose retryable failures (transport, 408, 429, 5xx) used up its attempts is also a
+/// dead letter for SY_DLQ, named by its request id (the `id` of its error line) and carrying the
+/// job's error code and message for that outcome (actors/attempt.hpp). A final 4xx is not.
+void mark_dead(storage::batch_line& line, const window_job& j, const std::string& request_id,
+               const std::string& custom_id, const runtime::gateway_outcome& out) {
+  if (line.ok || !out.retryable) return;
+  auto verdict = judge(out, false);
+  line.dead =
+      storage::dead_letter{j.batch_id,
+                           1,  // the batch's run, set when the line is recorded
+                           request_id,
+                           custom_id,
+                           j.model,
+                           out.tries,
+                           {std::move(verdict.error_code), std::move(verdict.error_message)},
+                           j.clock->now_ms()};
 }
 
 /// Results of a window not yet reported, and the timer that reports them when a later line of
@@ -188,12 +210,14 @@ asio::awaitable<window_done> run_window(window_job j) {
     report_later(results, j.me, j.key);
     runtime::gateway_request request{j.endpoint, std::move(parsed->body), j.model, j.traceparent,
                                      j.tracestate};
+    request.max_tries = j.max_tries;
     auto out = co_await j.gw->send(std::move(request), j.abort);
     if (j.abort->aborted()) break;  // drained with the stop code, or run again after a restart
     const std::string request_id = request_id_for(j.seed, e.offset);
     results->lines.push_back(out.got_response
                                  ? response_line(slot, request_id, parsed->custom_id, out)
                                  : unreachable_line(slot, request_id, parsed->custom_id, out));
+    mark_dead(results->lines.back(), j, request_id, parsed->custom_id, out);
     if (const auto& used = results->lines.back().usage)
       metrics::batch_tokens(j.model, used->input, used->output);
   }
@@ -252,9 +276,9 @@ bool start_window(batch_ptr self, size_t lane_index) {
   ++lane.busy;
   const uint64_t key = st.next_key++;
   auto abort = std::make_shared<runtime::abort_handle>();
-  window_job j{batch_actor{self}, key,          lines,          st.input, st.id_seed,
-               st.endpoint,       lane.gw,      &st.ctx->clock, abort,    lane.model,
-               st.traceparent,    st.tracestate};
+  window_job j{batch_actor{self}, st.id,          key,           lines,          st.input,
+               st.id_seed,        st.endpoint,    lane.gw,       &st.ctx->clock, abort,
+               lane.model,        st.traceparent, st.tracestate, st.max_attempts};
   st.inflight.emplace(key, window_request{lane_index, std::move(lines), std::move(abort)});
   asio::co_spawn(lane.gw->executor(), run_window(std::move(j)),
                  [me = batch_actor{self}, key](const std::exception_ptr& ex, window_done w) {

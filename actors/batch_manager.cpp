@@ -251,6 +251,7 @@ asio::awaitable<result<storage::batch_record>> batch_manager::create_batch(
   b.trace_state = req.trace.state;
   b.max_inflight = req.max_inflight;
   b.webhook_url = std::move(webhook_url);
+  b.max_attempts = req.max_attempts > 0 ? req.max_attempts : ctx_.cfg.default_max_attempts;
   storage::create_batch_op op{b};
   auto r = co_await commit(std::move(op));
   if (!r) co_return r.error();

@@ -47,6 +47,7 @@ struct batch_request {
   trace::context trace;              ///< the client's trace context (not valid: none)
   int max_inflight = 0;              ///< the most lines in flight at once; 0: no cap of its own
   std::string webhook_url;           ///< empty: the configured default (if any)
+  int max_attempts = 0;              ///< tries per line; 0: the `default_max_attempts` setting
 
   bool operator==(const batch_request&) const = default;
 };
@@ -79,7 +80,7 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batch_request& x) {
   return f(x.tenant, x.input_file_id, x.endpoint, x.completion_window, x.completion_window_ms,
            storage::json_field{x.metadata}, x.output_expires_after, x.trace, x.max_inflight,
-           x.webhook_url);
+           x.webhook_url, x.max_attempts);
 }
 
 template <class Inspector>

@@ -159,8 +159,11 @@ runtime::pub_msg outbox_message(const storage::outbox_record& r, const runtime::
             .empty())  // the ingest's token is used as it is: escaped, it would be "_5Fingest"
       return {sp + ".dlq." + std::string(dlq_ingest_token),
               "ingest:" + d->job_id + ":" + std::to_string(d->run), dead_letter_json(*d)};
-    return {layout.dlq_subject(d->model), "dlq:" + d->task_id + ":" + std::to_string(d->attempts),
-            dead_letter_json(*d)};
+    // A batch line's tries start again in a rerun (a list task's attempts go on counting): the
+    // run tells a rerun's dead letter from the first run's.
+    std::string id = "dlq:" + d->task_id + ":" + std::to_string(d->attempts);
+    if (d->run > 1) id += ":r" + std::to_string(d->run);
+    return {layout.dlq_subject(d->model), std::move(id), dead_letter_json(*d)};
   }
   const auto& m = std::get<storage::rendered_message>(r.what);
   return {m.subject, m.msg_id, m.payload};

@@ -181,6 +181,19 @@ result<json*> parse_metadata(json& j) {
   return &*it;
 }
 
+result<int64_t> parse_timeout(const json& j) {
+  auto it = j.find("timeout");
+  if (it == j.end() || it->is_null()) return int64_t{0};
+  if (!it->is_number() || it->get<double>() <= 0 || it->get<double>() > max_timeout_s)
+    return make_error(errc::invalid_timeout,
+                      "'timeout' must be a number of seconds greater than 0 and at most 604800 "
+                      "(7 days).",
+                      "timeout");
+  return static_cast<int64_t>(std::llround(it->get<double>() * 1000.0));
+}
+
+}  // namespace
+
 result<int> parse_max_attempts(const json& j, int cap) {
   auto it = j.find("max_attempts");
   if (it == j.end() || it->is_null()) return 0;
@@ -199,19 +212,6 @@ result<int> parse_max_attempts(const json& j, int cap) {
   }
   return bad;
 }
-
-result<int64_t> parse_timeout(const json& j) {
-  auto it = j.find("timeout");
-  if (it == j.end() || it->is_null()) return int64_t{0};
-  if (!it->is_number() || it->get<double>() <= 0 || it->get<double>() > max_timeout_s)
-    return make_error(errc::invalid_timeout,
-                      "'timeout' must be a number of seconds greater than 0 and at most 604800 "
-                      "(7 days).",
-                      "timeout");
-  return static_cast<int64_t>(std::llround(it->get<double>() * 1000.0));
-}
-
-}  // namespace
 
 result<int> parse_max_inflight(const json& j, bool allowed, std::string_view needs) {
   auto it = j.find("max_inflight");

@@ -62,6 +62,9 @@ result<task_input> parse_task(nlohmann::json& t, const std::string& at,
 /// (invalid UTF-8, an overflowing number, ...) invalid_json_line; then parse_task's rules.
 result<task_input> parse_task_line(std::string_view line);
 
+/// `max_attempts` of a job or a batch: 0 when absent or null (the configured default);
+/// invalid_max_attempts (param max_attempts) when it is not an integer from 1 to `cap`.
+result<int> parse_max_attempts(const nlohmann::json& j, int cap = default_max_attempts_cap);
 /// `max_inflight` of a task list or a batch: 0 when absent or null; invalid_max_inflight when it
 /// is not an integer from 1 to 10000 or not `allowed` (`needs` ends the message: what it needs).
 result<int> parse_max_inflight(const nlohmann::json& j, bool allowed, std::string_view needs = "");

@@ -57,7 +57,8 @@ result<actors::batch_request> read_batch(const json& d, const std::string& windo
     return make_error(errc::invalid_request, "The request body must be a JSON object.");
   for (const auto& [k, v] : d.items())
     if (k != "input_file_id" && k != "endpoint" && k != "completion_window" && k != "metadata" &&
-        k != "output_expires_after" && k != "max_inflight" && k != "webhook_url")
+        k != "output_expires_after" && k != "max_inflight" && k != "webhook_url" &&
+        k != "max_attempts")
       return make_error(errc::unknown_parameter,
                         "Unrecognized request argument supplied: " + quote_client(k) + ".", k);
   actors::batch_request r;
@@ -106,6 +107,9 @@ result<actors::batch_request> read_batch(const json& d, const std::string& windo
   auto webhook = actors::parse_webhook_url(d);
   if (!webhook) return webhook.error();
   r.webhook_url = std::move(*webhook);
+  auto attempts = actors::parse_max_attempts(d);
+  if (!attempts) return attempts.error();
+  r.max_attempts = *attempts;
   return r;
 }
 

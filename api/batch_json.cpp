@@ -62,7 +62,8 @@ json batch_to_json(const storage::batch_record& b) {
       {"usage", std::move(usage)},
       {"metadata", b.metadata.is_object() ? b.metadata : json(nullptr)},
       {"max_inflight", b.max_inflight > 0 ? json(b.max_inflight) : json(nullptr)},
-      {"webhook_url", text_or_null(b.webhook_url)}};
+      {"webhook_url", text_or_null(b.webhook_url)},
+      {"max_attempts", b.max_attempts}};
 }
 
 }  // namespace sy::api

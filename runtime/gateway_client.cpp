@@ -287,6 +287,7 @@ asio::awaitable<gateway_outcome> gateway_client::impl::run(gateway_request reque
     meter.finish(false, 0, 0, true);
     co_return out;
   }
+  const int max_retries = request.max_tries > 0 ? request.max_tries - 1 : settings.max_retries;
   const wire_request req = build(std::move(request));
   bool aborted = false;
   for (int retry = 0;; ++retry) {
@@ -300,7 +301,7 @@ asio::awaitable<gateway_outcome> gateway_client::impl::run(gateway_request reque
     }
     const int64_t delay_ms = retry_delay_ms(retry, ex);
     apply(out, std::move(ex));
-    if (!out.retryable || retry >= settings.max_retries) break;
+    if (!out.retryable || retry >= max_retries) break;
     if (!co_await sleep(delay_ms, *ws, abort)) {
       aborted = true;
       break;

@@ -37,6 +37,9 @@ struct gateway_request {
   std::string model;  ///< for the metrics only (by model); not sent
   std::string traceparent;  ///< sent as the `traceparent` header when not empty
   std::string tracestate;   ///< sent as `tracestate` with it
+  /// The most HTTP exchanges this request may take across retryable outcomes (a batch line's
+  /// `max_attempts`); 0: the client's, 1 + `max_retries`.
+  int max_tries = 0;
 };
 
 /// What came of a `send()`, after any retries. `tries` says how many HTTP exchanges were made.
@@ -100,11 +103,11 @@ class gateway_client {
   /// Sends `request` as `POST <prefix><path>` with keep-alive pooling (idle connections reused, at
   /// most `max_connections` open; further sends wait for a free one), a deadline of
   /// `request_timeout_ms` per exchange (connect + write + read), and up to `max_retries` retries
-  /// on retryable outcomes, waiting `backoff_delay_ms` in between (a 429's or 503's Retry-After
-  /// seconds are honoured, capped at `max_backoff_ms`). A pooled connection that fails before any
-  /// response byte (the gateway closed it while idle) is retried at once on a fresh connection
-  /// without counting a try. Responses are limited to 64 MiB.
-  /// The client must outlive the returned awaitable.
+  /// (`request.max_tries` - 1 when the request sets it) on retryable outcomes, waiting
+  /// `backoff_delay_ms` in between (a 429's or 503's Retry-After seconds are honoured, capped at
+  /// `max_backoff_ms`). A pooled connection that fails before any response byte (the gateway closed
+  /// it while idle) is retried at once on a fresh connection without counting a try. Responses are
+  /// limited to 64 MiB. The client must outlive the returned awaitable.
   boost::asio::awaitable<gateway_outcome> send(gateway_request request,
                                                std::shared_ptr<abort_handle> abort = nullptr);
 

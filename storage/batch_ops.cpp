@@ -107,6 +107,7 @@ job_record job_of(const batch_record& b) {
   j.webhook_url = b.webhook_url;
   j.event_seq = b.event_seq;
   j.run = b.run;
+  j.max_attempts = b.max_attempts;
   j.trace = b.trace;
   j.trace_state = b.trace_state;
   j.task_list = true;
@@ -203,6 +204,7 @@ result<op_reply> apply_batch(write_txn& t, const batch_lines_op& op) {
   if (!b) return answer(op_reply::kind::not_found);
   if (is_terminal(b->status)) return with_batch(op_reply::kind::stale, std::move(*b));
   size_t added = 0;
+  bool dead_letters = false;
   for (const auto& line : op.lines) {
     auto key = batch_line_key(op.id, line.slot);
     if (t.get(db::batch_lines, key)) continue;  // first result wins
@@ -217,12 +219,21 @@ result<op_reply> apply_batch(write_txn& t, const batch_lines_op& op) {
       ++b->failed;
     }
     if (line.usage) b->usage += *line.usage;
+    if (line.dead) {
+      // The run the line died in: a rerun's dead letter is another message (its Nats-Msg-Id
+      // names the run), not a duplicate of the first run's.
+      dead_letter d = *line.dead;
+      d.run = b->run;
+      append_outbox(t, outbox_record{0, std::move(d)});
+      dead_letters = true;
+    }
     ++added;
   }
   if (added > 0)
     if (auto s = put_batch(t, *b); !s) return s.error();
   auto r = with_batch(added > 0 ? op_reply::kind::done : op_reply::kind::stale, std::move(*b));
   r.lines_added = added;
+  r.outbox_appended = dead_letters;
   return r;
 }
 

@@ -68,11 +68,15 @@ struct batch_line {
   bool ok = false;
   std::string text;                  ///< the line, OpenAI batch output format, without '\n'
   std::optional<token_usage> usage;  ///< the response's usage, empty when none
+  /// Set when the line's retryable failures exhausted its attempts: this dead letter (for
+  /// SY_DLQ) is appended to the outbox with the line, only when the line is recorded (new).
+  std::optional<dead_letter> dead;
 
   bool operator==(const batch_line&) const = default;
 };
 
-/// Record result lines; first write per slot wins. Answers stale (changing nothing) when the
+/// Record result lines; first write per slot wins. A new line's dead letter, if it has one, is
+/// appended to the outbox in the same transaction. Answers stale (changing nothing) when the
 /// batch is terminal or unknown.
 struct batch_lines_op {
   std::string id;
@@ -177,7 +181,7 @@ typename Inspector::result_type inspect(Inspector& f, batch_ingested_op& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, batch_line& x) {
-  return f(x.slot, x.ok, x.text, optional_field{x.usage});
+  return f(x.slot, x.ok, x.text, optional_field{x.usage}, optional_field{x.dead});
 }
 
 template <class Inspector>

@@ -97,6 +97,7 @@ json to_json(const batch_record& r) {
   if (!r.webhook_url.empty()) j["wh"] = r.webhook_url;
   if (r.event_seq > 0) j["es"] = r.event_seq;
   if (r.run > 1) j["rn"] = r.run;
+  j["ma"] = r.max_attempts;
   return j;
 }
 
@@ -157,6 +158,7 @@ batch_record batch_from_json(const json& j) {
   r.webhook_url = value_or<std::string>(j, "wh", "");
   r.event_seq = value_or<uint64_t>(j, "es", 0);
   r.run = std::max(1, value_or<int>(j, "rn", 1));  // records before reruns: run 1
+  r.max_attempts = value_or<int>(j, "ma", r.max_attempts);
   return r;
 }
 

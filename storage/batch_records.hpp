@@ -127,6 +127,9 @@ struct batch_record {
   /// `error_file_id` are the previous run's files: the lines to run again are those of the error
   /// file, and the output file's lines go into the new output file (docs/batches.md, "Rerun").
   int run = 1;
+  /// Tries per line across retryable outcomes (the request's, else `default_max_attempts` when
+  /// it was created). A record written before batches had it reads as 3, that setting's default.
+  int max_attempts = 3;
 
   bool operator==(const batch_record&) const = default;
 };
@@ -155,7 +158,7 @@ typename Inspector::result_type inspect(Inspector& f, batch_record& x) {
            x.finalizing_at, x.completed_at, x.failed_at, x.expired_at, x.cancelling_at,
            x.cancelled_at, x.deadline_ms, x.total, x.completed, x.failed, x.errors, x.usage,
            json_field{x.metadata}, x.output_expires_after, x.stop_code, x.trace, x.trace_state,
-           x.max_inflight, x.webhook_url, x.event_seq, x.run);
+           x.max_inflight, x.webhook_url, x.event_seq, x.run, x.max_attempts);
 }
 
 /// A request line's place in its batch's dispatch order: the index of its model among the

@@ -337,6 +337,11 @@ typename Inspector::result_type inspect(Inspector& f, gateway_result& x) {
   return f(x.status_code, x.body);
 }
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, dead_letter& x) {
+  return f(x.job_id, x.run, x.task_id, x.custom_id, x.model, x.attempts, x.error, x.at_ms);
+}
+
 /// As its stored encoding (encode_job), so the field list lives in one place.
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_record& x) {

@@ -103,6 +103,7 @@ struct batch_state {
   std::string tracestate;
   std::string input_file_id;
   int64_t max_inflight = 0;    ///< the batch's cap on lines in flight; 0: the budgets' only
+  int max_attempts = 1;        ///< tries per line across retryable outcomes
   std::string stop_code;       ///< set when dispatch must stop (cancel, expiry, failure)
   bool shutting_down = false;  ///< release: stop and resume at the next start
   bool halted = false;         ///< dispatch stopped (any of the above)

@@ -111,9 +111,10 @@ class batch_env : public engine_env {
   }
 
   batch_record create(const std::string& file_id, int64_t window_ms = 86'400'000,
-                      int max_inflight = 0) {
+                      int max_inflight = 0, int max_attempts = 0) {
     actors::batch_request req;
     req.max_inflight = max_inflight;
+    req.max_attempts = max_attempts;
     req.tenant = "default";
     req.input_file_id = file_id;
     req.endpoint = "/v1/chat/completions";

@@ -167,6 +167,9 @@ TEST(batch_http, bad_batch_requests_get_their_error_and_create_nothing) {
   expect_error(with("max_inflight", 0), 400, "invalid_max_inflight", "max_inflight");
   expect_error(with("max_inflight", 10'001), 400, "invalid_max_inflight", "max_inflight");
   expect_error(with("max_inflight", "2"), 400, "invalid_max_inflight", "max_inflight");
+  expect_error(with("max_attempts", 0), 400, "invalid_max_attempts", "max_attempts");
+  expect_error(with("max_attempts", 101), 400, "invalid_max_attempts", "max_attempts");
+  expect_error(with("max_attempts", "2"), 400, "invalid_max_attempts", "max_attempts");
   expect_error(with("webhook_url", "ftp://example.com/x"), 400, "invalid_webhook_url",
                "webhook_url");
   expect_error(with("webhook_url", 5), 400, "invalid_webhook_url", "webhook_url");
@@ -196,17 +199,21 @@ TEST(batch_http, bad_batch_requests_get_their_error_and_create_nothing) {
   expect_error(c.request("DELETE", "/v1/files/file-nope"), 404, "file_not_found");
   expect_error(c.get("/v1/files?order=sideways"), 400, "invalid_value", "order");
   EXPECT_EQ(c.request("PUT", "/v1/batches").status, 405);
-  // The extension fields are echoed on the batch object (null when not given).
+  // The extension fields are echoed on the batch object (null when not given; max_attempts is
+  // the effective value, the default_max_attempts setting when not given).
   auto plain = with("metadata", nullptr);
   ASSERT_EQ(plain.status, 200) << plain.body;
   EXPECT_TRUE(plain.json()["max_inflight"].is_null());
   EXPECT_TRUE(plain.json()["webhook_url"].is_null());
+  EXPECT_EQ(plain.json()["max_attempts"], 3);
   json extended = good;
   extended["max_inflight"] = 2;
   extended["webhook_url"] = "https://hooks.example.com/batches";
+  extended["max_attempts"] = 5;
   auto made = c.post_json("/v1/batches", extended);
   ASSERT_EQ(made.status, 200) << made.body;
   EXPECT_EQ(made.json()["max_inflight"], 2);
+  EXPECT_EQ(made.json()["max_attempts"], 5);
   EXPECT_EQ(made.json()["webhook_url"], "https://hooks.example.com/batches");
   EXPECT_EQ(c.get("/v1/batches/" + made.json()["id"].get<std::string>()).json()["webhook_url"],
             "https://hooks.example.com/batches");

@@ -1,10 +1,11 @@
 // Batches against the real engine (nats-server, LMDB, the fake gateway), driven through the
-// batch_service the HTTP API uses: lifecycle, exactly-once output, errors, cancel, expiry,
-// restart, concurrency limits, file expiry.
+// batch_service the HTTP API uses: lifecycle, exactly-once output, errors, retries and dead
+// letters, cancel, expiry, restart, concurrency limits, file expiry.
 
 #include <gtest/gtest.h>
 
 #include "tests/integration/batch/batch_env.hpp"
+#include "tests/integration/engine/nats_subscriber.hpp"
 
 namespace sy::test {
 namespace SY_UNITY_ID {
@@ -66,6 +67,46 @@ TEST(batch, gateway_4xx_answers_go_to_the_error_file_with_their_status) {
     EXPECT_EQ(l["response"]["status_code"], 400);
     EXPECT_TRUE(l["response"]["body"].contains("error"));
   }
+}
+
+TEST(batch, a_line_is_tried_max_attempts_times_and_one_that_exhausts_them_is_a_dead_letter) {
+  batch_env env;
+  env.settings().gateway->max_retries = 5;  // the batch's max_attempts bounds a line, not this
+  env.start();
+  nats_subscriber dlq(env.nats().url(), "sy.dlq.>");
+  auto b = env.create(env.upload({line("fine", "m1"), line("down", "m1", {{"status", 500}}),
+                                  line("bad", "m1", {{"status", 400}})}),
+                      86'400'000, 0, 2);
+  EXPECT_EQ(b.max_attempts, 2);
+  auto done = env.wait_terminal(b.id);
+  ASSERT_EQ(done.status, batch_status::completed);
+  EXPECT_EQ(done.completed, 1);
+  EXPECT_EQ(done.failed, 2);
+  expect_exactly_once(env, done, 3);
+  auto tries = env.gateway().requests_by_key();
+  EXPECT_EQ(tries["fine"], 1);
+  EXPECT_EQ(tries["down"], 2);
+  EXPECT_EQ(tries["bad"], 1) << "a final 4xx is not retried";
+  std::map<std::string, json> errors;
+  for (auto& l : env.read_lines(done.error_file_id)) errors[l["custom_id"]] = l;
+  EXPECT_EQ(errors["down"]["response"]["status_code"], 500);
+  EXPECT_EQ(errors["bad"]["response"]["status_code"], 400);
+  // The 500 line, and only it, is on SY_DLQ, named by its request id.
+  auto m = dlq.next(10'000);
+  ASSERT_TRUE(m) << "no dead letter";
+  EXPECT_EQ(m->first, "sy.dlq.m1");
+  auto letter = json::parse(m->second);
+  EXPECT_EQ(letter["job_id"], b.id);
+  EXPECT_EQ(letter["custom_id"], "down");
+  EXPECT_EQ(letter["task_id"], errors["down"]["id"]);
+  EXPECT_EQ(letter["model"], "m1");
+  EXPECT_EQ(letter["attempts"], 2);
+  EXPECT_EQ(letter["error"]["code"], "gateway_error");
+  // Every outbox record was published (and acked): the stream holds that one letter.
+  ASSERT_TRUE(wait_for([&] { return env.count(storage::db::outbox) == 0; }));
+  auto letters = env.js().stream_message_count(env.js().stream_name("DLQ"));
+  ASSERT_TRUE(letters);
+  EXPECT_EQ(*letters, 1u);
 }
 
 TEST(batch, an_invalid_input_file_fails_the_batch_with_line_errors_and_sends_nothing) {

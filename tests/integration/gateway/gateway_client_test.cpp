@@ -98,6 +98,24 @@ TEST_F(GatewayTest, ServerErrorsExhaustRetriesAndStayRetryable) {
   EXPECT_EQ(fake.requests(), 2);
 }
 
+// A request's own try budget (a batch line's max_attempts) replaces max_retries, either way.
+TEST_F(GatewayTest, ARequestsMaxTriesOverridesTheClientsRetries) {
+  auto s = settings();
+  s.max_retries = 1;
+  gateway_client client(ioc.get_executor(), s);
+  auto more = chat("x", R"({"status": 500, "key": "more"})");
+  more.max_tries = 4;
+  auto out = send(client, more);
+  EXPECT_EQ(out.status_code, 500);
+  EXPECT_TRUE(out.retryable);
+  EXPECT_EQ(out.tries, 4);
+  auto once = chat("x", R"({"status": 500, "key": "once"})");
+  once.max_tries = 1;
+  EXPECT_EQ(send(client, once).tries, 1);
+  EXPECT_EQ(fake.requests_by_key().at("more"), 4);
+  EXPECT_EQ(fake.requests_by_key().at("once"), 1);
+}
+
 TEST_F(GatewayTest, RateLimitIsRetriedWithRetryAfterCappedAtMaxBackoff) {
   gateway_client client(ioc.get_executor(), settings());  // max_backoff 20 ms caps Retry-After 1 s
   fake.fail_next(1, 429);

@@ -158,9 +158,12 @@ TEST(outbox_message, each_record_gets_its_subject_id_and_payload) {
   m = of(task_event{"job_1", "01A-2", "", 2, job_status::failed, 3, {}, {}, 1});
   EXPECT_EQ(m.subject, "p.jobs.job_1.task.failed");
   EXPECT_EQ(m.msg_id, "task-event:01A-2:3:failed");
-  m = of(dead_letter{"job_1", 2, "01A-2", "", "gpt_x", 3, job_error{"e", "w"}, 10});
+  m = of(dead_letter{"job_1", 1, "01A-2", "", "gpt_x", 3, job_error{"e", "w"}, 10});
   EXPECT_EQ(m.subject, "p.dlq.gpt_5Fx");
   EXPECT_EQ(m.msg_id, "dlq:01A-2:3");
+  // A later run's (a batch line's tries start again in a rerun): another message.
+  m = of(dead_letter{"job_1", 2, "01A-2", "", "gpt_x", 3, job_error{"e", "w"}, 10});
+  EXPECT_EQ(m.msg_id, "dlq:01A-2:3:r2");
   m = of(dead_letter{"job_1", 2, "", "", "", 0, job_error{"e", "w"}, 10});
   EXPECT_EQ(m.subject, "p.dlq._ingest");
   EXPECT_EQ(m.msg_id, "ingest:job_1:2");

@@ -171,8 +171,10 @@ st::finish_attempt_op finish_attempt() {
 st::batch_lines_op batch_lines() {
   st::batch_lines_op op;
   op.id = "batch_01";
-  op.lines = {{5, true, R"({"id":"r1"})", st::token_usage{1, 2, 3, 4, 5}},
-              {6, true, R"({"id":"r2"})", std::nullopt}};
+  op.lines = {{5, true, R"({"id":"r1"})", st::token_usage{1, 2, 3, 4, 5}, std::nullopt},
+              {6, false, R"({"id":"r2"})", std::nullopt,
+               st::dead_letter{"batch_01", 1, "batch_req_2", "c6", "m", 3,
+                               st::job_error{"gateway_unreachable", "refused"}, 9}}};
   return op;
 }
 
@@ -337,15 +339,19 @@ TEST_F(messages, a_batch_actors_messages_round_trip) {
   plans.failure = "cannot read";
   EXPECT_TRUE(round_trip(plans) == plans) << caf::deep_to_string(plans);
 
+  st::batch_line dead{5, false, R"({"id":"z"})", std::nullopt,
+                      st::dead_letter{"batch_1", 1, "batch_req_z", "c5", "m1", 2,
+                                      st::job_error{"gateway_error", "answered 500"}, 77}};
   window_done window{
-      9,    {st::batch_line{4, true, R"({"id":"y"})", st::token_usage{5, 6, 7, 8, 9}}},
+      9,    {st::batch_line{4, true, R"({"id":"y"})", st::token_usage{5, 6, 7, 8, 9}, {}}, dead},
       true, 2,
       1500, "input line at byte 7 no longer parses"};
   EXPECT_TRUE(round_trip(window) == window) << caf::deep_to_string(window);
 
-  drained_lines drained{{st::batch_line{10, true, R"({"id":"x"})", st::token_usage{1, 2, 3, 4, 5}},
-                         st::batch_line{11, false, "{}", std::nullopt}},
-                        "plan unreadable"};
+  drained_lines drained{
+      {st::batch_line{10, true, R"({"id":"x"})", st::token_usage{1, 2, 3, 4, 5}, {}},
+       st::batch_line{11, false, "{}", std::nullopt, {}}},
+      "plan unreadable"};
   EXPECT_TRUE(round_trip(drained) == drained) << caf::deep_to_string(drained);
 
   st::file_record f{"file-1", "acme", "b_output.jsonl", "batch_output", 12, 13, 14};

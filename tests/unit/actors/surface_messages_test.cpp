@@ -77,6 +77,7 @@ batch_request full_batch_request() {
   b.trace = {std::string(32, 'c'), std::string(16, 'd'), 1, ""};
   b.max_inflight = 9;
   b.webhook_url = "https://hooks.example.com/b";
+  b.max_attempts = 4;
   return b;
 }
 
@@ -227,6 +228,7 @@ TEST_F(surface_messages, the_core_answers_cross_whole) {
   b.status = st::batch_status::in_progress;
   b.max_inflight = 3;
   b.webhook_url = "https://hooks.example.com/b";
+  b.max_attempts = 5;
   batch_page batches{{b}, true};
   EXPECT_TRUE(round_trip(batches) == batches);
   file_page files{{{"file-01", "acme", "in.jsonl", "batch", 10, 1, 2}}, true};

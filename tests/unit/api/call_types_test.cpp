@@ -114,6 +114,12 @@ TEST(call_types, a_batch_field_of_another_type_is_refused_naming_it) {
       {with("webhook_url", "5"), "invalid_webhook_url", "webhook_url"},
       {with("webhook_url", "[]"), "invalid_webhook_url", "webhook_url"},
       {with("webhook_url", "\"ftp://h/x\""), "invalid_webhook_url", "webhook_url"},
+      {with("max_attempts", "0"), "invalid_max_attempts", "max_attempts"},
+      {with("max_attempts", "101"), "invalid_max_attempts", "max_attempts"},
+      {with("max_attempts", "-1"), "invalid_max_attempts", "max_attempts"},
+      {with("max_attempts", "2.5"), "invalid_max_attempts", "max_attempts"},
+      {with("max_attempts", "\"2\""), "invalid_max_attempts", "max_attempts"},
+      {with("max_attempts", "true"), "invalid_max_attempts", "max_attempts"},
       {with("surprise", "1"), "unknown_parameter", "surprise"},
       {"[]", "invalid_request", ""},
   };
@@ -133,8 +139,10 @@ TEST(call_types, a_batch_field_of_another_type_is_refused_naming_it) {
   EXPECT_EQ((*b)->completion_window_ms, 86'400'000);
   EXPECT_EQ((*b)->tenant, "default");
   EXPECT_EQ((*b)->max_inflight, 0);
+  EXPECT_EQ((*b)->max_attempts, 0);  // the engine applies default_max_attempts
   // null in an optional field is as if it were absent.
-  for (const char* field : {"max_inflight", "webhook_url", "metadata", "output_expires_after"}) {
+  for (const char* field :
+       {"max_inflight", "webhook_url", "metadata", "output_expires_after", "max_attempts"}) {
     const std::string body = with(field, "null");  // c.body is a view
     c.body = body;
     auto r = admit().batch(c);
@@ -145,6 +153,11 @@ TEST(call_types, a_batch_field_of_another_type_is_refused_naming_it) {
   auto capped = admit().batch(c);
   ASSERT_TRUE(capped.ok());
   EXPECT_EQ((*capped)->max_inflight, 7);
+  const std::string hundred = with("max_attempts", "100");
+  c.body = hundred;
+  auto most = admit().batch(c);
+  ASSERT_TRUE(most.ok());
+  EXPECT_EQ((*most)->max_attempts, 100);
 }
 
 }  // namespace SY_UNITY_ID

@@ -57,9 +57,9 @@ class batch_ops_test : public ::testing::Test {
   }
 
   batch_line out(uint64_t offset, const std::string& text = "{}") {
-    return batch_line{offset, true, text, token_usage{3, 2, 5, 0, 0}};
+    return batch_line{offset, true, text, token_usage{3, 2, 5, 0, 0}, {}};
   }
-  batch_line err(uint64_t offset) { return batch_line{offset, false, "{\"e\":1}", {}}; }
+  batch_line err(uint64_t offset) { return batch_line{offset, false, "{\"e\":1}", {}, {}}; }
 
   test::temp_dir dir_;
   std::unique_ptr<environment> env_;
@@ -103,6 +103,29 @@ TEST_F(batch_ops_test, the_first_result_of_a_line_wins_and_counts_move_once) {
   EXPECT_EQ(lines[2], (std::pair<uint64_t, std::string>{20, "o:{}"}));
   EXPECT_TRUE(has_batch_line(txn, "batch_1", 10));
   EXPECT_FALSE(has_batch_line(txn, "batch_1", 11));
+}
+
+TEST_F(batch_ops_test, a_dead_line_appends_its_dead_letter_only_when_the_line_is_recorded) {
+  run(create_file_op{file("file-1")});
+  run(create_batch_op{make_batch("batch_1", "file-1")});
+  run(batch_ingested_op{"batch_1", 3, {}, 5000});
+  auto dead = err(7);
+  dead.dead =
+      dead_letter{"batch_1", 1, "batch_req_7", "c7", "m1", 2, {"gateway_error", "500"}, 6000};
+  auto r = run(batch_lines_op{"batch_1", {out(0), dead}});
+  EXPECT_EQ(r.lines_added, 2u);
+  EXPECT_TRUE(r.outbox_appended);
+  // The line again (a window run twice across a restart): the first result won, no second letter.
+  r = run(batch_lines_op{"batch_1", {dead, err(9)}});
+  EXPECT_EQ(r.lines_added, 1u);
+  EXPECT_FALSE(r.outbox_appended);
+  auto txn = env_->begin_read();
+  std::vector<dead_letter> letters;  // beside the batch's job events
+  for (auto& o : read_outbox(txn, 0, 10))
+    if (auto* d = std::get_if<dead_letter>(&o.what)) letters.push_back(*d);
+  ASSERT_EQ(letters.size(), 1u);
+  EXPECT_EQ(letters[0], *dead.dead);
+  EXPECT_EQ(stored("batch_1").failed, 2);
 }
 
 TEST_F(batch_ops_test, validation_errors_fail_the_batch) {
@@ -348,6 +371,14 @@ TEST(token_usage, a_batch_keeps_its_usage_and_reads_the_object_older_stores_wrot
                                       {"input_tokens_details", {{"cached_tokens", 1}}},
                                       {"output_tokens_details", {{"reasoning_tokens", 4}}}}}});
   EXPECT_EQ(old.usage, b.usage);
+}
+
+// A batch's max_attempts is stored under "ma"; a record from before it reads as the default.
+TEST(batch_record, max_attempts_round_trips_and_an_older_record_reads_the_default) {
+  batch_record b;
+  b.max_attempts = 7;
+  EXPECT_EQ(batch_from_json(to_json(b)).max_attempts, 7);
+  EXPECT_EQ(batch_from_json({{"id", "batch_old"}}).max_attempts, 3);
 }
 
 }  // namespace SY_UNITY_ID
