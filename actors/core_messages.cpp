@@ -43,18 +43,20 @@ result<Variant> decode_variant(std::string_view bytes, const char* what) {
 }
 
 template <class T>
-reply answer(result<T> r) {
-  if (!r) return std::move(r).error();
+reply answer(result<T>&& r) {
+  if (!r) return r.error();
   return std::move(*r);
 }
 
-reply answer(const status& s) {
+reply answer(status&& s) {
   if (!s) return s.error();
   return done{};
 }
 
-boost::asio::awaitable<reply> worker(worker_service& workers, admitted<worker_request> call,
-                                     std::shared_ptr<caller_presence> caller) {
+using boost::asio::awaitable;
+
+awaitable<reply> worker(worker_service& workers, admitted<worker_request> call,
+                        std::shared_ptr<caller_presence> caller) {
   switch (call->what) {
     case worker_request::kind::lease:
       co_return answer(co_await workers.lease(std::move(call), std::move(caller)));
@@ -70,66 +72,100 @@ boost::asio::awaitable<reply> worker(worker_service& workers, admitted<worker_re
   co_return make_error(errc::invalid_request, "a worker call of no known kind");
 }
 
-/// A call of the Files and Batch API.
-boost::asio::awaitable<reply> files(batch_service& batches, request r) {
-  if (auto* m = std::get_if<create_file>(&r))
-    co_return answer(co_await batches.create_file(std::move(m->request)));
-  if (auto* m = std::get_if<get_file>(&r)) co_return answer(batches.get_file(m->tenant, m->id));
-  if (auto* m = std::get_if<list_files>(&r))
-    co_return answer(batches.list_files(m->tenant, m->purpose, m->ascending, m->after, m->limit));
-  if (auto* m = std::get_if<delete_file>(&r))
-    co_return answer(co_await batches.delete_file(m->tenant, m->id));
-  if (auto* m = std::get_if<create_batch>(&r))
-    co_return answer(co_await batches.create_batch(std::move(m->request)));
-  if (auto* m = std::get_if<get_batch>(&r)) co_return answer(batches.get_batch(m->tenant, m->id));
-  if (auto* m = std::get_if<list_batches>(&r))
-    co_return answer(batches.list_batches(m->tenant, m->after, m->limit));
-  auto& m = std::get<cancel_batch>(r);
-  co_return answer(co_await batches.cancel_batch(m.tenant, m.id));
-}
+using std::chrono::milliseconds;
+using caller_ptr = std::shared_ptr<caller_presence>;
 
-/// The Files and Batch API's requests come last in `request`, from create_file on.
-constexpr size_t first_file_request = 14;
-static_assert(std::is_same_v<std::variant_alternative_t<first_file_request, request>, create_file>);
+error not_served(const char* what) { return make_error(errc::not_found, what); }
+constexpr const char* no_workers = "this listener serves no worker calls";
+constexpr const char* no_files = "The Files and Batch API is not enabled here.";
+
+// One small coroutine per request: each has a frame of its own size (one coroutine for all of
+// them would carry every branch's temporaries in every request's frame). A request is moved
+// into its coroutine's parameter before `serve` returns.
+
+awaitable<reply> run(const services& c, submit_job m, caller_ptr) {
+  co_return answer(co_await c.jobs.submit(std::move(m.request)));
+}
+awaitable<reply> run(const services& c, get_job m, caller_ptr) {
+  co_return answer(c.jobs.get(m.tenant, m.id));
+}
+awaitable<reply> run(const services& c, wait_job m, caller_ptr) {
+  co_return answer(co_await c.jobs.wait_terminal(m.tenant, m.id, milliseconds(m.timeout_ms)));
+}
+awaitable<reply> run(const services& c, job_events m, caller_ptr) {
+  co_return answer(
+      co_await c.jobs.next_events(m.tenant, m.id, m.after_seq, milliseconds(m.timeout_ms)));
+}
+awaitable<reply> run(const services& c, cancel_job m, caller_ptr) {
+  co_return answer(co_await c.jobs.cancel(m.tenant, m.id));
+}
+awaitable<reply> run(const services& c, delete_job m, caller_ptr) {
+  co_return answer(co_await c.jobs.remove(m.tenant, m.id));
+}
+awaitable<reply> run(const services& c, rerun_job m, caller_ptr) {
+  co_return answer(co_await c.jobs.rerun(m.tenant, m.id));
+}
+awaitable<reply> run(const services& c, list_jobs m, caller_ptr) {
+  co_return answer(c.jobs.list(m.tenant, m.status, m.kind, m.limit, m.after));
+}
+awaitable<reply> run(const services& c, list_tasks m, caller_ptr) {
+  co_return answer(c.jobs.list_tasks(m.tenant, m.id, m.status, m.limit, m.after));
+}
+awaitable<reply> run(const services& c, get_task m, caller_ptr) {
+  co_return answer(c.jobs.get_task(m.tenant, m.id, m.task));
+}
+awaitable<reply> run(const services& c, append_tasks m, caller_ptr) {
+  co_return answer(co_await c.jobs.append(m.id, std::move(m.request)));
+}
+awaitable<reply> run(const services& c, worker_call m, caller_ptr caller) {
+  if (!c.workers) co_return not_served(no_workers);
+  co_return co_await worker(*c.workers, std::move(m.request), std::move(caller));
+}
+awaitable<reply> run(const services& c, get_jwks, caller_ptr) {
+  if (!c.workers) co_return not_served(no_workers);
+  co_return answer(co_await c.workers->jwks());
+}
+awaitable<reply> run(const services& c, rotate_keys, caller_ptr) {
+  if (!c.workers) co_return not_served(no_workers);
+  co_return answer(co_await c.workers->rotate_keys());
+}
+awaitable<reply> run(const services& c, create_file m, caller_ptr) {
+  if (!c.batches) co_return not_served(no_files);
+  co_return answer(co_await c.batches->create_file(std::move(m.request)));
+}
+awaitable<reply> run(const services& c, get_file m, caller_ptr) {
+  if (!c.batches) co_return not_served(no_files);
+  co_return answer(c.batches->get_file(m.tenant, m.id));
+}
+awaitable<reply> run(const services& c, list_files m, caller_ptr) {
+  if (!c.batches) co_return not_served(no_files);
+  co_return answer(c.batches->list_files(m.tenant, m.purpose, m.ascending, m.after, m.limit));
+}
+awaitable<reply> run(const services& c, delete_file m, caller_ptr) {
+  if (!c.batches) co_return not_served(no_files);
+  co_return answer(co_await c.batches->delete_file(m.tenant, m.id));
+}
+awaitable<reply> run(const services& c, create_batch m, caller_ptr) {
+  if (!c.batches) co_return not_served(no_files);
+  co_return answer(co_await c.batches->create_batch(std::move(m.request)));
+}
+awaitable<reply> run(const services& c, get_batch m, caller_ptr) {
+  if (!c.batches) co_return not_served(no_files);
+  co_return answer(c.batches->get_batch(m.tenant, m.id));
+}
+awaitable<reply> run(const services& c, list_batches m, caller_ptr) {
+  if (!c.batches) co_return not_served(no_files);
+  co_return answer(c.batches->list_batches(m.tenant, m.after, m.limit));
+}
+awaitable<reply> run(const services& c, cancel_batch m, caller_ptr) {
+  if (!c.batches) co_return not_served(no_files);
+  co_return answer(co_await c.batches->cancel_batch(m.tenant, m.id));
+}
 
 }  // namespace
 
-boost::asio::awaitable<reply> serve(const services& core, request r,
-                                    std::shared_ptr<caller_presence> caller) {
-  auto& jobs = core.jobs;
-  auto* workers = core.workers;
-  if (r.index() >= first_file_request) {
-    if (!core.batches)
-      co_return make_error(errc::not_found, "The Files and Batch API is not enabled here.");
-    co_return co_await files(*core.batches, std::move(r));
-  }
-  using std::chrono::milliseconds;
-  if (auto* m = std::get_if<submit_job>(&r))
-    co_return answer(co_await jobs.submit(std::move(m->request)));
-  if (auto* m = std::get_if<get_job>(&r)) co_return answer(jobs.get(m->tenant, m->id));
-  if (auto* m = std::get_if<wait_job>(&r))
-    co_return answer(co_await jobs.wait_terminal(m->tenant, m->id, milliseconds(m->timeout_ms)));
-  if (auto* m = std::get_if<job_events>(&r))
-    co_return answer(
-        co_await jobs.next_events(m->tenant, m->id, m->after_seq, milliseconds(m->timeout_ms)));
-  if (auto* m = std::get_if<cancel_job>(&r))
-    co_return answer(co_await jobs.cancel(m->tenant, m->id));
-  if (auto* m = std::get_if<delete_job>(&r))
-    co_return answer(co_await jobs.remove(m->tenant, m->id));
-  if (auto* m = std::get_if<rerun_job>(&r)) co_return answer(co_await jobs.rerun(m->tenant, m->id));
-  if (auto* m = std::get_if<list_jobs>(&r))
-    co_return answer(jobs.list(m->tenant, m->status, m->kind, m->limit, m->after));
-  if (auto* m = std::get_if<list_tasks>(&r))
-    co_return answer(jobs.list_tasks(m->tenant, m->id, m->status, m->limit, m->after));
-  if (auto* m = std::get_if<get_task>(&r))
-    co_return answer(jobs.get_task(m->tenant, m->id, m->task));
-  if (auto* m = std::get_if<append_tasks>(&r))
-    co_return answer(co_await jobs.append(m->id, std::move(m->request)));
-  if (!workers) co_return make_error(errc::not_found, "this listener serves no worker calls");
-  if (auto* m = std::get_if<worker_call>(&r))
-    co_return co_await worker(*workers, std::move(m->request), std::move(caller));
-  if (std::holds_alternative<rotate_keys>(r)) co_return answer(co_await workers->rotate_keys());
-  co_return answer(co_await workers->jwks());
+awaitable<reply> serve(const services& core, request r, std::shared_ptr<caller_presence> caller) {
+  return std::visit([&](auto& m) { return run(core, std::move(m), std::move(caller)); }, r);
 }
 
 boost::asio::awaitable<status> ask_done(client& c, request r) {

@@ -193,15 +193,20 @@ class local_client final : public client {
   services core_;
 };
 
-/// `r`'s reply as a `T` (or `status` for a call that answers `done`), or its error; a reply of
-/// another type is an internal_error naming the request.
+/// A reply as a `T`, or its error; a reply of another type is an internal_error.
+template <class T>
+result<T> take(reply&& rep) {
+  if (auto* e = std::get_if<sy::error>(&rep)) return std::move(*e);
+  if (auto* v = std::get_if<T>(&rep)) return std::move(*v);
+  return make_error(errc::internal_error, "the core answered a request with another type");
+}
+
+/// `r`'s reply as a `T`, or its error (take). The hot paths (a submission) await `call` and
+/// `take` the reply themselves, which spares this coroutine's frame and a move of the answer.
 template <class T>
 boost::asio::awaitable<result<T>> ask(client& c, request r,
                                       std::shared_ptr<caller_presence> caller = nullptr) {
-  auto rep = co_await c.call(std::move(r), std::move(caller));
-  if (auto* e = std::get_if<sy::error>(&rep)) co_return std::move(*e);
-  if (auto* v = std::get_if<T>(&rep)) co_return std::move(*v);
-  co_return make_error(errc::internal_error, "the core answered a request with another type");
+  co_return take<T>(co_await c.call(std::move(r), std::move(caller)));
 }
 
 /// A call that answers nothing but whether it was done (a worker's complete or fail).

@@ -192,7 +192,7 @@ boost::asio::awaitable<response> request_handler::submit_job(const request& req)
   if (!sub) co_return error_for(sub.error(), req);
   std::string tenant = (*sub)->tenant;
   core::request submit = core::submit_job{std::move(*sub)};
-  auto outcome = co_await core::ask<actors::submit_outcome>(core_, std::move(submit));
+  auto outcome = core::take<actors::submit_outcome>(co_await core_.call(std::move(submit)));
   if (!outcome) co_return error_for(outcome.error(), req);
   storage::job_record job = std::move(outcome->job);
   auto wait_s = prefer_wait_seconds(header_values(req, "Prefer"));

@@ -52,7 +52,7 @@ boost::asio::awaitable<response> request_handler::sync_call(const request& req,
   if (!sub) co_return error_for(sub.error(), req);
   std::string tenant = (*sub)->tenant;
   core::request submit = core::submit_job{std::move(*sub)};
-  auto outcome = co_await core::ask<actors::submit_outcome>(core_, std::move(submit));
+  auto outcome = core::take<actors::submit_outcome>(co_await core_.call(std::move(submit)));
   if (!outcome) co_return error_for(outcome.error(), req);
   storage::job_record job = std::move(outcome->job);
   if (!storage::is_terminal(job.status)) {
