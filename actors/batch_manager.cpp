@@ -321,10 +321,12 @@ asio::awaitable<result<storage::batch_record>> batch_manager::rerun_batch(std::s
   for (const auto& [what, fid] :
        {std::pair{"input", b->input_file_id}, std::pair{"error", b->error_file_id},
         std::pair{"output", b->output_file_id}}) {
-    if (!fid.empty() && ::access(file_path(fid).c_str(), R_OK) != 0)
-      co_return make_error(
-          errc::job_not_rerunnable,
-          "job " + id + " cannot be rerun: its " + what + " file " + fid + " was deleted", "id");
+    if (!fid.empty() && ::access(file_path(fid).c_str(), R_OK) != 0) {
+      std::string why = "job " + id;
+      why.append(" cannot be rerun: its ").append(what).append(" file ").append(fid);
+      why.append(" was deleted");
+      co_return make_error(errc::job_not_rerunnable, std::move(why), "id");
+    }
   }
   // The window it was created with, restarted; a window no longer configured still parses.
   int64_t window_ms = b->deadline_ms - b->created_at * 1000;
