@@ -1,6 +1,7 @@
 #include "runtime/clock.hpp"
 
 #include <chrono>
+#include <iterator>
 #include <vector>
 
 #include <boost/asio/execution/context.hpp>
@@ -170,6 +171,13 @@ void manual_clock::set(int64_t ms) {
 size_t manual_clock::armed() const {
   std::lock_guard lock{mu_};
   return waits_.size();
+}
+
+size_t manual_clock::armed_due_at(int64_t due_ms) const {
+  std::lock_guard lock{mu_};
+  auto from = waits_.lower_bound({due_ms, 0});
+  auto to = waits_.lower_bound({due_ms + 1, 0});
+  return static_cast<size_t>(std::distance(from, to));
 }
 
 void manual_clock::fire_due() {

@@ -75,6 +75,9 @@ class manual_clock final : public clock {
   /// Timers armed and not yet fired or cancelled (tests wait for a component to arm its timer
   /// before they advance past it).
   size_t armed() const;
+  /// Timers armed to fire at exactly `due_ms` (a test waits for one component's timer when
+  /// others arm theirs at the same time).
+  size_t armed_due_at(int64_t due_ms) const;
 
   struct armed_wait;  ///< one armed wait (clock.cpp)
 

@@ -66,6 +66,9 @@ TEST(ManualClockTimer, FiresOnlyWhenTimeIsAdvancedPastItsDue) {
   int fired = 0, cancelled = 0;
   t->wait(500, [&](bool f) { (f ? fired : cancelled)++; });
   EXPECT_EQ(c.armed(), 1u);
+  EXPECT_EQ(c.armed_due_at(1'500), 1u);
+  EXPECT_EQ(c.armed_due_at(1'499), 0u);
+  EXPECT_EQ(c.armed_due_at(1'501), 0u);
   io.poll();
   io.restart();
   EXPECT_EQ(fired + cancelled, 0);
