@@ -28,5 +28,6 @@ using verify_atom = caf::atom_constant<caf::atom("verify")>;
 using jwks_atom = caf::atom_constant<caf::atom("jwks")>;
 using rotate_atom = caf::atom_constant<caf::atom("rotate")>;
 using sts_atom = caf::atom_constant<caf::atom("sts")>;
+using stop_atom = caf::atom_constant<caf::atom("stop")>;
 
 }  // namespace sy::actors

@@ -71,6 +71,7 @@ void update(batch_ptr self, batch_lane& lane, int32_t give_back) {
     want = std::max(0, desired - lane.held);
   }
   if (give_back == 0 && want == lane.wished) return;
+  if (!lane.owner) return;  // its dispatcher is not known yet: it holds nothing and asks later
   lane.wished = want;
   self->send(lane.owner, slot_update{lane.key, give_back, want, true}, slot_holder_actor{self});
   // Under the batch's cap, what this lane gave up or stopped asking for may go to another lane.
@@ -310,6 +311,29 @@ void pump_lane(batch_ptr self, size_t lane_index) {
   update(self, lane, started_all || lane.ended ? lane.held - lane.busy : 0);
 }
 
+/// Asks the dispatcher directory for the dispatcher of every lane's model, which owns the model's
+/// budget; the lanes start once it answers (until then they hold no slot and ask for none).
+void find_owners(batch_ptr self) {
+  auto& st = self->state;
+  dispatchers_wanted want;
+  for (const auto& lane : st.lanes) want.models.push_back(lane.model);
+  if (want.models.empty()) return pump(self);
+  self->request(st.ctx->dispatchers, caf::infinite, std::move(want))
+      .then(
+          [self](dispatchers_found& found) {
+            auto& s = self->state;
+            if (found.owners.size() != s.lanes.size())
+              return fail(self, "no dispatcher for the batch's models: " + found.refusal.message,
+                          nullptr);
+            for (size_t i = 0; i < s.lanes.size(); ++i) s.lanes[i].owner = found.owners[i];
+            pump(self);
+          },
+          [self](caf::error& e) {
+            fail(self, "the dispatcher directory did not answer: " + self->system().render(e),
+                 nullptr);
+          });
+}
+
 }  // namespace
 
 void dispatch(batch_ptr self) {
@@ -331,11 +355,10 @@ void dispatch(batch_ptr self) {
     lane.model = models[i].model;
     lane.model_index = i;
     lane.gw = st.ctx->gateway_for(lane.model);
-    lane.owner = st.ctx->dispatcher_for(lane.model);
     lane.key = next_slot_key();
     st.lanes.push_back(std::move(lane));
   }
-  pump(self);
+  find_owners(self);
 }
 
 void pump(batch_ptr self) {

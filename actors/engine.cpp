@@ -12,6 +12,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 
+#include "actors/ask.hpp"
 #include "actors/http_task.hpp"
 #include "actors/job_actor.hpp"
 #include "actors/submission.hpp"
@@ -87,12 +88,9 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
 
   engine* self = e.get();
   ctx.budget = spawn_global_budget(*e->sys_, d.cfg.global_concurrency);
-  ctx.dispatcher_for = [self](const std::string& model) {
-    return slot_owner_actor{self->dispatcher(model, false)};
-  };
   e->spawn_storage_actors();
   e->start_metrics();
-  e->want_known_models();
+  const int32_t queued_models = e->start_dispatchers();
   e->reaper_ = spawn_lease_reaper(ctx, d.env, node_prefix);
   if (auto st = e->start_workers(); !st) {
     e->shutdown();
@@ -118,7 +116,7 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   e->resume_ingests();
   log::info("engine", "started",
             {{"holder", ctx.holder},
-             {"models", e->queued_models_},
+             {"models", queued_models},
              {"global_concurrency", d.cfg.global_concurrency},
              {"per_model_concurrency", d.cfg.per_model_concurrency}});
   return e;
@@ -147,8 +145,12 @@ void engine::spawn_storage_actors() {
   caf::anon_send(ctx.writer, writer_wakes{caf::actor_cast<caf::actor>(relay_), {}});
 }
 
-void engine::want_known_models() {
-  std::vector<std::string> models;
+int32_t engine::start_dispatchers() {
+  ctx_->dispatchers = spawn_dispatcher_directory(*ctx_, queued_);
+  dispatchers_wanted known;
+  known.queue = true;
+  known.known = true;
+  auto& models = known.models;
   {
     auto txn = deps_.env.begin_read();
     txn.scan(storage::db::meta, storage::known_model_prefix, [&](auto key, auto) {
@@ -159,32 +161,16 @@ void engine::want_known_models() {
     });
   }
   for (const auto& [model, gw] : deps_.cfg.model_gateways) models.push_back(model);
-  std::lock_guard lock{models_mu_};
-  for (const auto& m : models)
-    if (!is_runtime_queue(m)) (void)dispatcher_locked(m, true);  // runtimes have their queues
+  // Runtimes have their queues (their workers take them, not a dispatcher).
+  std::erase_if(models, [](const std::string& m) { return is_runtime_queue(m); });
+  int32_t queued = 0;
+  caf::scoped_actor self{*sys_};
+  self->request(ctx_->dispatchers, caf::infinite, std::move(known))
+      .receive([&](dispatchers_found& f) { queued = f.queued_models; }, [](caf::error&) {});
+  return queued;
 }
 
 engine::~engine() { shutdown(); }
-
-model_dispatcher_actor engine::dispatcher(const std::string& model, bool queue) {
-  std::lock_guard lock{models_mu_};
-  return dispatcher_locked(model, queue);
-}
-
-model_dispatcher_actor engine::dispatcher_locked(const std::string& model, bool queue) {
-  auto& d = dispatchers_[model];
-  if (!d.handle) {
-    d.handle = spawn_model_dispatcher(*ctx_, model, nullptr, 0);
-    metrics::set_model_limit(model, ctx_->concurrency_for(model));
-    log::info("engine", "dispatcher started", {{"model", model}});
-  }
-  if (queue && !d.queue) {
-    d.queue = true;
-    ++queued_models_;
-    caf::anon_send(d.handle, wake_atom::value);  // its fetcher binds the model's queue
-  }
-  return d.handle;
-}
 
 result<std::string> engine::job_webhook(const submission& s) const {
   // The default applies to the job, not to the request hash (idempotency compares requests).
@@ -195,32 +181,20 @@ result<std::string> engine::job_webhook(const submission& s) const {
   return url;
 }
 
-status engine::queue_models(const std::vector<std::string>& models,
-                            const std::vector<std::string>& params) {
-  // After shutdown began, no dispatcher is spawned: stop_actors has taken the directory.
-  if (ctx_->stopping) return make_error(errc::shutting_down, "the server is shutting down");
-  for (size_t i = 0; i < models.size(); ++i) {
-    if (!is_http_queue(models[i]) && !ctx_->gateway_for(models[i]))
-      return make_error(errc::model_not_found,
-                        "no gateway is configured for model '" + models[i] + "'", params[i]);
-  }
-  // Each model has a JetStream consumer and a dispatcher of its own, and with one global
-  // gateway the client chooses the name: without a bound, distinct names would exhaust them.
-  // Checked and taken in one critical section, so concurrent new models cannot overshoot.
-  std::lock_guard lock{models_mu_};
-  size_t added = 0;
-  for (size_t i = 0; i < models.size(); ++i) {
-    auto known = dispatchers_.find(models[i]);
-    if (known != dispatchers_.end() && known->second.queue) continue;
-    if (queued_models_ + ++added > static_cast<size_t>(deps_.cfg.max_models))
-      return make_error(errc::too_many_models,
-                        "This engine already queues jobs for " + std::to_string(queued_models_) +
-                            " distinct models, its limit (max_models, see docs/limits.md); "
-                            "a job for another model is refused.",
-                        params[i]);
-  }
-  for (const auto& model : models) (void)dispatcher_locked(model, true);
-  return ok;
+boost::asio::awaitable<status> engine::queue_models(std::vector<std::string> models,
+                                                    std::vector<std::string> params) {
+  // After shutdown began no queue is taken (the directory refuses too; this spares the ask).
+  if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
+  // The hot path: models whose queues are taken already need no message, only their gateways
+  // (a model this store queued before may have lost its gateway in the settings). An ask per
+  // submission cost about 10 us of CPU and 15 % or more of bench/run.sh's phase a1.
+  if (queued_->has_all(models)) co_return have_gateways(*ctx_, models, params);
+  dispatchers_wanted want{std::move(models), std::move(params), true, false};
+  auto found = co_await ask<dispatchers_found>(*sys_, ctx_->dispatchers, std::chrono::seconds(30),
+                                               std::move(want));
+  if (!found) co_return found.error();
+  if (!found->refusal.code.empty()) co_return found->refusal;
+  co_return ok;
 }
 
 boost::asio::awaitable<result<submit_outcome>> engine::submit(admitted<submission> in) {
@@ -232,7 +206,10 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit(admitted<submissio
   auto webhook_url = job_webhook(s);
   if (!webhook_url) co_return webhook_url.error();
   if (s.runtime.empty()) {
-    if (auto st = queue_models({*model}, {"body.model"}); !st) co_return st.error();
+    std::vector<std::string> models{*model};
+    std::vector<std::string> params{"body.model"};
+    if (auto st = co_await queue_models(std::move(models), std::move(params)); !st)
+      co_return st.error();
   }
   storage::job_record job = new_job(s, std::move(*webhook_url));
   job.model = *model;
@@ -395,21 +372,22 @@ void engine::stop_actors() {
   // `stopping` between lines and chunks, and a write they wait for fails once the writer goes).
   while (!wait_until([&] { return ctx.ingests.load() == 0; }, std::chrono::seconds(5)))
     log::warn("engine", "waiting for task-list ingests to stop", {{"running", ctx.ingests.load()}});
-  std::map<std::string, model_entry> dispatchers;
-  {
-    std::lock_guard lock{models_mu_};
-    dispatchers.swap(dispatchers_);
+  // The directory stops every dispatcher before it answers, and ends: the dispatchers go before
+  // the budget, the writer and the registry, as they did when the engine held them.
+  if (ctx.dispatchers) {
+    caf::scoped_actor self{*sys_};
+    self->request(ctx.dispatchers, std::chrono::seconds(5), stop_atom::value)
+        .receive([](int32_t) {},
+                 [](caf::error&) { log::warn("engine", "the dispatcher directory did not stop"); });
   }
-  for (auto& [m, d] : dispatchers) caf::anon_send_exit(d.handle, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(ctx.budget, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(reaper_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(relay_, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(ctx.writer, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(ctx.jobs, caf::exit_reason::user_shutdown);
   // A detached actor's thread ends only when the last handle to it is gone.
-  dispatchers.clear();
+  ctx.dispatchers = nullptr;
   ctx.budget = nullptr;
-  ctx.dispatcher_for = nullptr;
   reaper_ = nullptr;
   relay_ = nullptr;
   ctx.writer = nullptr;

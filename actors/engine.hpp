@@ -1,8 +1,8 @@
 #pragma once
 /// The engine: the actor system and everything it runs — storage writer, outbox relay, lease
-/// reaper, one dispatcher per model, and the Asio threads that run attempts against gateways.
-/// It implements `job_service` for the API. Start with `engine::start`, stop with `shutdown()`
-/// (graceful) before destroying it.
+/// reaper, the dispatcher directory (one dispatcher per model), and the Asio threads that run
+/// attempts against gateways. It implements `job_service` for the API. Start with `engine::start`,
+/// stop with `shutdown()` (graceful) before destroying it.
 
 #include <utility>
 
@@ -10,7 +10,6 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
@@ -25,7 +24,6 @@
 #include "actors/engine_context.hpp"
 #include "actors/job_service.hpp"
 #include "actors/lease_reaper.hpp"
-#include "actors/model_dispatcher.hpp"
 #include "actors/outbox_relay.hpp"
 #include "actors/storage_writer.hpp"
 #include "actors/webhook_deliverer.hpp"
@@ -99,14 +97,11 @@ class engine final : public job_service, public worker_service {
 
  private:
   explicit engine(deps d);
-  /// The dispatcher of `model`, spawned on first use; `queue`: it also takes the model's
-  /// JetStream queue (single-request jobs), not only hands out its budget (batch lanes).
-  model_dispatcher_actor dispatcher(const std::string& model, bool queue);
-  model_dispatcher_actor dispatcher_locked(const std::string& model, bool queue);
   /// Submission checks (engine_tasks.cpp for lists): the job's webhook URL (the configured
   /// default when the submission has none; checked against the network policy), and the queues
-  /// of its models — each must have a gateway, and together they stay within max_models
-  /// (`params[i]` names model i in an error). Afterwards every model's queue is taken.
+  /// of its models, asked of the dispatcher directory — each must have a gateway, and together
+  /// they stay within max_models (`params[i]` names model i in an error). Afterwards every
+  /// model's queue is taken.
   result<std::string> job_webhook(const submission& s) const;
   /// Job `id` of `tenant` as clients see it (a batch as a job), or nothing (another tenant's,
   /// deleted, or none).
@@ -119,8 +114,8 @@ class engine final : public job_service, public worker_service {
   /// Reruns batch `id` as a job (engine_jobs.cpp; docs/batches.md, "Rerun").
   boost::asio::awaitable<result<storage::job_record>> rerun_batch(std::string tenant,
                                                                   std::string id);
-  status queue_models(const std::vector<std::string>& models,
-                      const std::vector<std::string>& params);
+  boost::asio::awaitable<status> queue_models(std::vector<std::string> models,
+                                              std::vector<std::string> params);
   boost::asio::awaitable<result<submit_outcome>> submit_list(submission s);
   /// The path of a submission's staged list (`input_file_id`: a file of the tenant with purpose
   /// "tasks"); empty without one. Errors: file_not_found, invalid_tasks.
@@ -159,7 +154,9 @@ class engine final : public job_service, public worker_service {
   void stop_workers();
   // Steps of start():
   void spawn_storage_actors();  ///< the storage writer, the job registry and the outbox relay
-  void want_known_models();     ///< every model seen before or configured gets a dispatcher
+  /// The dispatcher directory; every model seen before or configured gets a dispatcher that
+  /// takes its queue. Returns how many models' queues are taken.
+  int32_t start_dispatchers();
   void start_metrics();  ///< the limits, and the gauges read at scrape time (engine_metrics.cpp)
   // Steps of shutdown(), in order:
   /// True once no job has work in flight here (the registry answers when its last job ends).
@@ -167,7 +164,8 @@ class engine final : public job_service, public worker_service {
   void stop_jobs();       ///< batches stop; attempts finish within the grace or are released
   void flush_outbox();    ///< the relay publishes what the outbox holds; its deletions commit
   void drain_webhooks();  ///< deliveries in flight end; the deliverer stops
-  void stop_actors();     ///< dispatchers, the global budget, reaper, relay, writer, registry
+  void
+  stop_actors();  ///< the directory (dispatchers), global budget, reaper, relay, writer, registry
 
   /// Reads the bodies of the page's results that live in the job's result segment.
   status load_results(task_page& page) const;
@@ -192,16 +190,9 @@ class engine final : public job_service, public worker_service {
   webhook_deliverer_actor webhooks_;          ///< set once at start, kept until destruction
   std::atomic<bool> webhooks_ready_{false};   ///< webhooks_ is set (shutdown drains it)
   std::unique_ptr<batch_manager> batches_;
-
-  // The directory of model dispatchers: read and grown by HTTP threads (a submission's model)
-  // and by batch actors (ctx.dispatcher_for), each lookup a short critical section.
-  struct model_entry {
-    model_dispatcher_actor handle;
-    bool queue = false;  ///< it takes the model's JetStream queue (counts toward max_models)
-  };
-  std::mutex models_mu_;
-  std::map<std::string, model_entry> dispatchers_;
-  size_t queued_models_ = 0;  ///< entries with `queue`
+  /// The models whose queues the dispatcher directory took: published by it, read by the HTTP
+  /// threads (queue_models) without a message.
+  std::shared_ptr<queued_models> queued_ = std::make_shared<queued_models>();
   std::atomic<bool> shut_down_{false};
   credential_minter_actor minter_;                       ///< set once at start
   std::map<std::string, runtime_queue_actor> runtimes_;  ///< by runtime name, set once at start

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include <atomic>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +14,7 @@
 #include <boost/asio/io_context.hpp>
 #include <caf/actor_system.hpp>
 
+#include "actors/dispatcher_directory.hpp"
 #include "actors/global_budget.hpp"
 #include "actors/http_task.hpp"
 #include "actors/job_registry.hpp"
@@ -51,9 +51,9 @@ struct engine_context {
   std::atomic<bool> stopping{false};  ///< shutdown began: dispatchers fetch no more
   /// Task-list ingest actors alive: shutdown waits for them before this context is destroyed.
   std::atomic<int> ingests{0};
-  /// The dispatcher of `model` (spawned on first use; it owns the model's budget, which batch
-  /// lanes ask for slots). Set once at start by the engine, which keeps the directory.
-  std::function<slot_owner_actor(const std::string& model)> dispatcher_for;
+  /// The directory of model dispatchers (actors/dispatcher_directory.hpp): submissions, list
+  /// ingests and batch lanes ask it for a model's dispatcher. Set once at start.
+  dispatcher_directory_actor dispatchers;
 
   /// Serves `key` (a model, or "*") by the client made for settings equal to `g` — entries that
   /// are equal share one client and its keep-alive pool — or by a new client on `exec`.

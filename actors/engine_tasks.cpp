@@ -92,7 +92,7 @@ boost::asio::awaitable<result<submit_outcome>> engine::submit_list(submission s)
   if (auto st = check_task_kinds(s.tasks, kind, http_task_policy_); !st) co_return st.error();
   auto models = task_models(s.tasks);
   if (runtime_queue.empty()) {
-    if (auto st = queue_models(models.first, models.second); !st) co_return st.error();
+    if (auto st = co_await queue_models(models.first, models.second); !st) co_return st.error();
   }
   storage::job_record job = new_job(s, std::move(*webhook_url));
   // An open list's later tasks may name other models: it names none. A runtime job's tasks all
@@ -146,7 +146,7 @@ boost::asio::awaitable<result<storage::job_record>> engine::append(std::string i
   if (auto st = check_task_kinds(a.tasks, kind, http_task_policy_); !st) co_return st.error();
   auto models = task_models(a.tasks);
   if (kind.runtime_queue.empty()) {
-    if (auto st = queue_models(models.first, models.second); !st) co_return st.error();
+    if (auto st = co_await queue_models(models.first, models.second); !st) co_return st.error();
   }
   storage::append_tasks_op op;
   op.tenant = std::move(tenant);
@@ -210,11 +210,7 @@ boost::asio::awaitable<result<storage::job_record>> engine::rerun(std::string te
   co_return std::move(*rep.job);
 }
 
-void engine::start_ingest(const std::string& job_id) {
-  spawn_list_ingest(*ctx_, job_id, [this](const std::vector<std::string>& models) {
-    return queue_models(models, std::vector<std::string>(models.size(), ""));
-  });
-}
+void engine::start_ingest(const std::string& job_id) { spawn_list_ingest(*ctx_, job_id); }
 
 void engine::resume_ingests() {
   std::vector<std::string> ids;

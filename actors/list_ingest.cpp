@@ -25,7 +25,6 @@ constexpr int max_io_tries = 3;
 
 struct ingest_state {
   engine_context* ctx = nullptr;
-  queue_models_fn queue_models;
   storage::job_record job;  ///< as last committed: ingested and ingest_offset say where it is
   bool loaded = false;
   int io_failures = 0;                    ///< reads of the file that failed in a row
@@ -140,6 +139,8 @@ void latch(ingest_ptr self) {
          });
 }
 
+void commit_chunk(ingest_ptr self, task_chunk& chunk);
+
 void next_chunk(ingest_ptr self) {
   auto& st = self->state;
   auto chunk = read_task_chunk(st.job.ingest_path, st.job.ingest_offset, ingest_chunk_tasks);
@@ -154,19 +155,33 @@ void next_chunk(ingest_ptr self) {
     if (t.runtime) t.model = kind.runtime_queue;  // checked by check() before the first chunk
     distinct.insert(t.model);
   }
-  auto st_models = kind.runtime_queue.empty()
-                       ? st.queue_models({distinct.begin(), distinct.end()})
-                       : status(ok);  // a runtime's queue is its workers', not a dispatcher's
-  if (!st_models && st.ctx->stopping) return self->quit();  // the next start resumes it
-  if (!st_models) return fail(self, {st_models.error().code, st_models.error().message}, {});
+  auto read = std::make_shared<task_chunk>(std::move(*chunk));
+  // A runtime's queue is its workers', not a dispatcher's.
+  if (!kind.runtime_queue.empty()) return commit_chunk(self, *read);
+  // The chunk's models take their queues first (each must have a gateway, within max_models).
+  dispatchers_wanted want{{distinct.begin(), distinct.end()}, {}, true, false};
+  self->request(st.ctx->dispatchers, caf::infinite, std::move(want))
+      .then(
+          [self, read](dispatchers_found& found) {
+            const auto& no = found.refusal;
+            if (!no.code.empty() && self->state.ctx->stopping) return self->quit();  // resumed
+            if (!no.code.empty()) return fail(self, {no.code, no.message}, {});
+            commit_chunk(self, *read);
+          },
+          [self](caf::error&) { self->quit(); });  // the directory is gone: shutdown
+}
+
+/// Commits the tasks of `chunk`, read from where the list stands, and goes on.
+void commit_chunk(ingest_ptr self, task_chunk& chunk) {
+  auto& st = self->state;
   storage::ingest_chunk_op op;
   op.job_id = st.job.id;
   op.first_index = st.job.ingested;
-  op.tasks = make_task_records(st.job, st.job.ingested, chunk->tasks);
-  op.next_offset = chunk->next_offset;
+  op.tasks = make_task_records(st.job, st.job.ingested, chunk.tasks);
+  op.next_offset = chunk.next_offset;
   op.now_ms = st.ctx->clock.now_ms();
   runtime::failpoint("ingest_chunk_read");
-  const bool eof = chunk->eof;
+  const bool eof = chunk.eof;
   commit(self, std::move(op), [self, eof](storage::op_reply& r) {
     auto& s = self->state;
     if (!r.job || r.job->status != storage::job_status::ingesting || r.job->ingest_path.empty())
@@ -196,23 +211,20 @@ void step(ingest_ptr self) {
   next_chunk(self);
 }
 
-list_ingest_actor::behavior_type ingest(ingest_ptr self, engine_context* ctx, std::string job_id,
-                                        queue_models_fn queue_models) {
+list_ingest_actor::behavior_type ingest(ingest_ptr self, engine_context* ctx, std::string job_id) {
   runtime::name_this_thread("sy-ingest");
   self->attach_functor([ctx] { --ctx->ingests; });  // counted up by spawn_list_ingest
   self->state.ctx = ctx;
   self->state.job.id = std::move(job_id);
-  self->state.queue_models = std::move(queue_models);
   self->send(self, tick_atom::value);
   return {[=](tick_atom) { step(self); }};
 }
 
 }  // namespace
 
-list_ingest_actor spawn_list_ingest(engine_context& ctx, std::string job_id,
-                                    queue_models_fn queue_models) {
+list_ingest_actor spawn_list_ingest(engine_context& ctx, std::string job_id) {
   ++ctx.ingests;  // before the spawn: shutdown must never see zero while one starts
-  return ctx.sys.spawn<caf::detached>(ingest, &ctx, std::move(job_id), std::move(queue_models));
+  return ctx.sys.spawn<caf::detached>(ingest, &ctx, std::move(job_id));
 }
 
 }  // namespace sy::actors

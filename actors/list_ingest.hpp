@@ -8,7 +8,6 @@
 /// rewrites nothing and never duplicates a task. The engine spawns one at creation and, at
 /// start, one for every list of db::list_ingest.
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,11 +24,9 @@ using list_ingest_actor = caf::typed_actor<caf::reacts_to<tick_atom>>;
 /// Tasks per chunk: each is one transaction through the writer.
 inline constexpr size_t ingest_chunk_tasks = 1000;
 
-/// Takes the queues of `models` (engine::queue_models): each must have a gateway, and together
-/// they stay within max_models.
-using queue_models_fn = std::function<status(const std::vector<std::string>& models)>;
-
-list_ingest_actor spawn_list_ingest(engine_context& ctx, std::string job_id,
-                                    queue_models_fn queue_models);
+/// Spawns the ingest of list `job_id`. Before it commits a chunk, it asks the dispatcher
+/// directory (`ctx.dispatchers`) to take the queues of the chunk's models: each must have a
+/// gateway, and together they stay within max_models, or the list fails.
+list_ingest_actor spawn_list_ingest(engine_context& ctx, std::string job_id);
 
 }  // namespace sy::actors

@@ -45,7 +45,7 @@ struct batch_lane {
   uint64_t model_index = 0;
   uint64_t position = 0;  ///< entries of the plan read so far
   runtime::gateway_client* gw = nullptr;
-  slot_owner_actor owner;  ///< the model's dispatcher
+  slot_owner_actor owner;  ///< the model's dispatcher (null until the directory answered)
   uint64_t key = 0;        ///< its holder key at the dispatcher
   int32_t held = 0;        ///< slots it holds (in use or idle)
   int32_t busy = 0;        ///< of those, in use by a window of lines in flight

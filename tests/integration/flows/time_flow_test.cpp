@@ -17,9 +17,11 @@
 #include <optional>
 
 #include <caf/event_based_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/batch_actor.hpp"
 #include "actors/batch_manager.hpp"
+#include "actors/dispatcher_directory.hpp"
 #include "actors/runtime_queue.hpp"
 #include "tests/integration/flows/flow_env.hpp"
 
@@ -73,13 +75,29 @@ TEST(long_poll_flow, a_lease_with_nothing_queued_is_answered_empty_once_the_cloc
   EXPECT_TRUE(got->tasks.empty());
 }
 
+/// A dispatcher directory that answers every model with `owner`.
+actors::dispatcher_directory_actor::behavior_type directory_of(
+    actors::dispatcher_directory_actor::pointer self, actors::slot_owner_actor owner) {
+  return {
+      [=](actors::dispatchers_wanted& w) {
+        actors::dispatchers_found found;
+        found.owners.assign(w.models.size(), owner);
+        return found;
+      },
+      [=](actors::stop_atom) {
+        self->quit();
+        return int32_t{0};
+      },
+  };
+}
+
 TEST(batch_flow, the_completion_window_expires_the_batch_when_the_clock_passes_it_not_before) {
   flow_env env;
   dispatcher_log seen;  // what the batch's lane tells its model's dispatcher (it grants nothing)
   auto dispatcher = env.recording_dispatcher(&seen);
-  env.ctx().dispatcher_for = [dispatcher](const std::string&) {
-    return caf::actor_cast<actors::slot_owner_actor>(dispatcher);
-  };
+  env.ctx().dispatchers =
+      env.sys().spawn(directory_of, caf::actor_cast<actors::slot_owner_actor>(dispatcher));
+  env.keep(caf::actor_cast<caf::actor>(env.ctx().dispatchers));
   const runtime::webhook_policy webhooks;  // the batch has no webhook
   auto mgr = std::make_unique<actors::batch_manager>(env.ctx(), env.store(), webhooks,
                                                      env.io().get_executor());

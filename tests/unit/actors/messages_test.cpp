@@ -25,6 +25,8 @@
 
 #include "actors/batch_actor.hpp"
 #include "actors/detail/write_tickets.hpp"
+#include "actors/dispatcher_directory.hpp"
+#include "actors/global_budget.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/model_dispatcher.hpp"
 #include "actors/slots.hpp"
@@ -313,6 +315,19 @@ TEST_F(messages, the_dispatchers_fetched_tasks_round_trip_with_their_deliveries)
     EXPECT_EQ(out.got[i].delivered, in.got[i].delivered);
     EXPECT_EQ(out.got[i].stream_seq, in.got[i].stream_seq);
   }
+}
+
+TEST_F(messages, the_dispatcher_directorys_ask_and_answer_round_trip) {
+  dispatchers_wanted want{{"m1", "m2"}, {"tasks[0].model", "tasks[1].model"}, true, true};
+  EXPECT_TRUE(round_trip(want) == want) << caf::deep_to_string(want);
+  // Handles of local actors travel by id and come back as the same actor.
+  auto a = spawn_global_budget(sys, 1);
+  auto b = spawn_global_budget(sys, 2);
+  dispatchers_found found{{a, b}, 7, make_error(errc::too_many_models, "full", "body.model")};
+  auto out = round_trip(found);
+  EXPECT_TRUE(out == found) << caf::deep_to_string(out);
+  caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
 }
 
 TEST_F(messages, a_job_actors_gateway_outcome_round_trips) {
