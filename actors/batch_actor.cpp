@@ -51,7 +51,7 @@ void ingest(batch_ptr self, const storage::batch_record& b) {
   o.max_lines = st.ctx->cfg.batch_max_lines;
   engine_context* ctx = st.ctx;
   o.model_known = [ctx](std::string_view model) {
-    return ctx->gateway_for(std::string(model)) != nullptr;
+    return ctx->gateways.for_model(std::string(model)) != nullptr;
   };
   st.step_started_ms = st.ctx->clock.now_ms();
   off_thread(self, [o = std::move(o), file = b.input_file_id] {

@@ -354,7 +354,7 @@ void dispatch(batch_ptr self) {
     batch_lane lane{std::move(*reader)};
     lane.model = models[i].model;
     lane.model_index = i;
-    lane.gw = st.ctx->gateway_for(lane.model);
+    lane.gw = st.ctx->gateways.for_model(lane.model);
     lane.key = next_slot_key();
     st.lanes.push_back(std::move(lane));
   }

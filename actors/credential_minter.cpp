@@ -16,7 +16,7 @@ namespace sy::actors {
 namespace {
 
 struct minter_state {
-  engine_context* ctx = nullptr;
+  const ambient* at = nullptr;
   std::unique_ptr<runtime::key_ring> ring;
   std::shared_ptr<runtime::timer> rotation;  ///< the next timed rotation
   /// CAF destroys the state before it counts the actor stopped (and runs attached functors only
@@ -29,7 +29,7 @@ using minter_ptr = credential_minter_actor::stateful_pointer<minter_state>;
 
 mint_reply mint(minter_ptr self, runtime::capability_claims& c) {
   auto& st = self->state;
-  const int64_t now = st.ctx->clock.now_ms();
+  const int64_t now = st.at->clock.now_ms();
   c.iss = token_issuer;
   c.aud = token_audience;
   c.iat_s = c.nbf_s = now / 1000;
@@ -42,7 +42,7 @@ mint_reply mint(minter_ptr self, runtime::capability_claims& c) {
 verify_reply verify(minter_ptr self, const std::string& token) {
   auto& st = self->state;
   runtime::token_expectations e{std::string(token_issuer), std::string(token_audience),
-                                st.ctx->clock.now_ms(), token_skew_s};
+                                st.at->clock.now_ms(), token_skew_s};
   auto claims = runtime::check_token(token, *st.ring, e);
   if (!claims) return {{}, claims.error()};
   return {std::move(*claims), {}};
@@ -50,7 +50,7 @@ verify_reply verify(minter_ptr self, const std::string& token) {
 
 /// The AssumeRole call for `grants`, signed now with the minter's STS keys.
 sts_reply sign_sts(minter_ptr self, const config::s3_grants& grants, const std::string& session) {
-  const auto& cfg = self->state.ctx->cfg;
+  const auto& cfg = self->state.at->cfg;
   if (cfg.sts_endpoint.empty())
     return {{},
             make_error(errc::credentials_unavailable,
@@ -64,13 +64,13 @@ sts_reply sign_sts(minter_ptr self, const config::s3_grants& grants, const std::
                         {cfg.sts_access_key_id, cfg.sts_secret_access_key, ""}};
   runtime::assume_role_params p{session, config::s3_session_policy(grants).dump(),
                                 cfg.credentials_ttl_ms / 1000};
-  return {runtime::assume_role_request(t, p, self->state.ctx->clock.now_ms() / 1000), {}};
+  return {runtime::assume_role_request(t, p, self->state.at->clock.now_ms() / 1000), {}};
 }
 
 /// Rotates now, prunes what is no longer published, and arms the next rotation.
 sy::error rotate(minter_ptr self) {
   auto& st = self->state;
-  const int64_t now = st.ctx->clock.now_ms();
+  const int64_t now = st.at->clock.now_ms();
   auto rotated = st.ring->rotate(now);
   const size_t pruned = st.ring->prune(now);
   if (rotated)
@@ -82,27 +82,27 @@ sy::error rotate(minter_ptr self) {
 
 void arm_rotation(minter_ptr self) {
   auto& st = self->state;
-  detail::arm_on<tick_atom>(st.rotation, st.ctx->clock, st.ctx->exec,
-                            st.ctx->cfg.signing_key_rotation_ms, credential_minter_actor{self});
+  detail::arm_on<tick_atom>(st.rotation, st.at->clock, st.at->exec,
+                            st.at->cfg.signing_key_rotation_ms, credential_minter_actor{self});
 }
 
-credential_minter_actor::behavior_type minter(minter_ptr self, engine_context* ctx,
+credential_minter_actor::behavior_type minter(minter_ptr self, const ambient* at,
                                               runtime::key_ring* ring) {
-  self->state.ctx = ctx;
+  self->state.at = at;
   self->state.ring.reset(ring);
-  if (ctx->cfg.signing_key_file.empty()) arm_rotation(self);  // an operator's key never rotates
+  if (at->cfg.signing_key_file.empty()) arm_rotation(self);  // an operator's key never rotates
   return {
       [=](mint_atom, runtime::capability_claims& c) { return mint(self, c); },
       [=](verify_atom, const std::string& token) { return verify(self, token); },
       [=](jwks_atom) {
         auto& st = self->state;
-        return st.ring->jwks(st.ctx->clock.now_ms()).dump();
+        return st.ring->jwks(st.at->clock.now_ms()).dump();
       },
       [=](rotate_atom) {
         auto err = rotate(self);
         if (!err.code.empty()) return mint_reply{{}, std::move(err)};
         auto& st = self->state;
-        return mint_reply{st.ring->jwks(st.ctx->clock.now_ms()).dump(), {}};
+        return mint_reply{st.ring->jwks(st.at->clock.now_ms()).dump(), {}};
       },
       [=](sts_atom, const config::s3_grants& g, const std::string& session) {
         return sign_sts(self, g, session);
@@ -116,22 +116,22 @@ credential_minter_actor::behavior_type minter(minter_ptr self, engine_context* c
 
 }  // namespace
 
-result<credential_minter_actor> spawn_credential_minter(engine_context& ctx) {
+result<credential_minter_actor> spawn_credential_minter(const ambient& at) {
   int64_t longest_lease = 0;
-  for (const auto& [name, r] : ctx.cfg.runtimes)
+  for (const auto& [name, r] : at.cfg.runtimes)
     longest_lease = std::max(longest_lease, r.lease_ttl_ms);
   runtime::key_ring::options o;
-  o.dir = ctx.cfg.data_dir + "/signing-keys";
-  o.pem_file = ctx.cfg.signing_key_file;
+  o.dir = at.cfg.data_dir + "/signing-keys";
+  o.pem_file = at.cfg.signing_key_file;
   // A rotated key is published a minute before it signs: verifiers that cache the JWKS for
   // less than that never meet a kid they do not know.
   o.publish_lead_ms = 60'000;
   o.max_token_ttl_ms = longest_lease + token_skew_s * 1000;
-  auto ring = runtime::key_ring::open(o, ctx.clock.now_ms());
+  auto ring = runtime::key_ring::open(o, at.clock.now_ms());
   if (!ring) return ring.error();
   auto owned = std::make_unique<runtime::key_ring>(std::move(*ring));
   // CAF copies spawn arguments; the ring travels as a raw owning pointer.
-  return ctx.sys.spawn<caf::detached>(minter, &ctx, owned.release());
+  return at.sys.spawn<caf::detached>(minter, &at, owned.release());
 }
 
 }  // namespace sy::actors

@@ -21,8 +21,8 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "actors/ambient.hpp"
 #include "actors/atoms.hpp"
-#include "actors/engine_context.hpp"
 #include "runtime/capability_token.hpp"
 #include "runtime/sts.hpp"
 
@@ -86,6 +86,6 @@ inline constexpr int64_t token_skew_s = 30;
 /// Opens the key ring under `<data_dir>/signing-keys` (its first key is made when there is
 /// none), then spawns the minter owning it. Errors: those of key_ring::open (the engine does not
 /// start without its keys).
-result<credential_minter_actor> spawn_credential_minter(engine_context& ctx);
+result<credential_minter_actor> spawn_credential_minter(const ambient& at);
 
 }  // namespace sy::actors

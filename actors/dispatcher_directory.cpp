@@ -5,7 +5,6 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
-#include "actors/engine_context.hpp"
 #include "actors/http_task.hpp"
 #include "actors/model_dispatcher.hpp"
 #include "runtime/log.hpp"
@@ -19,7 +18,7 @@ struct directory_state {
     model_dispatcher_actor handle;
     bool queue = false;  ///< it takes the model's JetStream queue (counts toward max_models)
   };
-  engine_context* ctx = nullptr;
+  dispatcher_deps d;                    ///< what each dispatcher it spawns gets
   std::shared_ptr<queued_models> view;  ///< published after each queue taken
   std::map<std::string, entry> dispatchers;
   size_t queued = 0;  ///< entries with `queue`
@@ -32,11 +31,12 @@ using directory_ptr = dispatcher_directory_actor::stateful_pointer<directory_sta
 /// queue needs none), and the models not queued yet keep the count within max_models.
 status check(const directory_state& st, const dispatchers_wanted& w) {
   auto param = [&](size_t i) { return i < w.params.size() ? w.params[i] : std::string(); };
-  if (auto gateways = have_gateways(*st.ctx, w.models, w.params); !gateways) return gateways;
+  if (auto gateways = have_gateways(*st.d.job->gateways, w.models, w.params); !gateways)
+    return gateways;
   // Each model has a JetStream consumer and a dispatcher of its own, and with one global
   // gateway the client chooses the name: without a bound, distinct names would exhaust them.
   size_t added = 0;
-  const auto limit = static_cast<size_t>(st.ctx->cfg.max_models);
+  const auto limit = static_cast<size_t>(st.d.fetch.at->cfg.max_models);
   for (size_t i = 0; i < w.models.size(); ++i) {
     auto known = st.dispatchers.find(w.models[i]);
     if (known != st.dispatchers.end() && known->second.queue) continue;
@@ -56,8 +56,8 @@ model_dispatcher_actor dispatcher(directory_ptr self, const std::string& model, 
   auto& st = self->state;
   auto& d = st.dispatchers[model];
   if (!d.handle) {
-    d.handle = spawn_model_dispatcher(*st.ctx, model, nullptr, 0);
-    metrics::set_model_limit(model, st.ctx->concurrency_for(model));
+    d.handle = spawn_model_dispatcher(st.d, model, nullptr, 0);
+    metrics::set_model_limit(model, concurrency_for(st.d.fetch.at->cfg, model));
     log::info("engine", "dispatcher started", {{"model", model}});
   }
   if (queue && !d.queue) {
@@ -72,7 +72,7 @@ dispatchers_found find(directory_ptr self, const dispatchers_wanted& w) {
   auto& st = self->state;
   dispatchers_found found;
   // After shutdown began no queue is taken (a batch's lanes may still find their dispatchers).
-  if (w.queue && st.ctx->stopping) {
+  if (w.queue && *st.d.fetch.stopping) {
     found.refusal = make_error(errc::shutting_down, "the server is shutting down");
     return found;
   }
@@ -96,9 +96,9 @@ dispatchers_found find(directory_ptr self, const dispatchers_wanted& w) {
   return found;
 }
 
-dispatcher_directory_actor::behavior_type directory(directory_ptr self, engine_context* ctx,
+dispatcher_directory_actor::behavior_type directory(directory_ptr self, dispatcher_deps deps,
                                                     std::shared_ptr<queued_models> view) {
-  self->state.ctx = ctx;
+  self->state.d = std::move(deps);
   self->state.view = std::move(view);
   return {
       [=](dispatchers_wanted& w) { return find(self, w); },
@@ -120,10 +120,10 @@ dispatcher_directory_actor::behavior_type directory(directory_ptr self, engine_c
 
 }  // namespace
 
-status have_gateways(const engine_context& ctx, const std::vector<std::string>& models,
+status have_gateways(const gateway_table& gateways, const std::vector<std::string>& models,
                      const std::vector<std::string>& params) {
   for (size_t i = 0; i < models.size(); ++i) {
-    if (!is_http_queue(models[i]) && !ctx.gateway_for(models[i]))
+    if (!is_http_queue(models[i]) && !gateways.for_model(models[i]))
       return make_error(errc::model_not_found,
                         "no gateway is configured for model '" + models[i] + "'",
                         i < params.size() ? params[i] : std::string());
@@ -131,9 +131,10 @@ status have_gateways(const engine_context& ctx, const std::vector<std::string>& 
   return ok;
 }
 
-dispatcher_directory_actor spawn_dispatcher_directory(engine_context& ctx,
+dispatcher_directory_actor spawn_dispatcher_directory(dispatcher_deps d,
                                                       std::shared_ptr<queued_models> view) {
-  return ctx.sys.spawn(directory, &ctx, std::move(view));
+  auto& sys = d.fetch.at->sys;
+  return sys.spawn(directory, std::move(d), std::move(view));
 }
 
 }  // namespace sy::actors

@@ -29,12 +29,11 @@
 #include <caf/typed_actor.hpp>
 
 #include "actors/atoms.hpp"
+#include "actors/dispatch_deps.hpp"
 #include "actors/slots.hpp"
 #include "config/result.hpp"
 
 namespace sy::actors {
-
-struct engine_context;
 
 /// What to ask the directory for: the dispatchers of `models`, in order. With `queue` they also
 /// take their models' queues — each model must have a gateway (model_not_found) and together
@@ -105,7 +104,7 @@ class queued_models {
 /// OK when a gateway serves each of `models` (an http task's queue needs none); else
 /// model_not_found, naming `params[i]` (when given) for model i. The directory checks it before
 /// it takes a queue; a submission whose models are queued already checks it alone.
-status have_gateways(const engine_context& ctx, const std::vector<std::string>& models,
+status have_gateways(const gateway_table& gateways, const std::vector<std::string>& models,
                      const std::vector<std::string>& params);
 
 /// Answers `dispatchers_wanted` with `dispatchers_found`, and (`stop`) with the number of
@@ -114,9 +113,9 @@ using dispatcher_directory_actor =
     caf::typed_actor<caf::replies_to<dispatchers_wanted>::with<dispatchers_found>,
                      caf::replies_to<stop_atom>::with<int32_t>>;
 
-/// Spawns the directory of the engine whose context is `ctx` (its settings: max_models, the
-/// gateways; its system spawns the dispatchers). It publishes the queued models in `view`.
-dispatcher_directory_actor spawn_dispatcher_directory(engine_context& ctx,
+/// Spawns the directory; `d` is what every dispatcher it spawns gets (and its settings,
+/// max_models, and gateways are the directory's). It publishes the queued models in `view`.
+dispatcher_directory_actor spawn_dispatcher_directory(dispatcher_deps d,
                                                       std::shared_ptr<queued_models> view);
 
 }  // namespace sy::actors

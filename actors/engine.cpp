@@ -81,8 +81,8 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   auto& ctx = *e->ctx_;
   ctx.env = &d.env;
   ctx.holder = node_prefix + e->ids_.next(d.clock.now_ms());
-  if (d.cfg.gateway) ctx.add_gateway("*", *d.cfg.gateway);
-  for (const auto& [model, gw] : d.cfg.model_gateways) ctx.add_gateway(model, gw);
+  if (d.cfg.gateway) ctx.gateways.add("*", *d.cfg.gateway);
+  for (const auto& [model, gw] : d.cfg.model_gateways) ctx.gateways.add(model, gw);
   ctx.http_tasks =
       std::make_unique<runtime::outbound_client>(e->exec_.get_executor(), std::move(*http_policy));
 
@@ -91,7 +91,7 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   e->spawn_storage_actors();
   e->start_metrics();
   const int32_t queued_models = e->start_dispatchers();
-  e->reaper_ = spawn_lease_reaper(ctx, d.env, node_prefix);
+  e->reaper_ = spawn_lease_reaper(ctx.reaper(node_prefix));
   if (auto st = e->start_workers(); !st) {
     e->shutdown();
     return st.error();
@@ -146,7 +146,7 @@ void engine::spawn_storage_actors() {
 }
 
 int32_t engine::start_dispatchers() {
-  ctx_->dispatchers = spawn_dispatcher_directory(*ctx_, queued_);
+  ctx_->dispatchers = spawn_dispatcher_directory(ctx_->dispatcher(), queued_);
   dispatchers_wanted known;
   known.queue = true;
   known.known = true;
@@ -188,7 +188,7 @@ boost::asio::awaitable<status> engine::queue_models(std::vector<std::string> mod
   // The hot path: models whose queues are taken already need no message, only their gateways
   // (a model this store queued before may have lost its gateway in the settings). An ask per
   // submission cost about 10 us of CPU and 15 % or more of bench/run.sh's phase a1.
-  if (queued_->has_all(models)) co_return have_gateways(*ctx_, models, params);
+  if (queued_->has_all(models)) co_return have_gateways(ctx_->gateways, models, params);
   dispatchers_wanted want{std::move(models), std::move(params), true, false};
   auto found = co_await ask<dispatchers_found>(*sys_, ctx_->dispatchers, std::chrono::seconds(30),
                                                std::move(want));

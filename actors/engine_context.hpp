@@ -14,11 +14,15 @@
 #include <boost/asio/io_context.hpp>
 #include <caf/actor_system.hpp>
 
+#include "actors/ambient.hpp"
+#include "actors/dispatch_deps.hpp"
 #include "actors/dispatcher_directory.hpp"
+#include "actors/gateway_table.hpp"
 #include "actors/global_budget.hpp"
 #include "actors/http_task.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/job_watch.hpp"
+#include "actors/lease_reaper.hpp"
 #include "actors/storage_writer.hpp"
 #include "config/settings.hpp"
 #include "runtime/clock.hpp"
@@ -27,23 +31,21 @@
 
 namespace sy::actors {
 
-struct engine_context {
+/// The engine's own record of what it made at start: the ambient part every actor gets, the
+/// actors' handles, the gateway clients. Owned by `engine` (and the flow tests' environment); an
+/// actor is given only its `*_deps`, built from it (`exec`: attempt runners and gateway clients
+/// run there).
+struct engine_context : ambient {
   engine_context(caf::actor_system& s, const config::settings& c, const runtime::clock& k,
                  runtime::js_client& j, boost::asio::io_context& e)
-      : sys(s), cfg(c), clock(k), js(j), exec(e), watch(k) {}
+      : ambient{s, c, k, e}, js(j), gateways(e, c.gateway.has_value()), watch(k) {}
 
-  caf::actor_system& sys;
-  const config::settings& cfg;
-  const runtime::clock& clock;
   runtime::js_client& js;
-  boost::asio::io_context& exec;  ///< attempt runners and gateway clients run here
   storage_writer_actor writer;
   storage::environment* env = nullptr;  ///< for short read transactions
   global_budget_actor budget;           ///< owns the global concurrency slots (set once at start)
   std::string holder;                   ///< lease holder id of this process: "<node>/<boot ULID>"
-  std::vector<std::unique_ptr<runtime::gateway_client>>
-      gateway_clients;                                       ///< one per distinct settings
-  std::map<std::string, runtime::gateway_client*> gateways;  ///< by model; "*" for the global one
+  gateway_table gateways;               ///< filled at start, read-only after
   /// Sends the requests of http tasks, under the http_task_* policy (set once at start).
   std::unique_ptr<runtime::outbound_client> http_tasks;
   job_registry_actor jobs;            ///< the jobs with work in flight here (set once at start)
@@ -55,31 +57,18 @@ struct engine_context {
   /// ingests and batch lanes ask it for a model's dispatcher. Set once at start.
   dispatcher_directory_actor dispatchers;
 
-  /// Serves `key` (a model, or "*") by the client made for settings equal to `g` — entries that
-  /// are equal share one client and its keep-alive pool — or by a new client on `exec`.
-  void add_gateway(const std::string& key, const config::gateway_settings& g) {
-    for (const auto& client : gateway_clients) {
-      if (client->settings() == g) {
-        gateways[key] = client.get();
-        return;
-      }
-    }
-    gateways[key] =
-        gateway_clients
-            .emplace_back(std::make_unique<runtime::gateway_client>(exec.get_executor(), g))
-            .get();
+  /// The lease reaper's dependencies (`node_prefix`: see spawn_lease_reaper).
+  reaper_deps reaper(std::string node_prefix) const {
+    return {this, env, &js, writer, jobs, holder, std::move(node_prefix)};
   }
 
-  /// Requests in flight at once on `model`'s queue: the per-host limit for an http task queue.
-  int concurrency_for(const std::string& model) const {
-    return is_http_queue(model) ? cfg.http_task_host_concurrency : cfg.per_model_concurrency;
+  /// What a task fetcher, a job actor and a model dispatcher get.
+  fetch_deps fetch() const { return {this, &js, &stopping}; }
+  std::shared_ptr<const job_deps> job() const {
+    return std::make_shared<const job_deps>(
+        job_deps{this, &js, writer, jobs, &gateways, http_tasks.get(), holder});
   }
-
-  /// The client for `model`, or nullptr when no gateway serves it.
-  runtime::gateway_client* gateway_for(const std::string& model) const {
-    auto it = gateways.find(cfg.gateway ? std::string("*") : model);
-    return it == gateways.end() ? nullptr : it->second;
-  }
+  dispatcher_deps dispatcher() const { return {fetch(), budget, job()}; }
 };
 
 }  // namespace sy::actors

@@ -51,7 +51,7 @@ status engine::start_workers() {
   sts_policy.setting = "sts";
   sts_ = std::make_unique<runtime::outbound_client>(exec_.get_executor(), std::move(sts_policy));
   for (const auto& [name, r] : deps_.cfg.runtimes)
-    runtimes_.emplace(name, spawn_runtime_queue(*ctx_, name, minter_));
+    runtimes_.emplace(name, spawn_runtime_queue({ctx_->fetch(), ctx_->writer, minter_}, name));
   for (const auto& [tenant, uris] : deps_.cfg.tenant_storage_prefixes)
     for (const auto& uri : uris)
       if (auto p = config::parse_s3_prefix(uri)) storage_prefixes_[tenant].push_back(std::move(*p));

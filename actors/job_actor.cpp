@@ -30,7 +30,7 @@ using detail::arm;
 using detail::disarm;
 
 struct job_state {
-  engine_context* ctx = nullptr;
+  std::shared_ptr<const job_deps> d;
   std::string model;
   runtime::delivery msg;
   model_dispatcher_actor dispatcher;
@@ -73,13 +73,13 @@ void end(job_ptr self) {
 /// out.
 void heartbeat(job_ptr self) {
   auto& st = self->state;
-  auto& ctx = *st.ctx;
-  const int64_t now = ctx.clock.now_ms();
-  if (!st.at.beating() || st.extending || now - st.lease_from_ms < heartbeat_period_ms(ctx.cfg))
+  const auto& d = *st.d;
+  const int64_t now = d.at->clock.now_ms();
+  if (!st.at.beating() || st.extending || now - st.lease_from_ms < heartbeat_period_ms(d.at->cfg))
     return;
   st.extending = true;
-  storage::extend_lease_op op{st.task_id, st.attempt, st.token, now + ctx.cfg.lease_ttl_ms};
-  self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
+  storage::extend_lease_op op{st.task_id, st.attempt, st.token, now + d.at->cfg.lease_ttl_ms};
+  self->request(d.writer, caf::infinite, write_request{std::move(op)})
       .then(
           [self, now](write_reply& r) {
             auto& s = self->state;
@@ -93,7 +93,7 @@ void heartbeat(job_ptr self) {
             }
             if (!r.reply) return;  // not committed: the next tick tries again
             s.lease_from_ms = now;
-            if (s.at.beating()) (void)s.ctx->js.in_progress(s.msg);
+            if (s.at.beating()) (void)s.d->js->in_progress(s.msg);
           },
           [self](caf::error&) {
             // The writer is gone (shutdown): the lease runs out and the task is queued again.
@@ -144,10 +144,10 @@ void trace_attempt(const job_state& st, std::string_view outcome, int64_t now) {
 /// The request goes out on the gateway client's executor; its outcome comes back as a message.
 void send_request(job_ptr self) {
   auto& st = self->state;
-  auto& ctx = *st.ctx;
+  const auto& d = *st.d;
   const auto& job = *st.job;
   const bool http = job.endpoint == http_endpoint;
-  auto* gw = http ? nullptr : ctx.gateway_for(st.model);
+  auto* gw = http ? nullptr : d.gateways->for_model(st.model);
   if (gw == nullptr && !http) {
     st.at.on_sending();
     st.at.on_answered();
@@ -162,13 +162,13 @@ void send_request(job_ptr self) {
   if (st.at.on_sending()) st.abort->abort();  // cancelled or expired while starting
   job_actor me = self;
   if (job.deadline_ms > 0) {  // the job's timeout: abort the request when it passes
-    st.deadline = ctx.clock.make_timer(asio::make_strand(ctx.exec));
-    arm<expire_atom>(st.deadline, job.deadline_ms - ctx.clock.now_ms(), me);
+    st.deadline = d.at->clock.make_timer(asio::make_strand(d.at->exec));
+    arm<expire_atom>(st.deadline, job.deadline_ms - d.at->clock.now_ms(), me);
   }
   log::debug("attempt", "sending", [&] {
     return nlohmann::json{{"job_id", job.id}, {"attempt", st.attempt}, {"trace_id", trace_id(st)}};
   });
-  st.sent_ms = ctx.clock.now_ms();
+  st.sent_ms = d.at->clock.now_ms();
   auto answered = [me](const std::exception_ptr& e, runtime::gateway_outcome o) {
     if (e) {
       o = {};
@@ -178,9 +178,9 @@ void send_request(job_ptr self) {
   };
   if (http) {
     asio::co_spawn(
-        ctx.exec,
-        send_http_task(*ctx.http_tasks, st.list_body,
-                       static_cast<uint64_t>(ctx.cfg.http_task_max_response_bytes), st.abort),
+        d.at->exec,
+        send_http_task(*d.http_tasks, st.list_body,
+                       static_cast<uint64_t>(d.at->cfg.http_task_max_response_bytes), st.abort),
         answered);
     return;
   }
@@ -192,10 +192,10 @@ void send_request(job_ptr self) {
 /// Records how the attempt ended, under its lease token, then acks (or naks a released task).
 void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
   auto& st = self->state;
-  auto& ctx = *st.ctx;
+  const auto& d = *st.d;
   *st.answered = true;
   self->send(st.dispatcher, answered_atom::value);
-  trace_call(st, outcome, ctx.clock.now_ms());
+  trace_call(st, outcome, d.at->clock.now_ms());
   runtime::failpoint("attempt_response_received");
   auto verdict = judge(outcome, st.at.released(), st.job->endpoint == http_endpoint);
   storage::finish_attempt_op finish;
@@ -207,8 +207,8 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
     finish.response = storage::gateway_result{outcome.status_code, outcome.body};
   finish.error_code = verdict.error_code;
   finish.error_message = verdict.error_message;
-  finish.backoff_ms = retry_backoff_ms(ctx.cfg, st.attempt);
-  finish.now_ms = ctx.clock.now_ms();
+  finish.backoff_ms = retry_backoff_ms(d.at->cfg, st.attempt);
+  finish.now_ms = d.at->clock.now_ms();
   const bool released = verdict.end == storage::attempt_end::released;
   auto failed = [self](const std::string& why) {
     // Not recorded: the lease will expire and the reaper queues the task again.
@@ -216,10 +216,10 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
     log::error(
         "attempt", "could not record the outcome",
         {{"job_id", s.job->id}, {"attempt", s.attempt}, {"trace_id", trace_id(s)}, {"error", why}});
-    (void)s.ctx->js.nak(s.msg, s.ctx->cfg.lease_ttl_ms);
+    (void)s.d->js->nak(s.msg, s.d->at->cfg.lease_ttl_ms);
     end(self);
   };
-  self->request(ctx.writer, caf::infinite, write_request{std::move(finish)})
+  self->request(d.writer, caf::infinite, write_request{std::move(finish)})
       .then(
           [self, released, failed, code = verdict.error_code](write_reply& r) {
             if (!r.reply) return failed(r.err.message);
@@ -235,10 +235,11 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
             });
             const auto outcome = attempt_outcome(*r.reply, code.empty(), released);
             metrics::attempt_ended(
-                s.model, outcome, static_cast<double>(s.ctx->clock.now_ms() - s.started_ms) / 1000);
-            trace_attempt(s, outcome, s.ctx->clock.now_ms());
+                s.model, outcome,
+                static_cast<double>(s.d->at->clock.now_ms() - s.started_ms) / 1000);
+            trace_attempt(s, outcome, s.d->at->clock.now_ms());
             runtime::failpoint("attempt_result_committed");
-            (void)(released ? s.ctx->js.nak(s.msg, 0) : s.ctx->js.ack(s.msg));
+            (void)(released ? s.d->js->nak(s.msg, 0) : s.d->js->ack(s.msg));
             end(self);
           },
           [self, failed](caf::error& e) { failed(self->system().render(e)); });
@@ -246,7 +247,7 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
 
 void on_started(job_ptr self, write_reply& r) {
   auto& st = self->state;
-  auto& js = st.ctx->js;
+  auto& js = *st.d->js;
   if (!r.reply) {
     log::warn("attempt", "could not start; redelivering later",
               {{"task_id", st.task_id}, {"error", r.err.message}});
@@ -276,13 +277,13 @@ void on_started(job_ptr self, write_reply& r) {
 /// Registers the job, then commits the attempt's start (its lease).
 void begin(job_ptr self) {
   auto& st = self->state;
-  auto& ctx = *st.ctx;
-  self->send(ctx.jobs, register_atom::value, st.task_id, job_control_actor{self});
+  const auto& d = *st.d;
+  self->send(d.jobs, register_atom::value, st.task_id, job_control_actor{self});
   st.token = new_lease_token();
-  st.lease_from_ms = st.started_ms = ctx.clock.now_ms();
+  st.lease_from_ms = st.started_ms = d.at->clock.now_ms();
   storage::start_attempt_op start{st.task_id, st.attempt,       st.token,
-                                  ctx.holder, st.lease_from_ms, ctx.cfg.lease_ttl_ms};
-  self->request(ctx.writer, caf::infinite, write_request{std::move(start)})
+                                  d.holder,   st.lease_from_ms, d.at->cfg.lease_ttl_ms};
+  self->request(d.writer, caf::infinite, write_request{std::move(start)})
       .then([self](write_reply& r) { on_started(self, r); },
             [self](caf::error& e) {
               write_reply r;
@@ -304,11 +305,11 @@ void abort_for(job_ptr self, abort_reason why) {
   }
 }
 
-job_actor::behavior_type job(job_ptr self, engine_context* ctx, std::string model,
+job_actor::behavior_type job(job_ptr self, std::shared_ptr<const job_deps> deps, std::string model,
                              runtime::delivery d, std::string task_id, int attempt,
                              const model_dispatcher_actor& dispatcher) {
   auto& st = self->state;
-  st.ctx = ctx;
+  st.d = std::move(deps);
   st.model = std::move(model);
   st.msg = std::move(d);
   st.task_id = std::move(task_id);
@@ -337,10 +338,12 @@ int64_t heartbeat_period_ms(const config::settings& cfg) {
   return std::max<int64_t>(cfg.lease_ttl_ms / 3, 50);
 }
 
-job_actor spawn_job_actor(engine_context& ctx, std::string model, runtime::delivery d,
-                          std::string task_id, int attempt, model_dispatcher_actor dispatcher) {
-  return ctx.sys.spawn(job, &ctx, std::move(model), std::move(d), std::move(task_id), attempt,
-                       std::move(dispatcher));
+job_actor spawn_job_actor(std::shared_ptr<const job_deps> deps, std::string model,
+                          runtime::delivery d, std::string task_id, int attempt,
+                          model_dispatcher_actor dispatcher) {
+  auto& sys = deps->at->sys;
+  return sys.spawn(job, std::move(deps), std::move(model), std::move(d), std::move(task_id),
+                   attempt, std::move(dispatcher));
 }
 
 }  // namespace sy::actors

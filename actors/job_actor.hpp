@@ -13,8 +13,10 @@
 /// request's slot serves the next one.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "actors/dispatch_deps.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/model_dispatcher.hpp"
 #include "runtime/jetstream.hpp"
@@ -27,7 +29,8 @@ int64_t heartbeat_period_ms(const config::settings& cfg);
 
 /// `task_id` and `attempt`: what the delivery's payload names (parse_task_message,
 /// actors/event_json.hpp).
-job_actor spawn_job_actor(engine_context& ctx, std::string model, runtime::delivery d,
-                          std::string task_id, int attempt, model_dispatcher_actor dispatcher);
+job_actor spawn_job_actor(std::shared_ptr<const job_deps> deps, std::string model,
+                          runtime::delivery d, std::string task_id, int attempt,
+                          model_dispatcher_actor dispatcher);
 
 }  // namespace sy::actors

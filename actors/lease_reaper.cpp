@@ -23,9 +23,7 @@ struct reaper_state {
   int64_t last_queue_gauges_ms = 0;
   int64_t queue_gauges_every_ms = 0;  ///< the next pass's least wait (scaled by the last's cost)
   bool purging = false;
-  engine_context* ctx = nullptr;
-  storage::environment* env = nullptr;
-  std::string node_prefix;
+  reaper_deps d;
   /// A write that keeps failing is retried every tick: logged once a minute, with a count.
   log::throttle write_failures{60'000};
   /// The next tick, `reaper_interval_ms` of the engine's clock after the last pass.
@@ -38,7 +36,7 @@ using reaper_ptr = lease_reaper_actor::stateful_pointer<reaper_state>;
 /// Logs a failed write of the reaper's (retried at a later tick), throttled.
 void write_failed(reaper_ptr self, std::string_view what, const sy::error& e,
                   nlohmann::json fields = nlohmann::json::object()) {
-  const uint64_t n = self->state.write_failures.occur(self->state.ctx->clock.now_ms());
+  const uint64_t n = self->state.write_failures.occur(self->state.d.at->clock.now_ms());
   if (n == 0) return;
   fields["code"] = e.code;
   fields["error"] = e.message;
@@ -48,13 +46,13 @@ void write_failed(reaper_ptr self, std::string_view what, const sy::error& e,
 
 int reap(reaper_ptr self) {
   auto& st = self->state;
-  auto& ctx = *st.ctx;
-  const int64_t now = ctx.clock.now_ms();
+  const auto& d = st.d;
+  const int64_t now = d.at->clock.now_ms();
   std::vector<std::pair<storage::lease_record, std::string>> dead;  // lease, model
   {
-    auto txn = st.env->begin_read();
+    auto txn = st.d.env->begin_read();
     for (auto& l : storage::read_leases(txn)) {
-      if (!lease_is_dead(l, now, ctx.holder, st.node_prefix)) continue;
+      if (!lease_is_dead(l, now, d.holder, st.d.node_prefix)) continue;
       auto task = storage::get_task(txn, l.task_id);
       dead.emplace_back(std::move(l), task ? task->model : std::string{});
     }
@@ -66,13 +64,13 @@ int reap(reaper_ptr self) {
     op.token = lease.token;
     op.end = storage::attempt_end::retry;
     op.error_code = errc::lease_expired;
-    op.error_message = lease.holder == ctx.holder || lease.holder.rfind(st.node_prefix, 0) != 0
+    op.error_message = lease.holder == d.holder || lease.holder.rfind(st.d.node_prefix, 0) != 0
                            ? "the attempt's lease expired without a heartbeat"
                            : "the engine stopped while the attempt was running";
     op.now_ms = now;
     log::warn("reaper", "expiring lease",
               {{"task_id", lease.task_id}, {"attempt", lease.attempt}, {"holder", lease.holder}});
-    self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
+    self->request(d.writer, caf::infinite, write_request{std::move(op)})
         .then([self, task_id = lease.task_id](write_reply& r) {
           if (!r.reply)
             write_failed(self, "expiring a lease failed", r.err, {{"task_id", task_id}});
@@ -87,13 +85,14 @@ int reap(reaper_ptr self) {
 /// in the outbox) lost its message: queue it again. A duplicate is fenced out at start.
 void reconcile(reaper_ptr self, int64_t now) {
   auto& st = self->state;
-  auto& ctx = *st.ctx;
-  const int64_t after = ctx.cfg.reconcile_after_ms;
-  if (now - st.last_reconcile_ms < std::max<int64_t>(after / 4, ctx.cfg.reaper_interval_ms)) return;
+  const auto& d = st.d;
+  const int64_t after = d.at->cfg.reconcile_after_ms;
+  if (now - st.last_reconcile_ms < std::max<int64_t>(after / 4, d.at->cfg.reaper_interval_ms))
+    return;
   st.last_reconcile_ms = now;
   std::map<std::string, std::vector<storage::task_record>> stale;  // by model
   {
-    auto txn = st.env->begin_read();
+    auto txn = st.d.env->begin_read();
     if (!storage::read_outbox(txn, 0, 1).empty()) return;  // the relay has work: wait for it
     // Only the tasks in state `queued` (their index), not every task the store still holds.
     txn.scan(storage::db::queued, "", [&](std::string_view task_id, std::string_view) {
@@ -105,13 +104,13 @@ void reconcile(reaper_ptr self, int64_t now) {
     });
   }
   for (auto& [model, tasks] : stale) {
-    auto backlog = ctx.js.task_backlog(model);
+    auto backlog = d.js->task_backlog(model);
     if (!backlog || *backlog > 0) continue;  // messages are there (or NATS is down): not lost
     log::warn("reaper", "re-queueing tasks whose JetStream message was lost",
               {{"model", model}, {"tasks", tasks.size()}});
     for (const auto& t : tasks) {
       storage::republish_op op{t.id, t.attempt, now};
-      self->request(ctx.writer, caf::infinite, write_request{std::move(op)}).then([](write_reply&) {
+      self->request(d.writer, caf::infinite, write_request{std::move(op)}).then([](write_reply&) {
       });
     }
   }
@@ -129,9 +128,9 @@ void measure_queues(reaper_ptr self, int64_t now) {
   auto& st = self->state;
   if (now - st.last_queue_gauges_ms < st.queue_gauges_every_ms) return;
   st.last_queue_gauges_ms = now;
-  const int64_t t0 = st.ctx->clock.monotonic_us();
+  const int64_t t0 = st.d.at->clock.monotonic_us();
   std::map<std::string, metrics::queue_state> queues;
-  auto txn = st.env->begin_read();
+  auto txn = st.d.env->begin_read();
   txn.scan(storage::db::queued, "", [&](std::string_view task_id, std::string_view) {
     auto t = storage::get_task(txn, task_id);
     if (!t || t->state != storage::task_state::queued) return true;
@@ -142,32 +141,32 @@ void measure_queues(reaper_ptr self, int64_t now) {
     return true;
   });
   metrics::set_queues(queues);
-  const int64_t took_ms = (st.ctx->clock.monotonic_us() - t0) / 1'000;
+  const int64_t took_ms = (st.d.at->clock.monotonic_us() - t0) / 1'000;
   st.queue_gauges_every_ms =
-      std::max({queue_gauge_interval_ms, st.ctx->cfg.reaper_interval_ms, 50 * took_ms});
+      std::max({queue_gauge_interval_ms, st.d.at->cfg.reaper_interval_ms, 50 * took_ms});
 }
 
 /// Jobs whose timeout has passed become `expired`; a request in flight here is aborted.
 void expire_due(reaper_ptr self, int64_t now) {
-  auto& ctx = *self->state.ctx;
+  const auto& d = self->state.d;
   std::vector<std::pair<int64_t, std::string>> due;
   {
-    auto txn = self->state.env->begin_read();
+    auto txn = self->state.d.env->begin_read();
     due = storage::read_due(txn, storage::db::deadlines, now, 256);
   }
   for (auto& [at, id] : due) {
     storage::expire_job_op op{id, at, now};
-    self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
-        .then([self, &ctx, id = id](write_reply& r) {
+    self->request(d.writer, caf::infinite, write_request{std::move(op)})
+        .then([self, &d, id = id](write_reply& r) {
           if (!r.reply) {
             write_failed(self, "expiring a job failed", r.err, {{"job_id", id}});
             return;
           }
           if (r.reply->what != storage::op_reply::kind::done) return;
           const bool running = r.reply->abort_inflight && r.reply->task;
-          if (running) caf::anon_send(ctx.jobs, expire_atom::value, r.reply->task->id);
+          if (running) caf::anon_send(d.jobs, expire_atom::value, r.reply->task->id);
           for (const auto& task : r.reply->abort_tasks)
-            caf::anon_send(ctx.jobs, expire_atom::value, task);
+            caf::anon_send(d.jobs, expire_atom::value, task);
           log::info("reaper", "job expired: its timeout passed",
                     {{"job_id", id}, {"was_running", running}});
         });
@@ -177,45 +176,41 @@ void expire_due(reaper_ptr self, int64_t now) {
 /// Retention: deletes terminal jobs whose time has come, at most `retention_batch` per tick, in
 /// one small write so the writer never stalls behind a large delete.
 void purge_due(reaper_ptr self, int64_t now) {
-  auto& ctx = *self->state.ctx;
+  const auto& d = self->state.d;
   if (self->state.purging) return;  // the previous batch is still being written
   storage::purge_jobs_op op;
   {
-    auto txn = self->state.env->begin_read();
+    auto txn = self->state.d.env->begin_read();
     op.due = storage::read_due(txn, storage::db::retention, now,
-                               static_cast<size_t>(ctx.cfg.retention_batch));
+                               static_cast<size_t>(d.at->cfg.retention_batch));
   }
   if (op.due.empty()) return;
   self->state.purging = true;
-  self->request(ctx.writer, caf::infinite, write_request{std::move(op)})
-      .then([self](write_reply& r) {
-        self->state.purging = false;
-        if (!r.reply) {
-          write_failed(self, "retention delete failed", r.err);
-          return;
-        }
-        log::debug("reaper", "retention deleted jobs", {{"jobs", r.reply->purged}});
-      });
+  self->request(d.writer, caf::infinite, write_request{std::move(op)}).then([self](write_reply& r) {
+    self->state.purging = false;
+    if (!r.reply) {
+      write_failed(self, "retention delete failed", r.err);
+      return;
+    }
+    log::debug("reaper", "retention deleted jobs", {{"jobs", r.reply->purged}});
+  });
 }
 
-lease_reaper_actor::behavior_type reaper(reaper_ptr self, engine_context* ctx,
-                                         storage::environment* env, std::string node_prefix,
-                                         bool own_thread) {
+lease_reaper_actor::behavior_type reaper(reaper_ptr self, reaper_deps deps, bool own_thread) {
   if (own_thread) runtime::name_this_thread("sy-reaper");  // detached: its own thread
-  self->state.ctx = ctx;
-  self->state.env = env;
-  self->state.node_prefix = std::move(node_prefix);
+  self->state.d = std::move(deps);
+  const ambient* at = self->state.d.at;
   self->send(self, tick_atom::value);
   return {
       [=](tick_atom) {
         reap(self);
-        const int64_t now = ctx->clock.now_ms();
+        const int64_t now = at->clock.now_ms();
         expire_due(self, now);
         purge_due(self, now);
         reconcile(self, now);
         measure_queues(self, now);
-        detail::arm_on<tick_atom>(self->state.tick, ctx->clock, ctx->exec,
-                                  ctx->cfg.reaper_interval_ms, lease_reaper_actor{self});
+        detail::arm_on<tick_atom>(self->state.tick, at->clock, at->exec, at->cfg.reaper_interval_ms,
+                                  lease_reaper_actor{self});
       },
   };
 }
@@ -229,11 +224,10 @@ bool lease_is_dead(const storage::lease_record& l, int64_t now_ms, const std::st
   return l.holder != my_holder && l.holder.rfind(node_prefix, 0) == 0;
 }
 
-lease_reaper_actor spawn_lease_reaper(engine_context& ctx, storage::environment& env,
-                                      std::string node_prefix, runs_on where) {
-  if (where == runs_on::scheduler)
-    return ctx.sys.spawn(reaper, &ctx, &env, std::move(node_prefix), false);
-  return ctx.sys.spawn<caf::detached>(reaper, &ctx, &env, std::move(node_prefix), true);
+lease_reaper_actor spawn_lease_reaper(reaper_deps d, runs_on where) {
+  auto& sys = d.at->sys;
+  if (where == runs_on::scheduler) return sys.spawn(reaper, std::move(d), false);
+  return sys.spawn<caf::detached>(reaper, std::move(d), true);
 }
 
 }  // namespace sy::actors

@@ -94,7 +94,7 @@ bool check(ingest_ptr self) {
   const job_task_kind kind = task_kind_of(st.job);
   auto task_ok = [&ctx, &kind](task_input& t) -> status {
     if (auto st = check_task_kind(t, kind, ctx.http_tasks->policy(), ""); !st) return st;
-    if (!kind.http && kind.runtime_queue.empty() && ctx.gateway_for(t.model) == nullptr)
+    if (!kind.http && kind.runtime_queue.empty() && ctx.gateways.for_model(t.model) == nullptr)
       return make_error(errc::model_not_found, "No gateway serves model '" + t.model + "'.",
                         "body.model");
     return ok;

@@ -29,7 +29,7 @@ constexpr int64_t fetch_error_pause_ms = 500;  // of the engine's clock
 // --- the fetcher ---------------------------------------------------------------------------------
 
 struct fetcher_state {
-  engine_context* ctx = nullptr;
+  fetch_deps d;
   std::string model;
   std::unique_ptr<runtime::pull_subscription> sub;
   uint64_t generation = 0;  ///< the JetStream layout generation `sub` was bound under
@@ -42,9 +42,9 @@ using fetcher_ptr = task_fetcher_actor::stateful_pointer<fetcher_state>;
 /// again since it was bound (see spawn_model_dispatcher); a failure is retried before the next
 /// fetch. False while it is not bound.
 bool bind_consumer(fetcher_state& st, std::string& error) {
-  const uint64_t generation = st.ctx->js.layout_generation();  // read before binding
+  const uint64_t generation = st.d.js->layout_generation();  // read before binding
   if (st.sub && generation == st.generation) return true;
-  auto sub = st.ctx->js.subscribe_tasks(st.model);
+  auto sub = st.d.js->subscribe_tasks(st.model);
   if (!sub) {
     error = "cannot subscribe to the model's queue: " + sub.error().message;
     return st.sub != nullptr;  // a stale binding still fetches what the server kept
@@ -63,7 +63,7 @@ bool bind_consumer(fetcher_state& st, std::string& error) {
 fetched_tasks fetch_now(fetcher_state& st, int32_t max) {
   fetched_tasks out;
   out.asked = max;
-  if (!st.ctx->js.consuming()) {
+  if (!st.d.js->consuming()) {
     // The store's claim on the streams is not held: another store's tasks may be there.
     out.error =
         "this store's registration on the streams is not held (runtime/store_registration.hpp)";
@@ -76,7 +76,7 @@ fetched_tasks fetch_now(fetcher_state& st, int32_t max) {
     out.error = msgs.error().message;
     return out;
   }
-  if (st.ctx->stopping) {
+  if (*st.d.stopping) {
     // Shutdown began during the fetch; the dispatcher may be gone already, so hand the messages
     // back here (else they would wait out the consumer's AckWait before the next run sees them).
     for (auto& m : *msgs) (void)m.nak_with_delay(0);
@@ -87,11 +87,11 @@ fetched_tasks fetch_now(fetcher_state& st, int32_t max) {
   return out;
 }
 
-task_fetcher_actor::behavior_type fetcher(fetcher_ptr self, engine_context* ctx, std::string model,
+task_fetcher_actor::behavior_type fetcher(fetcher_ptr self, fetch_deps deps, std::string model,
                                           runtime::pull_subscription* sub, uint64_t generation,
                                           const fetch_reply_actor& dispatcher, bool own_thread) {
   if (own_thread) runtime::name_this_thread("sy-fetch");  // detached: its fetches block it only
-  self->state.ctx = ctx;
+  self->state.d = deps;
   self->state.model = std::move(model);
   self->state.sub.reset(sub);
   self->state.generation = generation;
@@ -105,7 +105,7 @@ task_fetcher_actor::behavior_type fetcher(fetcher_ptr self, engine_context* ctx,
 // --- the dispatcher ------------------------------------------------------------------------------
 
 struct dispatcher_state {
-  engine_context* ctx = nullptr;
+  dispatcher_deps d;
   std::string model;
   task_fetcher_actor fetcher;             ///< set once it takes the model's queue
   std::optional<dispatch_state> logic;    ///< the decisions (actors/dispatch_state.hpp)
@@ -126,7 +126,7 @@ using dispatcher_ptr = model_dispatcher_actor::stateful_pointer<dispatcher_state
 
 void schedule_fetch(dispatcher_ptr self) {
   auto& st = self->state;
-  if (!st.fetcher || st.fetch_scheduled || st.logic->fetch_outstanding() || st.ctx->stopping)
+  if (!st.fetcher || st.fetch_scheduled || st.logic->fetch_outstanding() || *st.d.fetch.stopping)
     return;
   st.fetch_scheduled = true;
   self->send(self, fetch_atom::value);
@@ -137,20 +137,20 @@ void schedule_fetch(dispatcher_ptr self) {
 /// an answered attempt ends with `done`, true.
 void launch(dispatcher_ptr self, runtime::delivery d) {
   auto& st = self->state;
-  auto& ctx = *st.ctx;
+  const auto& deps = st.d;
   auto parsed = parse_task_message(d.data);
   if (!parsed) {
     log::error("dispatcher", "not a task message; terminated", {{"subject", d.subject}});
-    (void)ctx.js.term(d);
+    (void)deps.fetch.js->term(d);
     st.logic->on_done(false);
     return;
   }
-  if (ctx.stopping) {
-    (void)ctx.js.nak(d, 0);  // shutdown began after the fetch: leave it to the next run
+  if (*deps.fetch.stopping) {
+    (void)deps.fetch.js->nak(d, 0);  // shutdown began after the fetch: leave it to the next run
     st.logic->on_done(false);
     return;
   }
-  spawn_job_actor(ctx, st.model, std::move(d), std::move(parsed->first), parsed->second,
+  spawn_job_actor(deps.job, st.model, std::move(d), std::move(parsed->first), parsed->second,
                   model_dispatcher_actor{self});
 }
 
@@ -158,14 +158,14 @@ void launch(dispatcher_ptr self, runtime::delivery d) {
 void carry_out(dispatcher_ptr self, dispatch_actions a) {
   auto& st = self->state;
   if (a.fetch > 0) self->send(st.fetcher, fetch_atom::value, static_cast<int32_t>(a.fetch));
-  for (auto& d : a.hand_back) (void)st.ctx->js.nak(d, 0);
+  for (auto& d : a.hand_back) (void)st.d.fetch.js->nak(d, 0);
   for (auto& d : a.start) launch(self, std::move(d));
 }
 
 /// Looks for work: what a `fetch` message does, and what a slot handed to its attempts does.
 void look(dispatcher_ptr self) {
   auto& st = self->state;
-  auto a = st.logic->on_fetch(st.ctx->stopping);
+  auto a = st.logic->on_fetch(*st.d.fetch.stopping);
   const bool started = !a.start.empty();
   carry_out(self, std::move(a));
   if (started) schedule_fetch(self);  // else: its answer, a slot or a `done` wakes us
@@ -203,7 +203,7 @@ void settle(dispatcher_ptr self) {
     u.want = std::min(ledger.limit() - ledger.cap(), ledger.wanted());
   if (u.give_back == 0 && u.want == st.global_wish) return;
   st.global_wish = u.want;
-  self->send(st.ctx->budget, u, slot_holder_actor{self});
+  self->send(st.d.budget, u, slot_holder_actor{self});
 }
 
 /// The logic's view of the model's budget: slots handed to its attempts' key first (credit),
@@ -229,13 +229,13 @@ dispatch_state::slot_source slots_of(dispatcher_ptr self) {
 
 void on_fetched(dispatcher_ptr self, fetched_tasks& r) {
   auto& st = self->state;
-  auto a = st.logic->on_fetched(std::move(r.got), r.error, st.ctx->stopping);
+  auto a = st.logic->on_fetched(std::move(r.got), r.error, *st.d.fetch.stopping);
   if (a.pause) {
     if (!st.logic->error_reported(true))
       log::warn("dispatcher", "fetch failed; retrying", {{"model", st.model}, {"error", r.error}});
     st.fetch_scheduled = true;
-    detail::arm_on<fetch_atom>(st.pause, st.ctx->clock, st.ctx->exec, fetch_error_pause_ms,
-                               model_dispatcher_actor{self});
+    detail::arm_on<fetch_atom>(st.pause, st.d.fetch.at->clock, st.d.fetch.at->exec,
+                               fetch_error_pause_ms, model_dispatcher_actor{self});
     return;
   }
   carry_out(self, std::move(a));
@@ -256,20 +256,21 @@ void on_global(dispatcher_ptr self, int32_t granted, int32_t asked) {
 void take_queue(dispatcher_ptr self, runtime::pull_subscription* sub, uint64_t generation,
                 runs_on fetcher_on) {
   auto& st = self->state;
-  st.fetcher = spawn_task_fetcher(self, *st.ctx, st.model, model_dispatcher_actor{self}, sub,
+  st.fetcher = spawn_task_fetcher(self, st.d.fetch, st.model, model_dispatcher_actor{self}, sub,
                                   generation, fetcher_on);
   schedule_fetch(self);
 }
 
-model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, engine_context* ctx,
+model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, dispatcher_deps deps,
                                                  std::string model, runtime::pull_subscription* sub,
                                                  uint64_t generation, runs_on fetcher_on) {
   auto& st = self->state;
-  st.ctx = ctx;
+  st.d = std::move(deps);
   st.model = std::move(model);
-  st.slots.emplace(ctx->concurrency_for(st.model));
+  const int concurrency = concurrency_for(st.d.fetch.at->cfg, st.model);
+  st.slots.emplace(concurrency);
   (void)st.slots->ledger.set_cap(0);  // no model slot without a global slot behind it
-  st.logic.emplace(ctx->concurrency_for(st.model), slots_of(self));
+  st.logic.emplace(concurrency, slots_of(self));
   if (sub != nullptr) take_queue(self, sub, generation, fetcher_on);
   self->set_down_handler([self](caf::down_msg& m) {
     deliver(self, self->state.slots->holder_down(m.source));
@@ -315,22 +316,23 @@ model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, engine_con
 
 }  // namespace
 
-task_fetcher_actor spawn_task_fetcher(caf::local_actor* parent, engine_context& ctx,
-                                      std::string queue, fetch_reply_actor reply_to,
-                                      runtime::pull_subscription* sub, uint64_t generation,
-                                      runs_on where) {
+task_fetcher_actor spawn_task_fetcher(caf::local_actor* parent, fetch_deps deps, std::string queue,
+                                      fetch_reply_actor reply_to, runtime::pull_subscription* sub,
+                                      uint64_t generation, runs_on where) {
   if (where == runs_on::own_thread)
-    return parent->spawn<caf::detached + caf::linked>(fetcher, &ctx, std::move(queue), sub,
+    return parent->spawn<caf::detached + caf::linked>(fetcher, deps, std::move(queue), sub,
                                                       generation, reply_to, true);
-  return parent->spawn<caf::linked>(fetcher, &ctx, std::move(queue), sub, generation, reply_to,
+  return parent->spawn<caf::linked>(fetcher, deps, std::move(queue), sub, generation, reply_to,
                                     false);
 }
 
-model_dispatcher_actor spawn_model_dispatcher(engine_context& ctx, std::string model,
+model_dispatcher_actor spawn_model_dispatcher(dispatcher_deps deps, std::string model,
                                               std::unique_ptr<runtime::pull_subscription> sub,
                                               uint64_t generation, runs_on fetcher_on) {
   // CAF copies spawn arguments; the subscription travels as a raw owning pointer to the fetcher.
-  return ctx.sys.spawn(dispatcher, &ctx, std::move(model), sub.release(), generation, fetcher_on);
+  auto& sys = deps.fetch.at->sys;
+  return sys.spawn(dispatcher, std::move(deps), std::move(model), sub.release(), generation,
+                   fetcher_on);
 }
 
 }  // namespace sy::actors

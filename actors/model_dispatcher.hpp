@@ -27,10 +27,16 @@
 #include <caf/typed_actor.hpp>
 
 #include "actors/atoms.hpp"
-#include "actors/engine_context.hpp"
+#include "actors/dispatch_deps.hpp"
+#include "actors/http_task.hpp"
 #include "actors/slots.hpp"
 
 namespace sy::actors {
+
+/// Requests in flight at once on `model`'s queue: the per-host limit for an http task queue.
+inline int concurrency_for(const config::settings& cfg, const std::string& model) {
+  return is_http_queue(model) ? cfg.http_task_host_concurrency : cfg.per_model_concurrency;
+}
 
 /// The fetcher's answer to (`fetch`, asked): up to `asked` deliveries of the model's queue, or
 /// why the fetch failed (`error` set, `got` empty).
@@ -68,10 +74,9 @@ using fetch_reply_actor = caf::typed_actor<caf::reacts_to<fetched_tasks>>;
 /// Spawns the task fetcher of `queue` (a model, or a runtime's queue key), linked to `parent`,
 /// answering `reply_to`. It fetches over `sub` (an owning raw pointer; null: it binds the
 /// queue's pull consumer itself before its first fetch, see spawn_model_dispatcher).
-task_fetcher_actor spawn_task_fetcher(caf::local_actor* parent, engine_context& ctx,
-                                      std::string queue, fetch_reply_actor reply_to,
-                                      runtime::pull_subscription* sub, uint64_t generation,
-                                      runs_on where = runs_on::own_thread);
+task_fetcher_actor spawn_task_fetcher(caf::local_actor* parent, fetch_deps deps, std::string queue,
+                                      fetch_reply_actor reply_to, runtime::pull_subscription* sub,
+                                      uint64_t generation, runs_on where = runs_on::own_thread);
 
 /// Spawns the dispatcher for `model`. With `sub` it takes the model's queue at once; without, it
 /// does when it gets `wake`, and its fetcher binds the model's pull consumer itself before its
@@ -81,7 +86,7 @@ task_fetcher_actor spawn_task_fetcher(caf::local_actor* parent, engine_context& 
 /// server that came back without its store has lost the consumer, and a fetch from it would
 /// never return a message. `fetcher_on`: runs_on::scheduler only for flow tests on CAF's test
 /// coordinator (its fetches then block the scheduler's thread).
-model_dispatcher_actor spawn_model_dispatcher(engine_context& ctx, std::string model,
+model_dispatcher_actor spawn_model_dispatcher(dispatcher_deps deps, std::string model,
                                               std::unique_ptr<runtime::pull_subscription> sub,
                                               uint64_t generation,
                                               runs_on fetcher_on = runs_on::own_thread);

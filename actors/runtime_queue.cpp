@@ -41,11 +41,10 @@ struct waiter {
 using waiter_ptr = std::shared_ptr<waiter>;
 
 struct queue_state {
-  engine_context* ctx = nullptr;
+  runtime_queue_deps d;
   std::string runtime;
   std::string queue;  ///< runtime_queue(runtime)
   int64_t ttl_ms = 0;
-  credential_minter_actor minter;
   task_fetcher_actor fetcher;
   bool fetching = false;
   std::deque<waiter_ptr> waiting;
@@ -61,7 +60,7 @@ using queue_ptr = runtime_queue_actor::stateful_pointer<queue_state>;
 /// Fetches when a request waits with room and no fetch is out.
 void pump(queue_ptr self) {
   auto& st = self->state;
-  if (st.fetching || st.ctx->stopping) return;
+  if (st.fetching || *st.d.fetch.stopping) return;
   int32_t want = 0;
   for (const auto& w : st.waiting) want += w->room();
   if (want <= 0) return;
@@ -72,7 +71,7 @@ void pump(queue_ptr self) {
 /// Answers every request that holds tasks (and has none in progress) or whose wait is over.
 void sweep(queue_ptr self) {
   auto& st = self->state;
-  const int64_t now = st.ctx->clock.now_ms();
+  const int64_t now = st.d.fetch.at->clock.now_ms();
   for (auto& w : st.waiting) {
     if (w->answered || w->pending > 0) continue;
     if (w->got.tasks.empty() && !w->withdrawn && !(w->fetched && now >= w->until_ms)) continue;
@@ -104,9 +103,9 @@ void sign(queue_ptr self, const waiter_ptr& w, leased_task t, std::string lease,
     auto attempt = at.self.child();
     t.traceparent = attempt.traceparent();
     t.tracestate = attempt.state;
-    auto s =
-        trace::make_span(attempt, at.self.span_id, "worker.lease", trace::span_kind::server,
-                         t.lease_expires_at_ms - t.lease_ttl_ms, self->state.ctx->clock.now_ms());
+    auto s = trace::make_span(attempt, at.self.span_id, "worker.lease", trace::span_kind::server,
+                              t.lease_expires_at_ms - t.lease_ttl_ms,
+                              self->state.d.fetch.at->clock.now_ms());
     s.attributes = {{"job.id", job.id}, {"task.id", t.task_id}, {"runtime", self->state.runtime}};
     s.int_attributes = {{"attempt", t.attempt}};
     trace::record(std::move(s));
@@ -115,7 +114,7 @@ void sign(queue_ptr self, const waiter_ptr& w, leased_task t, std::string lease,
     if (auto g = config::parse_s3_grants(nlohmann::json::parse(job.grants, nullptr, false)))
       c.grants = std::move(*g);
   }
-  self->request(self->state.minter, caf::infinite, mint_atom::value, std::move(c))
+  self->request(self->state.d.minter, caf::infinite, mint_atom::value, std::move(c))
       .then(
           [self, w, t = std::move(t)](mint_reply& m) mutable {
             if (m.err.code.empty()) {
@@ -132,7 +131,7 @@ void sign(queue_ptr self, const waiter_ptr& w, leased_task t, std::string lease,
 
 void on_started(queue_ptr self, const waiter_ptr& w, const runtime::delivery& d, leased_task t,
                 std::string lease, write_reply& r) {
-  auto& js = self->state.ctx->js;
+  auto& js = *self->state.d.fetch.js;
   if (!r.reply) {
     log::warn("workers", "could not start a leased task; redelivering later",
               {{"task_id", t.task_id}, {"error", r.err.message}});
@@ -162,11 +161,11 @@ void start(queue_ptr self, const waiter_ptr& w, runtime::delivery d) {
   auto parsed = parse_task_message(d.data);
   if (!parsed) {
     log::warn("workers", "dropped a message that is not a task", {{"subject", d.subject}});
-    (void)st.ctx->js.term(d);
+    (void)st.d.fetch.js->term(d);
     return;
   }
   std::string token = new_lease_token();
-  const int64_t now = st.ctx->clock.now_ms();
+  const int64_t now = st.d.fetch.at->clock.now_ms();
   leased_task t;
   t.task_id = parsed->first;
   t.attempt = parsed->second;
@@ -174,13 +173,13 @@ void start(queue_ptr self, const waiter_ptr& w, runtime::delivery d) {
   t.lease_ttl_ms = st.ttl_ms;
   storage::start_attempt_op op{t.task_id, t.attempt, token, "worker:" + st.runtime, now, st.ttl_ms};
   ++w->pending;
-  self->request(st.ctx->writer, caf::infinite, write_request{std::move(op)})
+  self->request(st.d.writer, caf::infinite, write_request{std::move(op)})
       .then(
           [self, w, d, t, lease = token](write_reply& r) mutable {
             on_started(self, w, d, std::move(t), std::move(lease), r);
           },
           [self, w, d](caf::error&) {
-            (void)self->state.ctx->js.nak(d, 1'000);
+            (void)self->state.d.fetch.js->nak(d, 1'000);
             settle(self, w);
           });
 }
@@ -192,14 +191,14 @@ void on_fetched(queue_ptr self, fetched_tasks& r) {
   if (!r.error.empty()) {
     log::warn("workers", "could not fetch from the runtime's queue",
               {{"runtime", st.runtime}, {"error", r.error}});
-    detail::arm_on<tick_atom>(st.pause, st.ctx->clock, st.ctx->exec, queue_error_pause_ms,
-                              runtime_queue_actor{self});
+    detail::arm_on<tick_atom>(st.pause, st.d.fetch.at->clock, st.d.fetch.at->exec,
+                              queue_error_pause_ms, runtime_queue_actor{self});
   }
   for (auto& d : r.got) {
     auto it = std::find_if(st.waiting.begin(), st.waiting.end(),
                            [](const waiter_ptr& w) { return w->room() > 0; });
     if (it == st.waiting.end()) {
-      (void)st.ctx->js.nak(d, 0);  // every request left meanwhile: back to the queue
+      (void)st.d.fetch.js->nak(d, 0);  // every request left meanwhile: back to the queue
       continue;
     }
     start(self, *it, std::move(d));
@@ -207,17 +206,15 @@ void on_fetched(queue_ptr self, fetched_tasks& r) {
   if (r.error.empty()) sweep(self);
 }
 
-runtime_queue_actor::behavior_type queue(queue_ptr self, engine_context* ctx, std::string runtime,
-                                         const credential_minter_actor& minter,
-                                         runs_on fetcher_on) {
+runtime_queue_actor::behavior_type queue(queue_ptr self, runtime_queue_deps deps,
+                                         std::string runtime, runs_on fetcher_on) {
   auto& st = self->state;
-  st.ctx = ctx;
+  st.d = std::move(deps);
   st.runtime = std::move(runtime);
   st.queue = runtime_queue(st.runtime);
-  st.ttl_ms = ctx->cfg.runtimes.at(st.runtime).lease_ttl_ms;
-  st.minter = minter;
-  st.fetcher =
-      spawn_task_fetcher(self, *ctx, st.queue, runtime_queue_actor{self}, nullptr, 0, fetcher_on);
+  st.ttl_ms = st.d.fetch.at->cfg.runtimes.at(st.runtime).lease_ttl_ms;
+  st.fetcher = spawn_task_fetcher(self, st.d.fetch, st.queue, runtime_queue_actor{self}, nullptr, 0,
+                                  fetcher_on);
   return {
       [=](lease_atom, int32_t max, int64_t wait_ms, uint64_t call) {
         auto w = std::make_shared<waiter>();
@@ -225,10 +222,11 @@ runtime_queue_actor::behavior_type queue(queue_ptr self, engine_context* ctx, st
         w->call = call;
         w->withdrawn = call != 0 && self->state.withdrawn_early.erase(call) > 0;
         w->max = std::clamp(max, 1, max_lease_tasks);
-        w->until_ms = self->state.ctx->clock.now_ms() + std::max<int64_t>(wait_ms, 0);
+        w->until_ms = self->state.d.fetch.at->clock.now_ms() + std::max<int64_t>(wait_ms, 0);
         self->state.waiting.push_back(w);
         if (wait_ms > 0)
-          detail::arm_on<tick_atom>(w->wake, self->state.ctx->clock, self->state.ctx->exec, wait_ms,
+          detail::arm_on<tick_atom>(w->wake, self->state.d.fetch.at->clock,
+                                    self->state.d.fetch.at->exec, wait_ms,
                                     runtime_queue_actor{self});
         sweep(self);  // answers it at once if withdrawn; fetches for it otherwise
         return w->rp;
@@ -258,9 +256,10 @@ runtime_queue_actor::behavior_type queue(queue_ptr self, engine_context* ctx, st
 
 }  // namespace
 
-runtime_queue_actor spawn_runtime_queue(engine_context& ctx, std::string runtime,
-                                        credential_minter_actor minter, runs_on fetcher_on) {
-  return ctx.sys.spawn(queue, &ctx, std::move(runtime), std::move(minter), fetcher_on);
+runtime_queue_actor spawn_runtime_queue(runtime_queue_deps d, std::string runtime,
+                                        runs_on fetcher_on) {
+  auto& sys = d.fetch.at->sys;
+  return sys.spawn(queue, std::move(d), std::move(runtime), fetcher_on);
 }
 
 }  // namespace sy::actors

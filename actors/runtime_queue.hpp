@@ -66,9 +66,16 @@ using runtime_queue_actor =
                      caf::reacts_to<withdraw_atom, uint64_t>, caf::reacts_to<fetched_tasks>,
                      caf::reacts_to<tick_atom>>;
 
+/// What a runtime's queue uses: its fetcher's, the writer its leases are committed through, and
+/// the minter of the leases' capability tokens (none: the runtime's tasks carry no token).
+struct runtime_queue_deps {
+  fetch_deps fetch;
+  storage_writer_actor writer;
+  credential_minter_actor minter;
+};
+
 /// `fetcher_on`: runs_on::scheduler only for flow tests on CAF's test coordinator.
-runtime_queue_actor spawn_runtime_queue(engine_context& ctx, std::string runtime,
-                                        credential_minter_actor minter,
+runtime_queue_actor spawn_runtime_queue(runtime_queue_deps d, std::string runtime,
                                         runs_on fetcher_on = runs_on::own_thread);
 
 }  // namespace sy::actors

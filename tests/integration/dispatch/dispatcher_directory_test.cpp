@@ -56,9 +56,9 @@ class dispatcher_directory : public ::testing::Test {
     ctx_ = std::make_unique<actors::engine_context>(*sys_, cfg_, clock_, *js_, io_);
     config::gateway_settings gw;
     gw.url = "http://127.0.0.1:9";  // never called: no job runs here
-    for (const char* m : {"m1", "m2", "m3"}) ctx_->add_gateway(m, gw);
+    for (const char* m : {"m1", "m2", "m3"}) ctx_->gateways.add(m, gw);
     ctx_->budget = actors::spawn_global_budget(*sys_, cfg_.global_concurrency);
-    directory_ = actors::spawn_dispatcher_directory(*ctx_, view_);
+    directory_ = actors::spawn_dispatcher_directory(ctx_->dispatcher(), view_);
   }
 
   void TearDown() override {
@@ -72,7 +72,6 @@ class dispatcher_directory : public ::testing::Test {
     // As engine::shutdown: CAF 0.17's system destructor waits for detached actors' threads (the
     // dispatchers' fetchers) that never see their last reference go; every actor has ended.
     ctx_->gateways.clear();
-    ctx_->gateway_clients.clear();
     (void)sys_.release();
     (void)caf_cfg_.release();
   }

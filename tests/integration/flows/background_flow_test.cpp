@@ -53,7 +53,7 @@ TEST_F(reaper_flow, expires_a_lease_without_heartbeats_once_the_clock_passed_it)
   auto job = env.create_job("job_lease");
   const int64_t expires = leave_lease(job, env.ctx().holder);
   env.keep(caf::actor_cast<caf::actor>(
-      actors::spawn_lease_reaper(env.ctx(), env.store(), "local/", actors::runs_on::scheduler)));
+      actors::spawn_lease_reaper(env.ctx().reaper("local/"), actors::runs_on::scheduler)));
   env.settle();  // the first pass, at start
   ASSERT_TRUE(env.lease(job.task_id)) << "a live lease of this run is kept";
 
@@ -78,7 +78,7 @@ TEST_F(reaper_flow, expires_the_lease_of_an_earlier_run_at_once_and_not_anyone_e
   leave_lease(earlier, "local/earlier-run");
   leave_lease(other, "node-b/its-run");  // another node's live lease: not ours to take
   env.keep(caf::actor_cast<caf::actor>(
-      actors::spawn_lease_reaper(env.ctx(), env.store(), "local/", actors::runs_on::scheduler)));
+      actors::spawn_lease_reaper(env.ctx().reaper("local/"), actors::runs_on::scheduler)));
   env.settle();  // the first pass, at start: no time has passed
   EXPECT_FALSE(env.lease(earlier.task_id)) << "an earlier run of this node holds nothing";
   auto t = env.task(earlier.task_id);

@@ -46,12 +46,12 @@ TEST(dispatch_flow, a_slot_the_hot_model_frees_goes_to_the_cold_model_waiting_fo
   env.publish(b1);
 
   env.keep(caf::actor_cast<caf::actor>(
-      actors::spawn_model_dispatcher(env.ctx(), hot, std::move(hot_sub.value()),
+      actors::spawn_model_dispatcher(env.ctx().dispatcher(), hot, std::move(hot_sub.value()),
                                      env.js().layout_generation(), actors::runs_on::scheduler)));
   ASSERT_TRUE(env.step_until([&] { return env.gateway().requests() == 1; }));
 
   env.keep(caf::actor_cast<caf::actor>(
-      actors::spawn_model_dispatcher(env.ctx(), cold, std::move(cold_sub.value()),
+      actors::spawn_model_dispatcher(env.ctx().dispatcher(), cold, std::move(cold_sub.value()),
                                      env.js().layout_generation(), actors::runs_on::scheduler)));
   // Both dispatchers wait for a slot now (nothing runs until one frees up).
   ASSERT_TRUE(env.step_until([&] { return !env.sched().has_job(); }));
@@ -114,7 +114,7 @@ TEST(dispatch_flow, a_batch_lane_yields_its_slot_to_a_job_of_its_model_and_gets_
   ASSERT_TRUE(sub);
   auto job = env.create_job("job_single", nullptr, 0, 3, model);
   auto dispatcher =
-      actors::spawn_model_dispatcher(env.ctx(), model, std::move(sub.value()),
+      actors::spawn_model_dispatcher(env.ctx().dispatcher(), model, std::move(sub.value()),
                                      env.js().layout_generation(), actors::runs_on::scheduler);
   env.keep(caf::actor_cast<caf::actor>(dispatcher));
   lane_log lane;

@@ -109,7 +109,7 @@ flow_env::flow_env(int global_concurrency, int per_model_concurrency) {
   ctx_ = std::make_unique<actors::engine_context>(*sys_, cfg_, clock_, *js_, io_);
   ctx_->env = env_.get();
   ctx_->holder = "local/flow-run";
-  ctx_->add_gateway("*", gw);
+  ctx_->gateways.add("*", gw);
   ctx_->writer = actors::spawn_storage_writer(*sys_, *env_, 64, storage::store_policy{}, nullptr,
                                               actors::runs_on::scheduler);
   ctx_->jobs = actors::spawn_job_registry(*sys_, clock_, io_.get_executor(),
@@ -134,12 +134,11 @@ flow_env::~flow_env() {
   if (!drained) {
     // A test failed with a job actor stuck mid-request: its coroutine still refers to the
     // gateway client and the actor system. Leak both rather than crash in the teardown.
-    for (auto& client : ctx_->gateway_clients) (void)client.release();
+    ctx_->gateways.leak();
     (void)sys_.release();
     return;
   }
-  ctx_->gateways.clear();
-  ctx_->gateway_clients.clear();  // before the io_context they run on
+  ctx_->gateways.clear();  // before the io_context they run on
   work_.reset();
   io_.poll();
 }
@@ -275,7 +274,8 @@ actors::job_actor flow_env::spawn_job(const runtime::delivery& d,
                                       actors::model_dispatcher_actor disp) {
   auto parsed = actors::parse_task_message(d.data);
   if (!parsed) throw std::runtime_error("not a task message");
-  return actors::spawn_job_actor(*ctx_, model, d, parsed->first, parsed->second, std::move(disp));
+  return actors::spawn_job_actor(ctx_->job(), model, d, parsed->first, parsed->second,
+                                 std::move(disp));
 }
 
 }  // namespace sy::test

@@ -177,7 +177,7 @@ TEST_F(job_flow, a_cancel_while_running_aborts_the_request_in_flight) {
   EXPECT_EQ(env.job(job.id)->status, job_status::cancelled);
   EXPECT_FALSE(env.lease(job.task_id));
   EXPECT_TRUE(acked());
-  EXPECT_EQ(env.ctx().gateway_for(flow_env::model)->open_connections(), 0)
+  EXPECT_EQ(env.ctx().gateways.for_model(flow_env::model)->open_connections(), 0)
       << "the aborted exchange's connection is closed, not pooled";
 }
 

@@ -47,7 +47,7 @@ TEST(long_poll_flow, a_lease_with_nothing_queued_is_answered_empty_once_the_cloc
   env.settings().runtimes[runtime] = config::runtime_settings{};
   // The queue's fetcher runs on the scheduler: each fetch blocks this thread up to 250 ms of real
   // time (JetStream's wait) and ends empty. Nothing is leased, so no token is ever minted.
-  auto queue = actors::spawn_runtime_queue(env.ctx(), runtime, actors::credential_minter_actor{},
+  auto queue = actors::spawn_runtime_queue({env.ctx().fetch(), env.ctx().writer, {}}, runtime,
                                            actors::runs_on::scheduler);
   env.keep(caf::actor_cast<caf::actor>(queue));
   const int64_t wait_ms = 30'000;
