@@ -103,7 +103,8 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
       runtime::name_this_thread("sy-exec");
       self->exec_.run();
     });
-  e->webhooks_ = spawn_webhook_deliverer(ctx, d.env, e->webhook_policy_, std::move(*webhook_key));
+  e->webhooks_ =
+      spawn_webhook_deliverer(ctx, d.env, ctx.writer, e->webhook_policy_, std::move(*webhook_key));
   e->webhooks_ready_ = true;
   // The writer wakes it from now on (after the relay's wake, the same sender's earlier message).
   caf::anon_send(ctx.writer, writer_wakes{caf::actor_cast<caf::actor>(e->relay_),

@@ -23,6 +23,7 @@
 #include "actors/job_registry.hpp"
 #include "actors/job_watch.hpp"
 #include "actors/lease_reaper.hpp"
+#include "actors/list_ingest.hpp"
 #include "actors/storage_writer.hpp"
 #include "config/settings.hpp"
 #include "runtime/clock.hpp"
@@ -69,6 +70,10 @@ struct engine_context : ambient {
         job_deps{this, &js, writer, jobs, &gateways, http_tasks.get(), holder});
   }
   dispatcher_deps dispatcher() const { return {fetch(), budget, job()}; }
+  /// What a task list's ingest gets.
+  ingest_deps ingest() {
+    return {this, env, writer, dispatchers, &gateways, &http_tasks->policy(), &stopping, &ingests};
+  }
 };
 
 }  // namespace sy::actors

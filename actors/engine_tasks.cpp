@@ -210,7 +210,7 @@ boost::asio::awaitable<result<storage::job_record>> engine::rerun(std::string te
   co_return std::move(*rep.job);
 }
 
-void engine::start_ingest(const std::string& job_id) { spawn_list_ingest(*ctx_, job_id); }
+void engine::start_ingest(const std::string& job_id) { spawn_list_ingest(ctx_->ingest(), job_id); }
 
 void engine::resume_ingests() {
   std::vector<std::string> ids;

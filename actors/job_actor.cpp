@@ -15,7 +15,6 @@
 
 #include "actors/attempt.hpp"
 #include "actors/detail/actor_timer.hpp"
-#include "actors/engine_context.hpp"
 #include "actors/http_task.hpp"
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"

@@ -24,7 +24,7 @@ constexpr int64_t retry_pause_ms = 1'000;  // of the engine's clock
 constexpr int max_io_tries = 3;
 
 struct ingest_state {
-  engine_context* ctx = nullptr;
+  ingest_deps d;
   storage::job_record job;  ///< as last committed: ingested and ingest_offset say where it is
   bool loaded = false;
   int io_failures = 0;                    ///< reads of the file that failed in a row
@@ -36,14 +36,14 @@ using ingest_ptr = list_ingest_actor::stateful_pointer<ingest_state>;
 
 void tick_later(ingest_ptr self) {
   auto& st = self->state;
-  detail::arm_on<tick_atom>(st.pause, st.ctx->clock, st.ctx->exec, retry_pause_ms,
+  detail::arm_on<tick_atom>(st.pause, st.d.at->clock, st.d.at->exec, retry_pause_ms,
                             list_ingest_actor{self});
 }
 
 /// Commits `op`; `then` gets the reply. A write that fails is tried again after a pause.
 template <class F>
 void commit(ingest_ptr self, storage::write_op op, F then) {
-  self->request(self->state.ctx->writer, caf::infinite, write_request{std::move(op)})
+  self->request(self->state.d.writer, caf::infinite, write_request{std::move(op)})
       .then(
           [self, then](write_reply& r) {
             if (!r.reply) {
@@ -68,7 +68,7 @@ void fail(ingest_ptr self, storage::job_error why, std::vector<storage::batch_er
   const std::string path = st.job.ingest_path;
   commit(self,
          storage::ingest_failed_op{st.job.id, std::move(why), std::move(errors),
-                                   st.ctx->clock.now_ms(), recoverable},
+                                   st.d.at->clock.now_ms(), recoverable},
          [self, path, recoverable](storage::op_reply&) {
            if (!recoverable) ::unlink(path.c_str());
            self->quit();
@@ -90,17 +90,17 @@ void failed_io(ingest_ptr self, const sy::error& e) {
 /// The whole file, before any task is written.
 bool check(ingest_ptr self) {
   auto& st = self->state;
-  auto& ctx = *st.ctx;
+  const auto& d = st.d;
   const job_task_kind kind = task_kind_of(st.job);
-  auto task_ok = [&ctx, &kind](task_input& t) -> status {
-    if (auto st = check_task_kind(t, kind, ctx.http_tasks->policy(), ""); !st) return st;
-    if (!kind.http && kind.runtime_queue.empty() && ctx.gateways.for_model(t.model) == nullptr)
+  auto task_ok = [&d, &kind](task_input& t) -> status {
+    if (auto st = check_task_kind(t, kind, *d.http_policy, ""); !st) return st;
+    if (!kind.http && kind.runtime_queue.empty() && d.gateways->for_model(t.model) == nullptr)
       return make_error(errc::model_not_found, "No gateway serves model '" + t.model + "'.",
                         "body.model");
     return ok;
   };
-  auto checked = check_task_file(st.job.ingest_path, ctx.cfg.max_tasks_per_job, task_ok, max_errors,
-                                 &ctx.stopping);
+  auto checked = check_task_file(st.job.ingest_path, d.at->cfg.max_tasks_per_job, task_ok,
+                                 max_errors, d.stopping);
   if (!checked && checked.error().code == errc::shutting_down) {
     self->quit();  // the next start checks it again
     return false;
@@ -129,7 +129,7 @@ bool check(ingest_ptr self) {
 void latch(ingest_ptr self) {
   auto& st = self->state;
   runtime::failpoint("ingest_before_latch");
-  commit(self, storage::latch_list_op{st.job.id, st.job.ingested, st.ctx->clock.now_ms()},
+  commit(self, storage::latch_list_op{st.job.id, st.job.ingested, st.d.at->clock.now_ms()},
          [self](storage::op_reply& r) {
            auto& s = self->state;
            log::info("ingest", "task list ingested",
@@ -160,11 +160,11 @@ void next_chunk(ingest_ptr self) {
   if (!kind.runtime_queue.empty()) return commit_chunk(self, *read);
   // The chunk's models take their queues first (each must have a gateway, within max_models).
   dispatchers_wanted want{{distinct.begin(), distinct.end()}, {}, true, false};
-  self->request(st.ctx->dispatchers, caf::infinite, std::move(want))
+  self->request(st.d.dispatchers, caf::infinite, std::move(want))
       .then(
           [self, read](dispatchers_found& found) {
             const auto& no = found.refusal;
-            if (!no.code.empty() && self->state.ctx->stopping) return self->quit();  // resumed
+            if (!no.code.empty() && *self->state.d.stopping) return self->quit();  // resumed
             if (!no.code.empty()) return fail(self, {no.code, no.message}, {});
             commit_chunk(self, *read);
           },
@@ -179,7 +179,7 @@ void commit_chunk(ingest_ptr self, task_chunk& chunk) {
   op.first_index = st.job.ingested;
   op.tasks = make_task_records(st.job, st.job.ingested, chunk.tasks);
   op.next_offset = chunk.next_offset;
-  op.now_ms = st.ctx->clock.now_ms();
+  op.now_ms = st.d.at->clock.now_ms();
   runtime::failpoint("ingest_chunk_read");
   const bool eof = chunk.eof;
   commit(self, std::move(op), [self, eof](storage::op_reply& r) {
@@ -195,11 +195,11 @@ void commit_chunk(ingest_ptr self, task_chunk& chunk) {
 
 void step(ingest_ptr self) {
   auto& st = self->state;
-  if (st.ctx->stopping) return self->quit();  // the next start resumes it
+  if (*st.d.stopping) return self->quit();  // the next start resumes it
   if (!st.loaded) {
     std::optional<storage::job_record> job;
     {
-      auto txn = st.ctx->env->begin_read();
+      auto txn = st.d.env->begin_read();
       job = storage::get_job(txn, st.job.id);
     }
     if (!job || job->status != storage::job_status::ingesting || job->ingest_path.empty())
@@ -211,10 +211,10 @@ void step(ingest_ptr self) {
   next_chunk(self);
 }
 
-list_ingest_actor::behavior_type ingest(ingest_ptr self, engine_context* ctx, std::string job_id) {
+list_ingest_actor::behavior_type ingest(ingest_ptr self, ingest_deps deps, std::string job_id) {
   runtime::name_this_thread("sy-ingest");
-  self->attach_functor([ctx] { --ctx->ingests; });  // counted up by spawn_list_ingest
-  self->state.ctx = ctx;
+  self->attach_functor([alive = deps.alive] { --*alive; });  // counted up by spawn_list_ingest
+  self->state.d = std::move(deps);
   self->state.job.id = std::move(job_id);
   self->send(self, tick_atom::value);
   return {[=](tick_atom) { step(self); }};
@@ -222,9 +222,10 @@ list_ingest_actor::behavior_type ingest(ingest_ptr self, engine_context* ctx, st
 
 }  // namespace
 
-list_ingest_actor spawn_list_ingest(engine_context& ctx, std::string job_id) {
-  ++ctx.ingests;  // before the spawn: shutdown must never see zero while one starts
-  return ctx.sys.spawn<caf::detached>(ingest, &ctx, std::move(job_id));
+list_ingest_actor spawn_list_ingest(ingest_deps d, std::string job_id) {
+  ++*d.alive;  // before the spawn: shutdown must never see zero while one starts
+  auto& sys = d.at->sys;
+  return sys.spawn<caf::detached>(ingest, std::move(d), std::move(job_id));
 }
 
 }  // namespace sy::actors

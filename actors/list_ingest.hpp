@@ -13,8 +13,12 @@
 
 #include <caf/typed_actor.hpp>
 
+#include "actors/ambient.hpp"
 #include "actors/atoms.hpp"
-#include "actors/engine_context.hpp"
+#include "actors/dispatcher_directory.hpp"
+#include "actors/gateway_table.hpp"
+#include "actors/storage_writer.hpp"
+#include "runtime/webhook_policy.hpp"
 
 namespace sy::actors {
 
@@ -24,9 +28,24 @@ using list_ingest_actor = caf::typed_actor<caf::reacts_to<tick_atom>>;
 /// Tasks per chunk: each is one transaction through the writer.
 inline constexpr size_t ingest_chunk_tasks = 1000;
 
+/// What an ingest uses: the store it reads the job from, the writer of its chunks, the dispatcher
+/// directory, the gateways and the http tasks' policy its tasks are checked against, the
+/// engine's shutdown flag (it stops between steps), and the count of ingests alive (up at the
+/// spawn, down at its end: shutdown waits for zero).
+struct ingest_deps {
+  const ambient* at = nullptr;
+  storage::environment* env = nullptr;
+  storage_writer_actor writer;
+  dispatcher_directory_actor dispatchers;
+  const gateway_table* gateways = nullptr;
+  const runtime::webhook_policy* http_policy = nullptr;
+  const std::atomic<bool>* stopping = nullptr;
+  std::atomic<int>* alive = nullptr;
+};
+
 /// Spawns the ingest of list `job_id`. Before it commits a chunk, it asks the dispatcher
-/// directory (`ctx.dispatchers`) to take the queues of the chunk's models: each must have a
-/// gateway, and together they stay within max_models, or the list fails.
-list_ingest_actor spawn_list_ingest(engine_context& ctx, std::string job_id);
+/// directory to take the queues of the chunk's models: each must have a gateway, and together
+/// they stay within max_models, or the list fails.
+list_ingest_actor spawn_list_ingest(ingest_deps d, std::string job_id);
 
 }  // namespace sy::actors

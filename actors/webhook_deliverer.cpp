@@ -37,16 +37,21 @@ double random_unit() {
 /// What the deliveries share with the actor: shared, so that a delivery still running when the
 /// actor is gone (shutdown past its drain timeout) keeps its client alive.
 struct delivery_context {
-  delivery_context(engine_context& c, runtime::webhook_policy policy, std::string key)
-      : ctx(c),
-        strand(asio::make_strand(c.exec)),
-        // The engine's clock, not owned (an aliasing pointer without an owner): like `ctx`,
+  delivery_context(const ambient& a, storage::environment& e, storage_writer_actor w,
+                   runtime::webhook_policy policy, std::string key)
+      : at(a),
+        env(e),
+        writer(std::move(w)),
+        strand(asio::make_strand(a.exec)),
+        // The engine's clock, not owned (an aliasing pointer without an owner): like `at`,
         // which the deliveries already use, it outlives every delivery.
         client(strand, std::move(policy), std::move(key),
-               std::shared_ptr<const runtime::clock>(std::shared_ptr<void>{}, &c.clock),
-               c.cfg.webhook_legacy_signature),
-        timer(c.clock.make_timer(strand)) {}
-  engine_context& ctx;
+               std::shared_ptr<const runtime::clock>(std::shared_ptr<void>{}, &a.clock),
+               a.cfg.webhook_legacy_signature),
+        timer(a.clock.make_timer(strand)) {}
+  const ambient& at;
+  storage::environment& env;    ///< the jobs' traces
+  storage_writer_actor writer;  ///< each delivery's outcome
   asio::strand<asio::io_context::executor_type> strand;
   runtime::webhook_client client;         ///< on the strand
   std::unique_ptr<runtime::timer> timer;  ///< the wait between scans; on the strand
@@ -105,8 +110,8 @@ storage::webhook_result_op judge_delivery(const config::settings& cfg, const run
 }
 
 /// The job's (or batch's) trace (runtime/trace.hpp), whose child the delivery is; nullopt: none.
-std::optional<trace::stored> job_trace(const engine_context& ctx, const std::string& job_id) {
-  auto txn = ctx.env->begin_read();
+std::optional<trace::stored> job_trace(storage::environment& env, const std::string& job_id) {
+  auto txn = env.begin_read();
   if (storage::is_batch_id(job_id)) {
     auto b = storage::get_batch(txn, job_id);
     if (!b) return std::nullopt;
@@ -118,25 +123,25 @@ std::optional<trace::stored> job_trace(const engine_context& ctx, const std::str
 }
 
 asio::awaitable<void> deliver(std::shared_ptr<delivery_context> dc, storage::webhook_record w) {
-  const auto at = job_trace(dc->ctx, w.job_id);
+  const auto at = job_trace(dc->env, w.job_id);
   const auto span = at ? at->self.child() : trace::context{};
   std::vector<std::pair<std::string, std::string>> headers;
   if (at) headers.emplace_back("traceparent", span.traceparent());
   if (at && !span.state.empty()) headers.emplace_back("tracestate", span.state);
-  const int64_t t0 = dc->ctx.clock.now_ms();
+  const int64_t t0 = dc->at.clock.now_ms();
   auto outcome =
       co_await dc->client.deliver(w.url, webhook_body(w), webhook_id(w), std::move(headers));
   if (at && trace::enabled()) {
     auto s = trace::make_span(span, at->self.span_id, "webhook.deliver", trace::span_kind::client,
-                              t0, dc->ctx.clock.now_ms());
+                              t0, dc->at.clock.now_ms());
     s.attributes = {{"job.id", w.job_id}};
     s.int_attributes = {{"http.status_code", outcome.status_code}, {"attempt", w.attempts + 1}};
     s.error = !outcome.delivered;
     s.status_message = outcome.error.substr(0, 200);
     trace::record(std::move(s));
   }
-  write_request req{judge_delivery(dc->ctx.cfg, dc->ctx.clock, w, outcome)};
-  auto r = co_await write(dc->ctx.writer, std::move(req));
+  write_request req{judge_delivery(dc->at.cfg, dc->at.clock, w, outcome)};
+  auto r = co_await write(dc->writer, std::move(req));
   if (!r || !r->reply)
     log::error("webhooks", "could not record a delivery's outcome; it will be sent again",
                {{"job_id", w.job_id}, {"error", r ? r->err.message : r.error().message}});
@@ -158,7 +163,7 @@ void arm(deliverer_ptr self, int64_t wait_ms) {
 void scan(deliverer_ptr self) {
   auto& st = self->state;
   if (st.draining) return;
-  const int64_t now = st.dc->ctx.clock.now_ms();
+  const int64_t now = st.dc->at.clock.now_ms();
   std::vector<storage::webhook_record> due;
   std::optional<int64_t> next_due;
   {
@@ -220,11 +225,13 @@ webhook_deliverer_actor::behavior_type deliverer(deliverer_ptr self,
 
 }  // namespace
 
-webhook_deliverer_actor spawn_webhook_deliverer(engine_context& ctx, storage::environment& env,
+webhook_deliverer_actor spawn_webhook_deliverer(const ambient& at, storage::environment& env,
+                                                storage_writer_actor writer,
                                                 runtime::webhook_policy policy, std::string key,
                                                 size_t max_in_flight) {
-  auto dc = std::make_shared<delivery_context>(ctx, std::move(policy), std::move(key));
-  return ctx.sys.spawn(deliverer, std::move(dc), &env, max_in_flight);
+  auto dc = std::make_shared<delivery_context>(at, env, std::move(writer), std::move(policy),
+                                               std::move(key));
+  return at.sys.spawn(deliverer, std::move(dc), &env, max_in_flight);
 }
 
 }  // namespace sy::actors

@@ -18,8 +18,9 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "actors/ambient.hpp"
 #include "actors/atoms.hpp"
-#include "actors/engine_context.hpp"
+#include "actors/storage_writer.hpp"
 #include "runtime/webhook_policy.hpp"
 #include "storage/lmdb_env.hpp"
 
@@ -34,8 +35,10 @@ using webhook_deliverer_actor =
                      caf::replies_to<drain_atom>::with<bool>>;
 
 /// Spawns the deliverer; it scans at once. `key` signs the deliveries (load_or_create_webhook_key),
-/// with timestamps of the engine's clock. `max_in_flight`: deliveries running at once.
-webhook_deliverer_actor spawn_webhook_deliverer(engine_context& ctx, storage::environment& env,
+/// with timestamps of the engine's clock; each outcome is committed through `writer`.
+/// `max_in_flight`: deliveries running at once.
+webhook_deliverer_actor spawn_webhook_deliverer(const ambient& at, storage::environment& env,
+                                                storage_writer_actor writer,
                                                 runtime::webhook_policy policy, std::string key,
                                                 size_t max_in_flight = 16);
 
