@@ -33,9 +33,9 @@ void after_plans(batch_ptr self, bool have_plan);
 /// validation) leaves no plans; one whose failure only set its stop code finishes without them.
 void after_failed_ingest(batch_ptr self) {
   auto& st = self->state;
-  if (auto now = st.mgr->get_batch_any(st.id); now && storage::is_terminal(now->status)) {
+  if (auto now = read_batch(st); now && storage::is_terminal(now->status)) {
     std::error_code ec;
-    fs::remove_all(st.mgr->batch_dir(st.id), ec);
+    fs::remove_all(st.d->paths.batch(st.id), ec);
     return end(self);
   }
   finish(self);
@@ -45,15 +45,15 @@ void after_failed_ingest(batch_ptr self) {
 void ingest(batch_ptr self, const storage::batch_record& b) {
   auto& st = self->state;
   plan::ingest_options o;
-  o.input_path = st.mgr->file_path(b.input_file_id);
+  o.input_path = st.d->paths.file(b.input_file_id);
   o.endpoint = b.endpoint;
-  o.work_dir = st.mgr->batch_dir(st.id);
-  o.max_lines = st.ctx->cfg.batch_max_lines;
-  engine_context* ctx = st.ctx;
-  o.model_known = [ctx](std::string_view model) {
-    return ctx->gateways.for_model(std::string(model)) != nullptr;
+  o.work_dir = st.d->paths.batch(st.id);
+  o.max_lines = st.d->at->cfg.batch_max_lines;
+  const gateway_table* gateways = st.d->gateways;
+  o.model_known = [gateways](std::string_view model) {
+    return gateways->for_model(std::string(model)) != nullptr;
   };
-  st.step_started_ms = st.ctx->clock.now_ms();
+  st.step_started_ms = st.d->at->clock.now_ms();
   off_thread(self, [o = std::move(o), file = b.input_file_id] {
     batch_plans out;
     out.ingested = true;
@@ -75,13 +75,13 @@ void replan(batch_ptr self, const storage::batch_record& b) {
   auto& st = self->state;
   st.replanning = true;
   plan::ingest_options o;
-  o.input_path = st.mgr->file_path(b.input_file_id);
+  o.input_path = st.d->paths.file(b.input_file_id);
   o.endpoint = b.endpoint;
-  o.work_dir = st.mgr->batch_dir(st.id);
+  o.work_dir = st.d->paths.batch(st.id);
   o.max_lines = std::numeric_limits<int64_t>::max();
-  st.step_started_ms = st.ctx->clock.now_ms();
+  st.step_started_ms = st.d->at->clock.now_ms();
   off_thread(self, [o = std::move(o), file = b.input_file_id, errors = b.error_file_id,
-                    error_path = st.mgr->file_path(b.error_file_id)] {
+                    error_path = st.d->paths.file(b.error_file_id)] {
     batch_plans out;
     out.ingested = true;
     auto ids = plan::result_custom_ids(error_path);
@@ -113,7 +113,7 @@ void on_replanned(batch_ptr self, batch_plans& p) {
             {{"batch_id", st.id},
              {"lines", lines},
              {"models", p.plans.models.size()},
-             {"ms", st.ctx->clock.now_ms() - st.step_started_ms}});
+             {"ms", st.d->at->clock.now_ms() - st.step_started_ms}});
   // The plans are in place, nothing of this run dispatched yet: a restart plans them again.
   runtime::failpoint("batch_rerun_planned");
   after_plans(self, true);
@@ -129,7 +129,7 @@ void on_ingested(batch_ptr self, batch_plans& p) {
   storage::batch_ingested_op op;
   op.id = st.id;
   op.total = p.plans.line_count;
-  op.now_ms = st.ctx->clock.now_ms();
+  op.now_ms = st.d->at->clock.now_ms();
   for (auto& e : p.plans.errors)
     op.errors.push_back(storage::batch_error{e.code, e.message, e.param, e.line});
   log::info("batch", op.errors.empty() ? "input validated" : "input invalid; batch failed",
@@ -138,7 +138,7 @@ void on_ingested(batch_ptr self, batch_plans& p) {
              {"bytes", p.plans.bytes},
              {"errors", op.errors.size()},
              {"models", p.plans.models.size()},
-             {"ms", st.ctx->clock.now_ms() - st.step_started_ms}});
+             {"ms", st.d->at->clock.now_ms() - st.step_started_ms}});
   commit(self, std::move(op), [self](write_reply& r) {
     if (!r.reply)
       return fail(self, "cannot record validation: " + r.err.message,
@@ -157,7 +157,7 @@ void on_loaded(batch_ptr self, batch_plans& p) {
   if (!p.failure.empty())
     return fail(self, "cannot load the batch's plan: " + p.failure, [self] { finish(self); });
   st.plans = std::move(p.plans);
-  const auto input = st.mgr->file_path(st.input_file_id);
+  const auto input = st.d->paths.file(st.input_file_id);
   const int fd = ::open(input.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return fail(self, sys_error("cannot open the input file", input), [self] { finish(self); });
@@ -171,7 +171,7 @@ void after_plans(batch_ptr self, bool have_plan) {
   auto& st = self->state;
   if (st.shutting_down) return end(self);
   if (!have_plan) return finish(self);
-  off_thread(self, [dir = st.mgr->batch_dir(st.id)] {
+  off_thread(self, [dir = st.d->paths.batch(st.id)] {
     batch_plans out;
     auto r = plan::load_plan(dir);
     if (r)
@@ -185,7 +185,7 @@ void after_plans(batch_ptr self, bool have_plan) {
 /// Runs the batch from where its record says it is.
 void start(batch_ptr self) {
   auto& st = self->state;
-  auto b = st.mgr->get_batch_any(st.id);
+  auto b = read_batch(st);
   if (!b || storage::is_terminal(b->status)) return end(self);
   st.endpoint = b->endpoint;
   const auto at = trace::of(b->id, b->trace, b->trace_state);
@@ -198,12 +198,12 @@ void start(batch_ptr self) {
   // Only this actor records the batch's lines (its claim), so the counts stay as read here.
   st.fresh = b->completed == 0 && b->failed == 0;
   if (b->deadline_ms > 0) {
-    st.window = st.ctx->clock.make_timer(boost::asio::make_strand(st.ctx->exec));
-    arm<expire_atom>(st.window, b->deadline_ms - st.ctx->clock.now_ms(), batch_actor{self});
+    st.window = st.d->at->clock.make_timer(boost::asio::make_strand(st.d->at->exec));
+    arm<expire_atom>(st.window, b->deadline_ms - st.d->at->clock.now_ms(), batch_actor{self});
   }
   const bool validating = b->status == storage::batch_status::validating;
   if (validating && !st.stopped()) return ingest(self, *b);
-  const bool planned = fs::exists(st.mgr->batch_dir(st.id) + "/model_map.json");
+  const bool planned = fs::exists(st.d->paths.batch(st.id) + "/model_map.json");
   // A rerun not planned yet is planned even when it stopped meanwhile: its lines are drained
   // from the plans into the new error file.
   if (b->run > 1 && !planned && b->status != storage::batch_status::finalizing)
@@ -215,7 +215,7 @@ void start(batch_ptr self) {
 void expire(batch_ptr self) {
   auto& st = self->state;
   if (st.stopped()) return;
-  storage::stop_batch_op op{st.id, errc::batch_expired, "", st.ctx->clock.now_ms()};
+  storage::stop_batch_op op{st.id, errc::batch_expired, "", st.d->at->clock.now_ms()};
   commit(self, std::move(op), [self](write_reply& r) {
     if (r.reply && r.reply->batch && r.reply->batch->stop_code == errc::batch_expired) {
       log::info("batch", "completion window passed; stopping", {{"batch_id", self->state.id}});
@@ -238,12 +238,12 @@ constexpr int64_t claim_retry_ms = 10;
 /// the run that just ended may hold the claim a moment longer) a refused claim is tried again.
 void claim(batch_ptr self, int tries) {
   auto& st = self->state;
-  self->request(st.ctx->jobs, caf::infinite, claim_atom::value, st.id, job_control_actor{self})
+  self->request(st.d->jobs, caf::infinite, claim_atom::value, st.id, job_control_actor{self})
       .then(
           [self, tries](bool mine) {
             auto& st = self->state;
             if (mine) return start(self);
-            if (tries <= 1 || st.ctx->stopping) {
+            if (tries <= 1 || *st.d->stopping) {
               if (tries > 1)
                 log::warn("batch",
                           "another actor still runs the batch; it resumes "
@@ -258,13 +258,13 @@ void claim(batch_ptr self, int tries) {
           [self](caf::error&) { self->quit(); });
 }
 
-batch_actor::behavior_type batch(batch_ptr self, batch_manager* mgr, std::string id, bool patient) {
+batch_actor::behavior_type batch(batch_ptr self, std::shared_ptr<const batch_deps> deps,
+                                 std::string id, bool patient) {
   auto& st = self->state;
-  st.mgr = mgr;
-  st.ctx = &mgr->ctx_;
+  st.d = std::move(deps);
   st.id = std::move(id);
   st.id_seed = plan::request_id_seed(st.id);
-  st.pause = st.ctx->clock.make_timer(boost::asio::make_strand(st.ctx->exec));
+  st.pause = st.d->at->clock.make_timer(boost::asio::make_strand(st.d->at->exec));
   claim(self, patient ? claim_tries : 1);
   return {
       [=](cancel_atom) { stop(self, errc::batch_cancelled); },
@@ -288,7 +288,7 @@ batch_actor::behavior_type batch(batch_ptr self, batch_manager* mgr, std::string
 }  // namespace
 
 void commit(batch_ptr self, storage::write_op op, const std::function<void(write_reply&)>& then) {
-  self->request(self->state.ctx->writer, caf::infinite, write_request{std::move(op)})
+  self->request(self->state.d->writer, caf::infinite, write_request{std::move(op)})
       .then([then](write_reply& r) { then(r); },
             [self, then](caf::error& e) {
               write_reply r;
@@ -314,7 +314,7 @@ void stop(batch_ptr self, const std::string& code) {
 void fail(batch_ptr self, std::string why, std::function<void()> next) {
   auto& st = self->state;
   log::error("batch", "batch failed", {{"batch_id", st.id}, {"error", why}});
-  storage::stop_batch_op op{st.id, errc::batch_failed, std::move(why), st.ctx->clock.now_ms()};
+  storage::stop_batch_op op{st.id, errc::batch_failed, std::move(why), st.d->at->clock.now_ms()};
   ++st.failing;
   commit(self, std::move(op), [self, next = std::move(next)](write_reply&) {
     --self->state.failing;
@@ -340,8 +340,9 @@ void end(batch_ptr self) {
 
 }  // namespace detail
 
-batch_actor spawn_batch_actor(batch_manager& mgr, std::string id, bool patient) {
-  return mgr.ctx_.sys.spawn(detail::batch, &mgr, std::move(id), patient);
+batch_actor spawn_batch_actor(std::shared_ptr<const batch_deps> d, std::string id, bool patient) {
+  auto& sys = d->at->sys;
+  return sys.spawn(detail::batch, std::move(d), std::move(id), patient);
 }
 
 }  // namespace sy::actors

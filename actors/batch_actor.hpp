@@ -22,14 +22,26 @@
 /// batch_lanes.cpp (lanes, slots, requests, recording results), batch_finalize.cpp (draining,
 /// the result files, finalization, retries); the state in actors/detail/batch_state.hpp.
 
+#include <utility>  // before any Asio header (Boost 1.74)
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "actors/ambient.hpp"
+#include "actors/dispatcher_directory.hpp"
+#include "actors/gateway_table.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/slots.hpp"
+#include "actors/storage_writer.hpp"
 #include "runtime/batch_plan.hpp"
 #include "runtime/gateway_client.hpp"
 #include "storage/batch_ops.hpp"
@@ -37,8 +49,6 @@
 #include "storage/inspect.hpp"
 
 namespace sy::actors {
-
-class batch_manager;
 
 /// The batch's plans — ingested from the input file now (`ingested`), or loaded from the plan
 /// files after a restart — or why they could not be had (`failure`: an I/O error).
@@ -117,9 +127,69 @@ using batch_actor = job_control_actor::extend<
     caf::reacts_to<flush_atom>, caf::reacts_to<tick_atom>, caf::reacts_to<batch_plans>,
     caf::reacts_to<window_done>, caf::reacts_to<drained_lines>, caf::reacts_to<written_files>>;
 
+/// How a batch's draining and finalization are retried when they fail (a full disk, an I/O
+/// error, a storage that cannot commit): `tries` in all, waiting `initial` before the second
+/// and twice as long before each next one, at most `max`. The default gives up after about four
+/// minutes; then the batch ends `failed` with what could be kept (docs/batches.md).
+struct batch_retry_policy {
+  int tries = 10;
+  std::chrono::milliseconds initial{1'000};
+  std::chrono::milliseconds max{60'000};
+};
+
+/// The retry policy of draining and finalization (tests shorten it while batches run) and the
+/// count of tries that failed (tests): test knobs shared by the batch manager and the batch
+/// actors, read when a try fails.
+class batch_tries {
+ public:
+  void set_policy(batch_retry_policy p) {
+    std::lock_guard lock{mu_};
+    policy_ = p;
+  }
+  batch_retry_policy policy() const {
+    std::lock_guard lock{mu_};
+    return policy_;
+  }
+  void failed() { ++failed_; }
+  uint64_t failed_count() const { return failed_; }
+
+ private:
+  mutable std::mutex mu_;
+  batch_retry_policy policy_;  ///< guarded by mu_
+  std::atomic<uint64_t> failed_{0};
+};
+
+/// Where the Files and Batch API keeps bytes, under the data dir: `files/<file id>` (uploaded
+/// and produced files) and `batches/<batch id>/` (a batch's plans while it runs).
+struct batch_paths {
+  std::string files_dir;
+  std::string batches_dir;
+  std::string file(const std::string& id) const { return files_dir + "/" + id; }
+  std::string batch(const std::string& id) const { return batches_dir + "/" + id; }
+};
+
+/// What a batch's actor uses: the store it reads its batch and lines from, the writer of its
+/// commits, the registry it claims its id in, the dispatcher directory its lanes ask for their
+/// models' dispatchers, the gateways, the engine's shutdown flag, the executor its blocking
+/// steps run on (ingestion, draining, the result files), where its files are, and the retry
+/// knobs. Shared by every batch actor of an engine.
+struct batch_deps {
+  const ambient* at = nullptr;
+  storage::environment* env = nullptr;
+  storage_writer_actor writer;
+  job_registry_actor jobs;
+  dispatcher_directory_actor dispatchers;
+  const gateway_table* gateways = nullptr;
+  const std::atomic<bool>* stopping = nullptr;
+  boost::asio::any_io_executor blocking;
+  batch_paths paths;
+  std::shared_ptr<batch_tries> tries;
+};
+
 /// Spawns the actor of batch `id`. It ends at once when another actor runs the batch here, or
 /// when the batch is terminal. `patient` (a rerun): the actor of the run that just ended may
 /// still hold the batch's claim for a moment, so a refused claim is tried again for about 2 s.
-batch_actor spawn_batch_actor(batch_manager& mgr, std::string id, bool patient = false);
+batch_actor spawn_batch_actor(std::shared_ptr<const batch_deps> d, std::string id,
+                              bool patient = false);
 
 }  // namespace sy::actors

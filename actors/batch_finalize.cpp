@@ -88,8 +88,8 @@ drained_lines next_chunk(const drain_job& j) {
 
 void drain_step(batch_ptr self) {
   auto& st = self->state;
-  drain_job j{st.cursor,    &st.mgr->env_,
-              st.id,        st.mgr->batch_dir(st.id),
+  drain_job j{st.cursor,    st.d->env,
+              st.id,        st.d->paths.batch(st.id),
               st.stop_code, stop_message(st.stop_code),
               st.id_seed,   st.input};
   off_thread(self, [j = std::move(j)] { return next_chunk(j); });
@@ -111,7 +111,7 @@ void finalize(batch_ptr self, int tries);
 void back_off(batch_ptr self, const char* what, const std::string& failure,
               std::function<void()> next) {
   auto& st = self->state;
-  const batch_retry_policy policy = st.mgr->retry_policy();
+  const batch_retry_policy policy = st.d->tries->policy();
   // Jitter (1.0: none) spreads clients that failed together; one batch's retries need none.
   const int64_t delay =
       runtime::backoff_delay_ms(st.tries - 1, policy.initial.count(), policy.max.count(), 1.0);
@@ -135,8 +135,8 @@ void drained(batch_ptr self, std::string undrained) {
 
 void drain_failed(batch_ptr self, const std::string& failure) {
   auto& st = self->state;
-  ++st.mgr->failed_tries_;
-  if (st.tries >= st.mgr->retry_policy().tries) {
+  st.d->tries->failed();
+  if (st.tries >= st.d->tries->policy().tries) {
     log::error("batch", "cannot drain the batch; giving up",
                {{"batch_id", st.id}, {"tries", st.tries}, {"error", failure}});
     return drained(self, "after " + std::to_string(st.tries) + " tries: " + failure);
@@ -145,13 +145,13 @@ void drain_failed(batch_ptr self, const std::string& failure) {
 }
 
 /// Streams the recorded lines into the output and error files (on the blocking thread).
-written_files write_files(batch_manager* mgr, const storage::batch_record& b,
+written_files write_files(const batch_deps& d, const storage::batch_record& b,
                           const std::string& out_id, const std::string& err_id, int64_t now_s) {
-  runtime::batch::result_file out(mgr->file_path(out_id)), err(mgr->file_path(err_id));
+  runtime::batch::result_file out(d.paths.file(out_id)), err(d.paths.file(err_id));
   // A rerun's output file holds the previous run's output lines, then this run's.
-  if (b.run > 1 && !b.output_file_id.empty()) out.append_file(mgr->file_path(b.output_file_id));
+  if (b.run > 1 && !b.output_file_id.empty()) out.append_file(d.paths.file(b.output_file_id));
   {
-    auto txn = mgr->env_.begin_read();
+    auto txn = d.env->begin_read();
     storage::scan_batch_lines(txn, b.id, [&](uint64_t, bool ok, std::string_view text) {
       (ok ? out : err).append(text);
       return !(out.failed() && err.failed());  // nothing more can be written
@@ -160,7 +160,7 @@ written_files write_files(batch_manager* mgr, const storage::batch_record& b,
   // Each file on its own: when one cannot be written the other may still be kept.
   out.commit();
   err.commit();
-  fsync_dir(mgr->files_dir_);
+  fsync_dir(d.paths.files_dir);
   auto record = [&](const runtime::batch::result_file& f, const std::string& fid,
                     const char* kind) {
     storage::file_record r;
@@ -185,8 +185,8 @@ written_files write_files(batch_manager* mgr, const storage::batch_record& b,
 
 /// Removes the files of `w` that are in place (not referenced by any record).
 void remove(batch_ptr self, const written_files& w) {
-  if (w.output) ::unlink(self->state.mgr->file_path(w.output->id).c_str());
-  if (w.error) ::unlink(self->state.mgr->file_path(w.error->id).c_str());
+  if (w.output) ::unlink(self->state.d->paths.file(w.output->id).c_str());
+  if (w.error) ::unlink(self->state.d->paths.file(w.error->id).c_str());
 }
 
 /// Both files are written from the recorded lines in slot order (model by model, each in its
@@ -196,14 +196,14 @@ void finalize(batch_ptr self, int tries) {
   auto& st = self->state;
   st.tries = tries;
   runtime::failpoint("batch_finalize_start");
-  auto b = st.mgr->get_batch_any(st.id);
+  auto b = read_batch(st);
   if (!b) return end(self);
-  const int64_t now_ms = st.ctx->clock.now_ms();
+  const int64_t now_ms = st.d->at->clock.now_ms();
   if (tries == 1) st.step_started_ms = now_ms;
-  finalize_try f{"file-" + st.mgr->ids_.next(now_ms), "file-" + st.mgr->ids_.next(now_ms),
-                 std::move(*b), tries >= st.mgr->retry_policy().tries};
-  off_thread(self, [mgr = st.mgr, f, now_s = now_ms / 1000] {
-    return write_files(mgr, f.batch, f.output_id, f.error_id, now_s);
+  finalize_try f{"file-" + st.ids.next(now_ms), "file-" + st.ids.next(now_ms), std::move(*b),
+                 tries >= st.d->tries->policy().tries};
+  off_thread(self, [d = st.d, f, now_s = now_ms / 1000] {
+    return write_files(*d, f.batch, f.output_id, f.error_id, now_s);
   });
   st.finalizing = std::move(f);
 }
@@ -232,7 +232,7 @@ void finalized(batch_ptr self, const written_files& w, const storage::op_reply& 
   // Already terminal (finalized before): the files just written are not referenced.
   if (r.what != storage::op_reply::kind::done) remove(self, w);
   std::error_code ec;
-  fs::remove_all(st.mgr->batch_dir(st.id), ec);
+  fs::remove_all(st.d->paths.batch(st.id), ec);
   log::info("batch", "batch finished",
             {{"batch_id", st.id},
              {"status", storage::to_string(b.status)},
@@ -241,7 +241,7 @@ void finalized(batch_ptr self, const written_files& w, const storage::op_reply& 
              {"failed", b.failed},
              {"output_file_id", b.output_file_id},
              {"error_file_id", b.error_file_id},
-             {"finalize_ms", st.ctx->clock.now_ms() - st.step_started_ms}});
+             {"finalize_ms", st.d->at->clock.now_ms() - st.step_started_ms}});
   end(self);
 }
 
@@ -250,12 +250,12 @@ void finalized(batch_ptr self, const written_files& w, const storage::op_reply& 
 void finish(batch_ptr self) {
   auto& st = self->state;
   if (st.shutting_down) return end(self);  // resumed at the next start
-  auto b = st.mgr->get_batch_any(st.id);
+  auto b = read_batch(st);
   if (!b || storage::is_terminal(b->status)) return end(self);
   if (b->stop_code.empty()) {
     close_input(self);
     disarm(st.window);
-    storage::batch_finalizing_op op{st.id, st.ctx->clock.now_ms()};
+    storage::batch_finalizing_op op{st.id, st.d->at->clock.now_ms()};
     return commit(self, std::move(op), [self](write_reply&) { finalize(self, 1); });
   }
   st.stop_code = b->stop_code;
@@ -285,7 +285,7 @@ void on_written(batch_ptr self, written_files& w) {
                           : f.last    ? "exhausted"
                                       : "retry");
   if (incomplete) {
-    ++st.mgr->failed_tries_;
+    st.d->tries->failed();
     const auto& failure = w.output_failure.empty() ? w.error_failure : w.output_failure;
     if (!f.last) {
       remove(self, w);  // all or nothing until the last try
@@ -295,7 +295,7 @@ void on_written(batch_ptr self, written_files& w) {
                {{"batch_id", st.id}, {"tries", st.tries}, {"error", failure}});
   }
   runtime::failpoint("batch_files_written");
-  storage::batch_finish_op op{st.id, w.output, w.error, st.ctx->clock.now_ms(), std::nullopt};
+  storage::batch_finish_op op{st.id, w.output, w.error, st.d->at->clock.now_ms(), std::nullopt};
   if (f.batch.run > 1 && !incomplete) {  // a rerun's counts are the lines of its files
     op.completed = w.output_lines;
     op.failed = w.error_lines;
@@ -307,7 +307,7 @@ void on_written(batch_ptr self, written_files& w) {
     op.failure = storage::batch_error{errc::batch_failed, std::move(lost), "", 0};
   commit(self, std::move(op), [self, w, incomplete](write_reply& r) {
     if (!r.reply) {
-      if (!incomplete) ++self->state.mgr->failed_tries_;
+      if (!incomplete) self->state.d->tries->failed();
       remove(self, w);  // without a record they would only be removed at the next start
       return finalize_failed(self, "cannot record finalization: " + r.err.message);
     }

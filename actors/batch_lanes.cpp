@@ -59,7 +59,7 @@ void update(batch_ptr self, batch_lane& lane, int32_t give_back) {
   int32_t want = 0;
   if (!lane.ended) {
     auto desired = static_cast<int32_t>(std::min<uint64_t>(
-        std::max(1, st.ctx->cfg.per_model_concurrency), lane.busy + lines_left(lane)));
+        std::max(1, st.d->at->cfg.per_model_concurrency), lane.busy + lines_left(lane)));
     // The batch's own cap: what the other lanes hold or asked for is not this lane's to ask for.
     if (st.max_inflight > 0) {
       int64_t others = 0;
@@ -88,7 +88,8 @@ void record(batch_ptr self, storage::batch_line line) {
   st.unrecorded.push_back(std::move(line));
   if (st.recording) return;
   st.recording = true;
-  arm_on<flush_atom>(st.gather, st.ctx->clock, st.ctx->exec, record_gather_ms, batch_actor{self});
+  arm_on<flush_atom>(st.gather, st.d->at->clock, st.d->at->exec, record_gather_ms,
+                     batch_actor{self});
 }
 
 /// The lane's next line without a result: a pending one, else the next of its plan that has no
@@ -104,7 +105,7 @@ std::optional<line_ref> next_line(batch_ptr self, batch_lane& lane) {
   while (lane.reader.next(e)) {
     const uint64_t slot = storage::batch_slot(lane.model_index, lane.position++);
     if (!st.fresh) {
-      auto txn = st.mgr->env_.begin_read();
+      auto txn = st.d->env->begin_read();
       if (storage::has_batch_line(txn, st.id, slot)) continue;  // done before a restart
     }
     return line_ref{e, slot};
@@ -277,9 +278,10 @@ bool start_window(batch_ptr self, size_t lane_index) {
   ++lane.busy;
   const uint64_t key = st.next_key++;
   auto abort = std::make_shared<runtime::abort_handle>();
-  window_job j{batch_actor{self}, st.id,          key,           lines,          st.input,
-               st.id_seed,        st.endpoint,    lane.gw,       &st.ctx->clock, abort,
-               lane.model,        st.traceparent, st.tracestate, st.max_attempts};
+  window_job j{batch_actor{self}, st.id,          key,         lines,
+               st.input,          st.id_seed,     st.endpoint, lane.gw,
+               &st.d->at->clock,  abort,          lane.model,  st.traceparent,
+               st.tracestate,     st.max_attempts};
   st.inflight.emplace(key, window_request{lane_index, std::move(lines), std::move(abort)});
   asio::co_spawn(lane.gw->executor(), run_window(std::move(j)),
                  [me = batch_actor{self}, key](const std::exception_ptr& ex, window_done w) {
@@ -318,7 +320,7 @@ void find_owners(batch_ptr self) {
   dispatchers_wanted want;
   for (const auto& lane : st.lanes) want.models.push_back(lane.model);
   if (want.models.empty()) return pump(self);
-  self->request(st.ctx->dispatchers, caf::infinite, std::move(want))
+  self->request(st.d->dispatchers, caf::infinite, std::move(want))
       .then(
           [self](dispatchers_found& found) {
             auto& s = self->state;
@@ -344,7 +346,7 @@ void dispatch(batch_ptr self) {
   st.dispatching = true;
   const auto& models = st.plans->models;
   for (uint64_t i = 0; i < models.size() && !st.halted; ++i) {
-    auto reader = plan::plan_reader::open(st.mgr->batch_dir(st.id) + "/plans/" +
+    auto reader = plan::plan_reader::open(st.d->paths.batch(st.id) + "/plans/" +
                                           models[i].safe_name + ".plan");
     if (!reader) {
       fail(self, "cannot open the plan of model " + models[i].model + ": " + reader.error().message,
@@ -354,7 +356,7 @@ void dispatch(batch_ptr self) {
     batch_lane lane{std::move(*reader)};
     lane.model = models[i].model;
     lane.model_index = i;
-    lane.gw = st.ctx->gateways.for_model(lane.model);
+    lane.gw = st.d->gateways->for_model(lane.model);
     lane.key = next_slot_key();
     st.lanes.push_back(std::move(lane));
   }
@@ -404,7 +406,7 @@ void flush(batch_ptr self) {
         s.recording = false;
         return check_dispatched(self);
       }
-      return arm_on<flush_atom>(s.gather, s.ctx->clock, s.ctx->exec, record_gather_ms,
+      return arm_on<flush_atom>(s.gather, s.d->at->clock, s.d->at->exec, record_gather_ms,
                                 batch_actor{self});
     }
     // A storage that cannot commit fails the batch rather than spinning; the lines not

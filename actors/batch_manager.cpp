@@ -46,7 +46,10 @@ batch_manager::batch_manager(engine_context& ctx, storage::environment& env,
       files_dir_((fs::path(ctx.cfg.data_dir) / "files").string()),
       uploads_dir_((fs::path(ctx.cfg.data_dir) / "files" / "uploads").string()),
       batches_dir_((fs::path(ctx.cfg.data_dir) / "batches").string()),
-      blocking_(blocking ? *blocking : asio::any_io_executor(pool_.get_executor())) {
+      blocking_(blocking ? *blocking : asio::any_io_executor(pool_.get_executor())),
+      deps_(std::make_shared<const batch_deps>(
+          batch_deps{&ctx, &env, ctx.writer, ctx.jobs, ctx.dispatchers, &ctx.gateways,
+                     &ctx.stopping, blocking_, batch_paths{files_dir_, batches_dir_}, tries_})) {
   // The pool has one thread: the first task it runs names it.
   asio::post(pool_, [] { runtime::name_this_thread("sy-batch-io"); });
 }
@@ -58,19 +61,8 @@ batch_manager::~batch_manager() {
 
 std::string batch_manager::upload_dir() const { return uploads_dir_; }
 std::string batch_manager::file_path(const std::string& id) const { return files_dir_ + "/" + id; }
-std::string batch_manager::batch_dir(const std::string& id) const {
-  return batches_dir_ + "/" + id;
-}
-
-void batch_manager::set_retry_policy(batch_retry_policy p) {
-  std::lock_guard lock{mu_};
-  retry_ = p;
-}
-
-batch_retry_policy batch_manager::retry_policy() const {
-  std::lock_guard lock{mu_};
-  return retry_;
-}
+void batch_manager::set_retry_policy(batch_retry_policy p) { tries_->set_policy(p); }
+batch_retry_policy batch_manager::retry_policy() const { return tries_->policy(); }
 
 std::optional<storage::batch_record> batch_manager::get_batch_any(const std::string& id) const {
   auto txn = env_.begin_read();
@@ -128,7 +120,7 @@ void batch_manager::stop() {
 }
 
 void batch_manager::launch(const std::string& batch_id, bool patient) {
-  if (!stopping_) spawn_batch_actor(*this, batch_id, patient);
+  if (!stopping_) spawn_batch_actor(deps_, batch_id, patient);
 }
 
 asio::awaitable<void> batch_manager::sweep_expired_files() {

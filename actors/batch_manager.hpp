@@ -25,6 +25,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "actors/batch_actor.hpp"
 #include "actors/batch_service.hpp"
 #include "actors/engine_context.hpp"
 #include "runtime/ulid.hpp"
@@ -32,16 +33,6 @@
 #include "storage/ops.hpp"
 
 namespace sy::actors {
-
-/// How a batch's draining and finalization are retried when they fail (a full disk, an I/O
-/// error, a storage that cannot commit): `tries` in all, waiting `initial` before the second
-/// and twice as long before each next one, at most `max`. The default gives up after about four
-/// minutes; then the batch ends `failed` with what could be kept (docs/batches.md).
-struct batch_retry_policy {
-  int tries = 10;
-  std::chrono::milliseconds initial{1'000};
-  std::chrono::milliseconds max{60'000};
-};
 
 class batch_manager final : public batch_service {
  public:
@@ -95,7 +86,7 @@ class batch_manager final : public batch_service {
   void set_retry_policy(batch_retry_policy p);
   batch_retry_policy retry_policy() const;
   /// Tries to drain or finalize a batch that failed so far (tests, metrics).
-  uint64_t failed_tries() const { return failed_tries_; }
+  uint64_t failed_tries() const { return tries_->failed_count(); }
 
  private:
   /// Commits one operation through the storage writer.
@@ -104,10 +95,6 @@ class batch_manager final : public batch_service {
   /// spawn_batch_actor's).
   void launch(const std::string& batch_id, bool patient = false);
   boost::asio::awaitable<void> sweep_expired_files();
-
- public:
-  // --- For the batches' actors (actors/batch_actor.hpp, actors/detail/batch_state.hpp) --------
-  std::string batch_dir(const std::string& id) const;
   /// The batch, whichever tenant owns it.
   std::optional<storage::batch_record> get_batch_any(const std::string& id) const;
 
@@ -120,10 +107,9 @@ class batch_manager final : public batch_service {
   runtime::ulid_generator ids_;
   boost::asio::thread_pool pool_{1};       ///< the blocking thread, unless `blocking` was given
   boost::asio::any_io_executor blocking_;  ///< ingestion, draining and finalization file I/O
-  mutable std::mutex mu_;
   std::atomic<bool> stopping_{false};
-  batch_retry_policy retry_;  ///< guarded by mu_
-  std::atomic<uint64_t> failed_tries_{0};
+  std::shared_ptr<batch_tries> tries_ = std::make_shared<batch_tries>();
+  std::shared_ptr<const batch_deps> deps_;       ///< what every batch actor it spawns gets
   std::shared_ptr<runtime::timer> sweep_timer_;  ///< the file-expiry sweep's wait (on its strand)
 };
 

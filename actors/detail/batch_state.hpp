@@ -23,11 +23,11 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/batch_actor.hpp"
-#include "actors/batch_manager.hpp"
 #include "actors/slots.hpp"
 #include "runtime/batch_plan.hpp"
 #include "runtime/batch_render.hpp"
 #include "runtime/clock.hpp"
+#include "runtime/ulid.hpp"
 
 namespace sy::actors::detail {
 
@@ -92,8 +92,8 @@ struct finalize_try {
 };
 
 struct batch_state {
-  batch_manager* mgr = nullptr;
-  engine_context* ctx = nullptr;
+  std::shared_ptr<const batch_deps> d;
+  runtime::ulid_generator ids;  ///< the result files' ids
   std::string id;
   std::array<uint64_t, 2> id_seed{};  ///< request ids
   std::string endpoint;
@@ -112,7 +112,7 @@ struct batch_state {
   std::optional<runtime::batch::ingest_result> plans;
   bool replanning = false;      ///< a rerun's plans are being made (not the first run's ingestion)
   int64_t step_started_ms = 0;  ///< when ingestion or finalization began (its log line's "ms")
-  std::shared_ptr<runtime::timer> window;  ///< the completion window's end (ctx.clock's)
+  std::shared_ptr<runtime::timer> window;  ///< the completion window's end (the engine clock's)
   std::shared_ptr<runtime::timer> pause;   ///< the wait before a retry of a drain or finalization
 
   // Dispatch (batch_lanes.cpp)
@@ -139,10 +139,16 @@ struct batch_state {
 
 using batch_ptr = batch_actor::stateful_pointer<batch_state>;
 
+/// The batch's record as it stands, whichever tenant owns it.
+inline std::optional<storage::batch_record> read_batch(const batch_state& st) {
+  auto txn = st.d->env->begin_read();
+  return storage::get_batch(txn, st.id);
+}
+
 /// Runs `fn` on the batch manager's blocking thread and sends its result (a message value) back.
 template <class F>
 void off_thread(batch_ptr self, F fn) {
-  boost::asio::post(self->state.mgr->blocking_,
+  boost::asio::post(self->state.d->blocking,
                     [fn = std::move(fn), me = batch_actor{self}] { caf::anon_send(me, fn()); });
 }
 
