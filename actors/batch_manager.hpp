@@ -85,6 +85,8 @@ class batch_manager final : public batch_service {
   /// for the next try.
   void set_retry_policy(batch_retry_policy p);
   batch_retry_policy retry_policy() const;
+  /// What each batch actor it spawns gets (flow tests spawn one themselves).
+  std::shared_ptr<const batch_deps> actor_deps() const { return deps_; }
   /// Tries to drain or finalize a batch that failed so far (tests, metrics).
   uint64_t failed_tries() const { return tries_->failed_count(); }
 

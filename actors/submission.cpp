@@ -238,7 +238,8 @@ result<std::string> parse_webhook_url(const json& j) {
   return url;
 }
 
-result<task_input> parse_task(json& t, const std::string& at, std::optional<bool> http) {
+result<task_input> parse_task(json& t, const std::string& at, std::optional<bool> http,
+                              bool keep_body) {
   auto param = [&](const char* field) {
     return at.empty() ? std::string(field) : at + "." + field;
   };
@@ -277,7 +278,7 @@ result<task_input> parse_task(json& t, const std::string& at, std::optional<bool
                             "neither 'body' nor 'request'.",
                         param("input"));
     out.runtime = true;
-    out.body = json_text_of(*input);
+    if (keep_body) out.body = json_text_of(*input);
     return out;
   }
   auto request = t.find("request");
@@ -304,7 +305,7 @@ result<task_input> parse_task(json& t, const std::string& at, std::optional<bool
   if (auto st = check_request_body(body == t.end() ? nullptr : &*body, param("body")); !st)
     return st.error();
   out.model = (*body)["model"].get<std::string>();
-  out.body = json_text_of(*body);
+  if (keep_body) out.body = json_text_of(*body);
   return out;
 }
 

@@ -51,16 +51,17 @@ result<submission> parse_submission(nlohmann::json j, std::string tenant,
 /// others are: `{"custom_id"?, "body"}`, or an http task's `{"custom_id"?, "request"}` when
 /// `http` says so (not known: an append, whose job's endpoint the engine checks, takes either;
 /// actors/http_task.hpp checks the request). `at` prefixes the params ("tasks[3]"; empty for a
-/// line of a file: "body.model"). The body is moved out of `t`. Uniqueness of custom_ids is the
-/// caller's (it sees the whole list).
+/// line of a file: "body.model"). The body's text is kept (`keep_body`; a check that only needs
+/// the verdict skips writing it — an http task's request is kept always, its target is checked
+/// from it). Uniqueness of custom_ids is the caller's (it sees the whole list).
 result<task_input> parse_task(nlohmann::json& t, const std::string& at,
-                              std::optional<bool> http = std::nullopt);
+                              std::optional<bool> http = std::nullopt, bool keep_body = true);
 
 /// One line of a staged task file (JSONL, docs/task-lists.md), read by the parser of every
 /// client's JSON (runtime/strict_json.hpp) as admission reads a body: too deep is
 /// json_too_deep, a key twice invalid_request (its path as param), what is not a JSON object
 /// (invalid UTF-8, an overflowing number, ...) invalid_json_line; then parse_task's rules.
-result<task_input> parse_task_line(std::string_view line);
+result<task_input> parse_task_line(std::string_view line, bool keep_body = true);
 
 /// `max_attempts` of a job or a batch: 0 when absent or null (the configured default);
 /// invalid_max_attempts (param max_attempts) when it is not an integer from 1 to `cap`.

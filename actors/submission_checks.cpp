@@ -31,13 +31,13 @@ std::string utf8_prefix(std::string_view s, size_t chars) {
 
 }  // namespace
 
-result<task_input> parse_task_line(std::string_view line) {
+result<task_input> parse_task_line(std::string_view line, bool keep_body) {
   auto j = runtime::parse_strict_json(line, "the line");
   if (!j && j.error().code == errc::invalid_json)
     return make_error(errc::invalid_json_line, j.error().message);
   if (!j) return j.error();
   if (!j->is_object()) return make_error(errc::invalid_json_line, "The line is not a JSON object.");
-  return parse_task(*j, "");
+  return parse_task(*j, "", std::nullopt, keep_body);
 }
 
 status check_metadata(const json& m, const std::string& param) {

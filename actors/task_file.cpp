@@ -121,12 +121,12 @@ bool blank(std::string_view line) {
   return line.find_first_not_of(" \t\r") == std::string_view::npos;
 }
 
-/// A line as a task, or the error its line reports.
-result<task_input> parse_line(std::string_view line, bool too_long) {
+/// A line as a task (its body's text only when `keep_body`), or the error its line reports.
+result<task_input> parse_line(std::string_view line, bool too_long, bool keep_body) {
   if (too_long)
     return make_error(errc::invalid_json_line,
                       "The line is longer than " + std::to_string(max_line_bytes) + " bytes.");
-  return parse_task_line(line);
+  return parse_task_line(line, keep_body);
 }
 
 uint64_t fnv1a64(std::string_view s) {
@@ -178,7 +178,7 @@ result<task_file_check> check_task_file(const std::string& path, int64_t max_tas
            "", 0});
       break;
     }
-    auto task = parse_line(line, too_long);
+    auto task = parse_line(line, too_long, false);  // the verdict only: the chunks keep bodies
     if (!task) {
       add(line_error(task.error(), number));
       continue;
@@ -227,7 +227,7 @@ result<task_chunk> read_task_chunk(const std::string& path, int64_t offset, size
       break;
     }
     if (!too_long && blank(line)) continue;
-    auto task = parse_line(line, too_long);
+    auto task = parse_line(line, too_long, true);
     if (!task)
       return make_error(
           errc::invalid_task_file,

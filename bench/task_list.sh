@@ -15,7 +15,8 @@
 #   bench/task_list.sh [BUILD_DIR]        (default BUILD_DIR: build next to this folder)
 #
 # Environment: N (1000000), RUN_N (1000000), SINGLE_N (100000), BIG_N (200000), PER_MODEL (64), GLOBAL (100),
-# SWITCHYARD (the binary to measure; default BUILD_DIR/switchyard).
+# SWITCHYARD (the binary to measure; default BUILD_DIR/switchyard), PHASES (which of "ingest run
+# fair" to run; default all three).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,6 +29,8 @@ SINGLE_N=${SINGLE_N:-100000}
 BIG_N=${BIG_N:-200000}
 PER_MODEL=${PER_MODEL:-64}
 GLOBAL=${GLOBAL:-100}
+PHASES=${PHASES:-ingest run fair}
+want() { [[ " $PHASES " == *" $1 "* ]]; }
 switchyard=${SWITCHYARD:-$build/switchyard}
 fake=$build/tests/fakes/fake_gateway
 loadgen=$build/bench/sy_bench_submit
@@ -113,6 +116,7 @@ create() {  # create FILE_ID MAX_INFLIGHT
 }
 
 # --- 1. staged ingest ---------------------------------------------------------------------------
+if want ingest; then
 gen "$work/ingest.jsonl" "$N" i
 bytes=$(stat -c %s "$work/ingest.jsonl")
 file=$(upload "$work/ingest.jsonl")
@@ -148,7 +152,10 @@ echo "ingest: $N tasks ($((bytes / 1000000)) MB) answered in ${t_answer} ms, lat
   "peak RSS +$(python3 -c "print(f'{($peak_rss-$idle_rss)/1024:.1f}')") MB above idle ($((idle_rss / 1024)) MB):" \
   "heap (RssAnon) +$(python3 -c "print(f'{($peak_anon-$idle_anon)/1024:.1f}')") MB, LMDB's mapped pages (RssFile) peak $((peak_file / 1024)) MB"
 
+fi
+
 # --- 2. execution ---------------------------------------------------------------------------------
+if want run; then
 gen "$work/run.jsonl" "$RUN_N" r
 file=$(upload "$work/run.jsonl")
 t0=$(now_ms)
@@ -189,7 +196,10 @@ wait "$sampler" || true
 echo "export heap (RssAnon) peak +$(python3 -c "print(f'{($(cat "$work/anon-peak")-$idle_anon)/1024:.1f}')") MB," \
   "peak RSS (VmHWM) +$(python3 -c "print(f'{($(rss_kb "$engine_pid" VmHWM)-$idle_rss)/1024:.1f}')") MB above $((idle_rss / 1024)) MB"
 
+fi
+
 # --- 3. fairness ----------------------------------------------------------------------------------
+if want fair; then
 gen "$work/big.jsonl" "$BIG_N" b
 gen "$work/small.jsonl" 10 s
 file=$(upload "$work/big.jsonl")
@@ -204,4 +214,5 @@ big_done=$(curl -sf "$base/v1/jobs/$big" | sed -n 's/.*"completed":\([0-9]*\).*/
 echo "fairness: a 10-task list beside a $BIG_N-task list (window 256) completed in $((t1 - t0)) ms;" \
   "the big one had $big_done tasks done then"
 curl -sf -X POST "$base/v1/jobs/$big/cancel" >/dev/null || true
+fi
 echo "logs: $out"

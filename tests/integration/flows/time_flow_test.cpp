@@ -137,7 +137,7 @@ TEST(batch_flow, the_completion_window_expires_the_batch_when_the_clock_passes_i
   ASSERT_TRUE(env.write(storage::create_batch_op{b}).reply);
   auto batch = [&] { return *storage::get_batch(env.store().begin_read(), b.id); };
 
-  actors::spawn_batch_actor(*mgr, b.id);
+  actors::spawn_batch_actor(mgr->actor_deps(), b.id);
   // Ingested, planned, dispatching: its lane asked the model's dispatcher for a slot and waits.
   ASSERT_TRUE(env.drive_until(
       [&] { return std::find(seen.begin(), seen.end(), "slot_update") != seen.end(); }));
