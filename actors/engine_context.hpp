@@ -66,7 +66,7 @@ struct engine_context {
     }
     gateways[key] =
         gateway_clients
-            .emplace_back(std::make_unique<runtime::gateway_client>(exec.get_executor(), g))
+            .emplace_back(std::make_unique<runtime::gateway_client>(exec.get_executor(), g, clock))
             .get();
   }
 
