@@ -39,7 +39,9 @@ std::string task_id_for(const std::string& job_id, int index) {
   return std::string(ulid) + "-" + std::to_string(index);
 }
 
-/// Waits until `done()` or the deadline, checking every few milliseconds (shutdown only).
+/// Waits until `done()` or the deadline, checking every few milliseconds (shutdown only). Real
+/// time on purpose, not the engine's clock: it bounds how long the stopping thread waits before
+/// it logs, which must pass while a test's manual clock stands still, and no state depends on it.
 template <class F>
 bool wait_until(F done, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -83,8 +85,9 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   ctx.holder = node_prefix + e->ids_.next(d.clock.now_ms());
   if (d.cfg.gateway) ctx.gateways.add("*", *d.cfg.gateway);
   for (const auto& [model, gw] : d.cfg.model_gateways) ctx.gateways.add(model, gw);
-  ctx.http_tasks =
-      std::make_unique<runtime::outbound_client>(e->exec_.get_executor(), std::move(*http_policy));
+  ctx.http_tasks = std::make_unique<runtime::outbound_client>(
+      e->exec_.get_executor(), std::move(*http_policy),
+      std::shared_ptr<const runtime::clock>(std::shared_ptr<void>{}, &d.clock));
 
   engine* self = e.get();
   ctx.budget = spawn_global_budget(*e->sys_, d.cfg.global_concurrency);

@@ -39,7 +39,7 @@ namespace sy::actors {
 struct engine_context : ambient {
   engine_context(caf::actor_system& s, const config::settings& c, const runtime::clock& k,
                  runtime::js_client& j, boost::asio::io_context& e)
-      : ambient{s, c, k, e}, js(j), gateways(e, c.gateway.has_value()), watch(k) {}
+      : ambient{s, c, k, e}, js(j), gateways(e, k, c.gateway.has_value()), watch(k) {}
 
   runtime::js_client& js;
   storage_writer_actor writer;

@@ -49,7 +49,9 @@ status engine::start_workers() {
   sts_policy.allow_loopback = true;
   sts_policy.timeout_ms = answer_within.count();
   sts_policy.setting = "sts";
-  sts_ = std::make_unique<runtime::outbound_client>(exec_.get_executor(), std::move(sts_policy));
+  sts_ = std::make_unique<runtime::outbound_client>(
+      exec_.get_executor(), std::move(sts_policy),
+      std::shared_ptr<const runtime::clock>(std::shared_ptr<void>{}, &ctx_->clock));
   for (const auto& [name, r] : deps_.cfg.runtimes)
     runtimes_.emplace(name, spawn_runtime_queue({ctx_->fetch(), ctx_->writer, minter_}, name));
   for (const auto& [tenant, uris] : deps_.cfg.tenant_storage_prefixes)

@@ -14,15 +14,17 @@
 #include <boost/asio/io_context.hpp>
 
 #include "config/settings.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/gateway_client.hpp"
 
 namespace sy::actors {
 
 class gateway_table {
  public:
-  /// `one_for_all`: every model goes to the "*" entry (the `gateway` setting).
-  gateway_table(boost::asio::io_context& exec, bool one_for_all)
-      : exec_(exec), one_for_all_(one_for_all) {}
+  /// `one_for_all`: every model goes to the "*" entry (the `gateway` setting). The clients time
+  /// their retry pauses (and their request durations) with `clock`.
+  gateway_table(boost::asio::io_context& exec, const runtime::clock& clock, bool one_for_all)
+      : exec_(exec), clock_(clock), one_for_all_(one_for_all) {}
 
   /// Serves `key` (a model, or "*") by the client made for settings equal to `g` — entries that
   /// are equal share one client and its keep-alive pool — or by a new client on the context.
@@ -33,9 +35,10 @@ class gateway_table {
         return;
       }
     }
-    by_key_[key] =
-        clients_.emplace_back(std::make_unique<runtime::gateway_client>(exec_.get_executor(), g))
-            .get();
+    by_key_[key] = clients_
+                       .emplace_back(std::make_unique<runtime::gateway_client>(exec_.get_executor(),
+                                                                               g, clock_))
+                       .get();
   }
 
   /// The client for `model`, or nullptr when no gateway serves it.
@@ -58,6 +61,7 @@ class gateway_table {
 
  private:
   boost::asio::io_context& exec_;
+  const runtime::clock& clock_;
   bool one_for_all_;
   std::vector<std::unique_ptr<runtime::gateway_client>> clients_;
   std::map<std::string, runtime::gateway_client*> by_key_;

@@ -2,7 +2,6 @@
 
 #include "actors/job_watch.hpp"
 
-#include <chrono>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -37,9 +36,10 @@ struct writer_state {
   storage::environment* env = nullptr;
   size_t max_ops = 4096;
   storage::store_policy policy;
-  job_watch* watch = nullptr;        ///< wakes the waiters of changed jobs
-  writer_wakes wakes;                ///< the relay and the deliverer, once they exist
-  detail::writer_key key = nullptr;  ///< this writer's slot in write_tickets
+  job_watch* watch = nullptr;             ///< wakes the waiters of changed jobs
+  const runtime::clock* clock = nullptr;  ///< times the commits: the watch's (the engine's)
+  writer_wakes wakes;                     ///< the relay and the deliverer, once they exist
+  detail::writer_key key = nullptr;       ///< this writer's slot in write_tickets
   std::vector<pending_op> pending;
   bool flush_scheduled = false;
   static inline const char* name = "storage_writer";
@@ -162,10 +162,9 @@ void flush(writer_ptr self) {
     self->send(self, flush_atom::value);
   }
   if (batch.empty()) return;
-  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t t0_us = st.clock->monotonic_us();
   auto outcomes = commit_batch(*st.env, st.policy, batch);
-  metrics::commit(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                  batch.size());
+  metrics::commit(static_cast<double>(st.clock->monotonic_us() - t0_us) / 1e6, batch.size());
   if (!outcomes) {
     log::error("storage", "group commit failed",
                {{"ops", batch.size()},
@@ -222,6 +221,8 @@ storage_writer_actor::behavior_type writer(writer_ptr self, storage::environment
   self->state.max_ops = max_ops == 0 ? 1 : max_ops;
   self->state.policy = std::move(policy);
   self->state.watch = watch;
+  static const runtime::system_clock_source system_time;  // a writer without a watch (tests)
+  self->state.clock = watch ? &watch->clock() : &system_time;
   self->state.key = static_cast<caf::abstract_actor*>(self);
   // The flush message queues behind every request already in the mailbox, so all of them join
   // this commit: that is the group commit.

@@ -143,7 +143,8 @@ enum class runs_on { own_thread, scheduler };
 /// Spawns the writer; `policy` is handed to every operation (storage/ops.hpp). Opens the writer's
 /// slot in write_tickets before returning the handle; the slot closes when the writer ends.
 /// `watch` (may be null): its waiters of the jobs a commit changed are woken (Prefer: wait, SSE);
-/// it must outlive the writer.
+/// it must outlive the writer. Its clock (the engine's) times the commits for the
+/// commit-duration histogram; a writer without a watch times them by the system clock.
 storage_writer_actor spawn_storage_writer(caf::actor_system& sys, storage::environment& env,
                                           size_t max_ops_per_commit, storage::store_policy policy,
                                           job_watch* watch, runs_on where = runs_on::own_thread);

@@ -152,11 +152,15 @@ using conn_ptr = std::shared_ptr<connection>;
 /// Touched only on the client's strand (the abort posts there).
 struct wait_state {
   conn_ptr conn;
-  std::shared_ptr<asio::steady_timer> timer;
+  /// A wait for a free connection: an Asio timer that never expires, used as an event (a
+  /// release or an abort cancels it), so it reads no time and is not the clock's.
+  std::shared_ptr<asio::steady_timer> waiter;
+  timer* pause = nullptr;  ///< the retry pause, a timer of the client's clock
 
   void cancel() {
     if (conn) conn->stream.close();
-    if (timer) timer->cancel();
+    if (waiter) waiter->cancel();
+    if (pause) pause->cancel();
   }
 };
 
@@ -201,8 +205,9 @@ int64_t parse_retry_after(std::string_view value) {
 // impl
 
 struct gateway_client::impl {
-  impl(const asio::any_io_executor& ex, sy::config::gateway_settings s)
+  impl(const asio::any_io_executor& ex, sy::config::gateway_settings s, const clock& c)
       : strand(asio::make_strand(ex)),
+        clk(c),
         settings(std::move(s)),
         url(parse_url(settings.url)),
         tls(tls_context_for(url, settings, tls_error)),
@@ -212,6 +217,7 @@ struct gateway_client::impl {
   asio::awaitable<gateway_outcome> run(gateway_request request, abort_ptr abort);
 
   strand_t strand;
+  const clock& clk;  ///< the retry pauses follow it
   const sy::config::gateway_settings settings;
   const gateway_url url;
   std::string tls_error;  ///< why an https gateway has no TLS context (every send fails with it)
@@ -242,6 +248,7 @@ struct gateway_client::impl {
   // Pool state, strand only.
   std::vector<conn_ptr> idle_;
   int open_ = 0;
+  /// Sends waiting for a free connection, woken in turn by release() (see wait_state::waiter).
   std::deque<std::shared_ptr<asio::steady_timer>> waiters_;
   std::mt19937_64 rng;
 };
@@ -270,7 +277,7 @@ wire_request gateway_client::impl::build(gateway_request request) const {
 asio::awaitable<gateway_outcome> gateway_client::impl::run(gateway_request request,
                                                            abort_ptr abort) {
   gateway_outcome out;
-  metrics::request_meter meter(request.model);  // in flight until this frame ends
+  metrics::request_meter meter(request.model, clk);  // in flight until this frame ends
   if (!url.error.empty() || !tls_error.empty()) {
     out.error = url.error.empty() ? tls_error : url.error;
     meter.finish(false, 0, 0, false);
@@ -387,10 +394,10 @@ asio::awaitable<conn_ptr> gateway_client::impl::acquire(bool fresh, bool& reused
     }
     auto t = std::make_shared<asio::steady_timer>(strand, asio::steady_timer::time_point::max());
     waiters_.push_back(t);
-    ws.timer = t;
+    ws.waiter = t;
     error_code ec;
     co_await t->async_wait(use_ec(ec));
-    ws.timer.reset();
+    ws.waiter.reset();
     auto it = std::find(waiters_.begin(), waiters_.end(), t);
     if (it != waiters_.end()) {
       waiters_.erase(it);  // cancelled by an abort, not woken by a release
@@ -517,20 +524,31 @@ asio::awaitable<exchange> gateway_client::impl::exchange_on(connection& c, const
 asio::awaitable<bool> gateway_client::impl::sleep(int64_t ms, wait_state& ws,
                                                   const abort_ptr& abort) {
   if (is_aborted(abort)) co_return false;
-  auto t = std::make_shared<asio::steady_timer>(strand, std::chrono::milliseconds(ms));
-  ws.timer = t;
-  error_code ec;
-  co_await t->async_wait(use_ec(ec));
-  ws.timer.reset();
+  // The pause follows the injected clock (a test's manual clock decides when it is over).
+  const auto t = clk.make_timer(strand);
+  ws.pause = t.get();
+  co_await async_wait(*t, ms, asio::use_awaitable);
+  ws.pause = nullptr;
   co_return !is_aborted(abort);
 }
 
 // ---------------------------------------------------------------------------------------------
 // gateway_client
 
+namespace {
+const clock& system_time() {
+  static const system_clock_source source;
+  return source;
+}
+}  // namespace
+
+gateway_client::gateway_client(const asio::any_io_executor& executor,
+                               sy::config::gateway_settings settings, const clock& clk)
+    : impl_(std::make_shared<impl>(executor, std::move(settings), clk)) {}
+
 gateway_client::gateway_client(const asio::any_io_executor& executor,
                                sy::config::gateway_settings settings)
-    : impl_(std::make_shared<impl>(executor, std::move(settings))) {}
+    : gateway_client(executor, std::move(settings), system_time()) {}
 
 gateway_client::~gateway_client() = default;
 

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "config/settings.hpp"
+#include "runtime/clock.hpp"
 
 namespace sy::runtime {
 
@@ -94,6 +95,10 @@ class gateway_client {
  public:
   /// `settings.url` must be `http://host[:port][/prefix]`; an invalid URL makes every `send()`
   /// answer a non-retryable error naming it (validation is config's job; this is the backstop).
+  /// The pauses between retries follow `clock` (the engine's), which must outlive the client.
+  gateway_client(const boost::asio::any_io_executor& executor,
+                 sy::config::gateway_settings settings, const clock& clock);
+  /// A client whose retry pauses follow the system clock (tools and tests of the wire).
   gateway_client(const boost::asio::any_io_executor& executor,
                  sy::config::gateway_settings settings);
   ~gateway_client();

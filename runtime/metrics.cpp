@@ -22,6 +22,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "config/error_codes.hpp"
+#include "runtime/clock.hpp"
 
 namespace sy::metrics {
 namespace {
@@ -37,12 +38,6 @@ const pm::Histogram::BucketBoundaries commit_buckets = {0.0005, 0.001, 0.002, 0.
 const pm::Histogram::BucketBoundaries ops_buckets = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
 const pm::Histogram::BucketBoundaries http_buckets = {
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5, 30};
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 /// Wall time (the outbox's age is an operator's measure, not engine time).
 int64_t wall_ms() {
@@ -543,9 +538,10 @@ void set_outbox_blocked(bool blocked) {
   since.compare_exchange_strong(none, wall_ms());  // keeps the first failure's time
 }
 
-request_meter::request_meter(const std::string& model)
+request_meter::request_meter(const std::string& model, const runtime::clock& clock)
     : m_(&cached<model_meters>(model, "", [&]() -> model_meters& { return reg().model(model); })),
-      start_ns_(now_ns()) {
+      clock_(clock),
+      start_us_(clock.monotonic_us()) {
   reg().inflight.Increment();
   m_->inflight.Increment();
 }
@@ -557,7 +553,7 @@ request_meter::~request_meter() {
 
 void request_meter::finish(bool got_response, int status, int tries, bool aborted) {
   if (std::exchange(finished_, true)) return;
-  m_->duration.Observe(static_cast<double>(now_ns() - start_ns_) / 1e9);
+  m_->duration.Observe(static_cast<double>(clock_.monotonic_us() - start_us_) / 1e6);
   if (tries > 1) m_->retries.Increment(tries - 1);
   std::string_view cls = aborted         ? "aborted"
                          : !got_response ? "transport"

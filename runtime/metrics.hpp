@@ -22,6 +22,10 @@
 #include <string_view>
 #include <vector>
 
+namespace sy::runtime {
+class clock;
+}  // namespace sy::runtime
+
 namespace sy::metrics {
 
 inline constexpr std::string_view content_type = "text/plain; version=0.0.4; charset=utf-8";
@@ -113,10 +117,11 @@ void outbox_published(std::string_view kind, int64_t n);
 
 /// One request in flight to a gateway for `model`: counted in `processor_inflight_requests`
 /// and `model_inflight_requests{model}` while it lives; `finish` records its duration and
-/// outcome (a meter destroyed unfinished records nothing more).
+/// outcome (a meter destroyed unfinished records nothing more), timed by `clock` (the gateway
+/// client's), which must outlive the meter.
 class request_meter {
  public:
-  explicit request_meter(const std::string& model);
+  request_meter(const std::string& model, const runtime::clock& clock);
   ~request_meter();
   request_meter(const request_meter&) = delete;
   request_meter& operator=(const request_meter&) = delete;
@@ -125,7 +130,8 @@ class request_meter {
 
  private:
   struct model_meters* m_;
-  int64_t start_ns_;
+  const runtime::clock& clock_;
+  int64_t start_us_;
   bool finished_ = false;
 };
 

@@ -17,7 +17,6 @@
 #include <boost/beast/http.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <vector>
 
 namespace sy::runtime {
@@ -51,6 +50,7 @@ bool has_control_chars(std::string_view text) {
 
 struct outbound_client::impl {
   asio::any_io_executor ex;
+  std::shared_ptr<const clock> clk;  ///< the exchanges' deadlines follow it
   webhook_policy policy;
   std::shared_ptr<ssl::context> tls;  ///< shared by every https exchange; not modified after setup
   std::string tls_error;              ///< why https cannot be used; empty when it can
@@ -65,15 +65,18 @@ using abort_ptr = std::shared_ptr<abort_handle>;
 /// exchange's coroutine; the timer's and the resolver's handlers hold weak references and run on
 /// the same strand.
 struct attempt {
-  explicit attempt(const asio::any_io_executor& ex)
-      : resolver(ex), socket(ex), timer(ex), resolve_wait(ex) {}
+  attempt(const asio::any_io_executor& ex, const clock& clk)
+      : resolver(ex), socket(ex), deadline(clk.make_timer(ex)), resolve_wait(ex) {}
   tcp::resolver resolver;
   tcp::socket socket;
-  asio::steady_timer timer;  ///< the exchange's deadline
+  /// The exchange's deadline (the policy's timeout_ms: a webhook's, an http task's), a timer of
+  /// the client's clock.
+  std::unique_ptr<timer> deadline;
   bool timed_out = false;
   bool aborted = false;
   std::string phase = "while resolving the host";
-  // The lookup's result, delivered by its handler (see resolve()).
+  // The lookup's result, delivered by its handler (see resolve()). An Asio timer that never
+  // expires, used as an event: it reads no time (the deadline above bounds the wait).
   asio::steady_timer resolve_wait;
   error_code resolve_ec = asio::error::operation_aborted;
   tcp::resolver::results_type resolved;
@@ -266,11 +269,11 @@ asio::awaitable<outbound_response> run_exchange(impl_ptr self, outbound_request 
     co_return out;
   }
   try {
-    auto a = std::make_shared<attempt>(co_await asio::this_coro::executor);
-    a->timer.expires_after(std::chrono::milliseconds(self->policy.timeout_ms));
-    a->timer.async_wait([w = std::weak_ptr<attempt>(a)](error_code ec) {
+    auto a = std::make_shared<attempt>(co_await asio::this_coro::executor, *self->clk);
+    a->deadline->wait(self->policy.timeout_ms, [w = std::weak_ptr<attempt>(a)](bool fired) {
+      if (!fired) return;
       auto a = w.lock();
-      if (ec || !a) return;
+      if (!a) return;
       a->timed_out = true;
       stop(*a);
     });
@@ -288,7 +291,7 @@ asio::awaitable<outbound_response> run_exchange(impl_ptr self, outbound_request 
     }
     if (!a->aborted) co_await run_attempt(self, a, *u, build_request(*u, r, verb), o, out);
     if (abort) abort->clear_canceller();
-    a->timer.cancel();
+    a->deadline->cancel();
     if (a->aborted && !out.answered) {
       out.aborted = true;
       out.error = "aborted";
@@ -314,9 +317,11 @@ asio::awaitable<outbound_response> send_on_strand(impl_ptr self, outbound_reques
 
 }  // namespace
 
-outbound_client::outbound_client(asio::any_io_executor ex, webhook_policy policy) {
+outbound_client::outbound_client(asio::any_io_executor ex, webhook_policy policy,
+                                 std::shared_ptr<const clock> clk) {
   auto i = std::make_shared<impl>();
   i->ex = std::move(ex);
+  i->clk = clk ? std::move(clk) : std::make_shared<system_clock_source>();
   i->policy = std::move(policy);
   tls_client_options tls;
   tls.ca_file = i->policy.ca_file;

@@ -4,7 +4,8 @@
 /// at every exchange and only the addresses that pass the policy are tried, so a name cannot be
 /// pointed at a denied network after it was checked. One new connection per exchange (targets
 /// vary); the whole exchange (resolve, connect, TLS, send, answer) is bounded by the policy's
-/// timeout_ms; redirects are not followed; https verifies the chain and the host name (SNI).
+/// timeout_ms, a timer of the injected clock; redirects are not followed; https verifies the
+/// chain and the host name (SNI).
 ///
 /// Threading: an `outbound_client` is immutable after construction; `send()` may be awaited
 /// concurrently from any thread of the execution context, each exchange runs on its own strand.
@@ -18,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/clock.hpp"
 #include "runtime/gateway_client.hpp"
 #include "runtime/webhook_policy.hpp"
 
@@ -50,7 +52,9 @@ struct outbound_response {
 
 class outbound_client {
  public:
-  outbound_client(boost::asio::any_io_executor ex, webhook_policy policy);
+  /// The exchanges' deadlines follow `clock` (nullptr: the system clock).
+  outbound_client(boost::asio::any_io_executor ex, webhook_policy policy,
+                  std::shared_ptr<const clock> clock = nullptr);
   ~outbound_client();
   outbound_client(const outbound_client&) = delete;
   outbound_client& operator=(const outbound_client&) = delete;

@@ -12,7 +12,7 @@ constexpr uint64_t kMaxResponseBytes = uint64_t{64} * 1024;
 struct webhook_client::impl {
   impl(asio::any_io_executor ex, webhook_policy policy, std::string key,
        std::shared_ptr<const clock> c, bool legacy)
-      : out(std::move(ex), std::move(policy)),
+      : out(std::move(ex), std::move(policy), c),
         key(std::move(key)),
         clk(std::move(c)),
         legacy_headers(legacy) {}

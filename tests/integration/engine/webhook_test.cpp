@@ -138,6 +138,7 @@ TEST(webhooks, a_retry_keeps_its_id_and_is_signed_with_the_engine_clock) {
   w.env.settings().webhook_initial_backoff_ms = 1;
   w.env.settings().webhook_max_backoff_ms = 1;
   w.env.settings().lease_ttl_ms = 10'000'000;
+  w.env.settings().webhook_timeout_ms = 10'000'000;  // a delivery's deadline outlives the advances
   auto& clock = w.env.use_manual_clock(1'800'000'000'000);
   w.env.start();
   w.receiver.fail_next(1, 503);

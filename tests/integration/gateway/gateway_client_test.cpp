@@ -2,10 +2,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <boost/asio/co_spawn.hpp>
+
 #include <chrono>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
+#include "runtime/clock.hpp"
 #include "tests/integration/gateway/gateway_env.hpp"
 
 namespace sy::testing {
@@ -139,17 +144,61 @@ TEST_F(GatewayTest, RateLimitIsRetriedWithRetryAfterCappedAtMaxBackoff) {
       << "the retry waited out the Retry-After instead of max_backoff_ms";
 }
 
-TEST_F(GatewayTest, RateLimitHonoursRetryAfterSeconds) {
+/// Runs the io_context until `done()`, or fails after a generous real-time deadline.
+template <class F>
+bool run_until(boost::asio::io_context& ioc, F done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    if (ioc.stopped()) ioc.restart();  // out of work: the clock's completion is yet to be posted
+    ioc.run_one_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
+
+TEST_F(GatewayTest, RateLimitHonoursRetryAfterSecondsOnTheInjectedClock) {
   auto s = settings();
   s.max_backoff_ms = 5'000;
   s.initial_backoff_ms = 1;
-  gateway_client client(ioc.get_executor(), s);
-  fake.fail_next(1, 429);
-  const auto start = std::chrono::steady_clock::now();
-  auto out = send(client, chat("x"));
-  EXPECT_EQ(out.status_code, 200);
-  EXPECT_EQ(out.tries, 2);
-  EXPECT_GE(elapsed_ms(start), 950);  // Retry-After: 1, not the 1 ms backoff
+  runtime::manual_clock clock(1'000'000);
+  gateway_client client(ioc.get_executor(), s, clock);
+  fake.fail_next(1, 429);  // Retry-After: 1
+  std::optional<runtime::gateway_outcome> out;
+  boost::asio::co_spawn(
+      ioc, client.send(chat("x")),
+      [&](std::exception_ptr, runtime::gateway_outcome o) { out = std::move(o); });
+  // The pause is a timer of the clock, due at the Retry-After's second, not the 1 ms backoff.
+  ASSERT_TRUE(run_until(ioc, [&] { return clock.armed_due_at(1'001'000) == 1; }));
+  EXPECT_EQ(fake.requests(), 1);
+  clock.advance(999);
+  ioc.restart();
+  ioc.poll();
+  EXPECT_FALSE(out) << "retried before the Retry-After passed on the clock";
+  EXPECT_EQ(clock.armed(), 1u);
+  clock.advance(1);
+  ASSERT_TRUE(run_until(ioc, [&] { return out.has_value(); }));
+  EXPECT_EQ(out->status_code, 200);
+  EXPECT_EQ(out->tries, 2);
+  EXPECT_EQ(fake.requests(), 2);
+}
+
+TEST_F(GatewayTest, AnAbortEndsTheRetryPauseAtOnce) {
+  auto s = settings();
+  s.initial_backoff_ms = 3'600'000;  // an hour of the clock, which never moves here
+  s.max_backoff_ms = 3'600'000;
+  runtime::manual_clock clock;
+  gateway_client client(ioc.get_executor(), s, clock);
+  auto abort = std::make_shared<runtime::abort_handle>();
+  std::optional<runtime::gateway_outcome> out;
+  boost::asio::co_spawn(
+      ioc, client.send(chat("x", R"({"status": 500})"), abort),
+      [&](std::exception_ptr, runtime::gateway_outcome o) { out = std::move(o); });
+  ASSERT_TRUE(run_until(ioc, [&] { return clock.armed() == 1; }));
+  abort->abort();
+  ASSERT_TRUE(run_until(ioc, [&] { return out.has_value(); }));
+  EXPECT_EQ(out->error, "aborted");
+  EXPECT_EQ(out->tries, 1);
+  EXPECT_EQ(clock.armed(), 0u) << "the pause's timer is cancelled";
+  EXPECT_EQ(fake.requests(), 1);
 }
 
 TEST_F(GatewayTest, RefusedConnectionIsARetryableTransportError) {
