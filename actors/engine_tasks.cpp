@@ -228,6 +228,7 @@ void engine::resume_ingests() {
 result<task_page> engine::list_tasks(const std::string& tenant, const std::string& id,
                                      std::optional<storage::job_status> status, int limit,
                                      const std::string& after) {
+  if (storage::is_batch_id(id)) return list_batch_tasks(tenant, id, status, limit, after);
   task_page page;
   auto txn = deps_.env.begin_read();
   auto job = storage::get_job(txn, id);
@@ -278,6 +279,7 @@ status engine::load_results(task_page& page) const {
 
 result<task_page> engine::get_task(const std::string& tenant, const std::string& id,
                                    const std::string& task) {
+  if (storage::is_batch_id(id)) return get_batch_task(tenant, id, task);
   auto txn = deps_.env.begin_read();
   auto job = storage::get_job(txn, id);
   if (!job || !job->owned_by(tenant) || !job->task_list)
