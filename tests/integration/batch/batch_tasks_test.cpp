@@ -1,9 +1,10 @@
 // A batch's lines are its tasks on the native jobs API (docs/batches.md, "A batch as a job"):
 // GET /v1/jobs/{batch id}/tasks pages them in input order with their index, custom_id, status
 // and result (from the plans and db::batch_lines while the batch runs, from its files once it
-// has ended); one is found by its id or custom_id.
+// has ended); one is found by its id or custom_id; /export streams the same objects.
 
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <map>
 #include <sstream>
@@ -40,6 +41,25 @@ std::vector<json> lines_of(const std::string& body) {
   return out;
 }
 
+std::string gunzip(const std::string& data) {
+  z_stream z{};
+  EXPECT_EQ(inflateInit2(&z, 15 + 16), Z_OK);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  std::string out;
+  char buf[65536];
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buf);
+    z.avail_out = sizeof buf;
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.append(buf, sizeof buf - z.avail_out);
+  }
+  EXPECT_EQ(rc, Z_STREAM_END) << "not a complete gzip stream";
+  inflateEnd(&z);
+  return out;
+}
+
 std::string create_batch(http_client& c, const std::string& content) {
   auto file = upload(c, form({{"purpose", "batch"}}, "in.jsonl", content));
   EXPECT_EQ(file.status, 200) << file.body;
@@ -72,7 +92,7 @@ std::vector<json> all_tasks(http_client& c, const std::string& id, int limit) {
 // Two models (so dispatch order, model by model, is not input order), a blank line (not a
 // request line: indexes skip it) and a final 400: every line is a task in input order with its
 // own index and custom_id and the id of its result line; pages, lookups, the status filter and
-// after a rerun the failed line reads as completed.
+// the export agree; after a rerun the failed line reads as completed.
 TEST(batch_tasks, a_finished_batch_pages_its_lines_as_tasks_in_input_order) {
   engine_env env;
   env.start();
@@ -135,6 +155,24 @@ TEST(batch_tasks, a_finished_batch_pages_its_lines_as_tasks_in_input_order) {
   ASSERT_EQ(failed["data"].size(), 1u) << failed.dump();
   EXPECT_EQ(failed["data"][0], tasks[2]);
   EXPECT_FALSE(failed["has_more"].get<bool>());
+
+  // The export: the same tasks, in the same order, plain or gzip'd.
+  auto plain = c.get("/v1/jobs/" + id + "/export");
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  EXPECT_EQ(plain.headers["content-type"], "application/x-ndjson");
+  auto exported = lines_of(plain.body);
+  ASSERT_EQ(exported.size(), tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    EXPECT_EQ(exported[i], (json{{"task_id", tasks[i]["id"]},
+                                 {"custom_id", tasks[i]["custom_id"]},
+                                 {"status", tasks[i]["status"]},
+                                 {"response", tasks[i]["result"]},
+                                 {"error", tasks[i]["error"]}}));
+  }
+  auto zipped = c.get("/v1/jobs/" + id + "/export", {{"Accept-Encoding", "gzip"}});
+  ASSERT_EQ(zipped.status, 200);
+  EXPECT_EQ(zipped.headers["content-encoding"], "gzip");
+  EXPECT_EQ(gunzip(zipped.body), plain.body);
 
   // A rerun runs c2 again (it succeeds this time): all five read as completed from the new
   // output file, which holds the first run's lines and the rerun's.
