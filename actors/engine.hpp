@@ -175,6 +175,9 @@ class engine final : public job_service, public worker_service {
                                      const std::string& after);
   result<task_page> get_batch_task(const std::string& tenant, const std::string& id,
                                    const std::string& task);
+  /// DELETE of a finished batch (engine_jobs.cpp): its record, lines and events; not its files.
+  boost::asio::awaitable<result<storage::job_record>> remove_batch(std::string tenant,
+                                                                   std::string id);
 
   deps deps_;
   /// Task-list result bodies over `inline_result_bytes`: written by the storage writer, read by

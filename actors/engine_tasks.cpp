@@ -182,6 +182,7 @@ boost::asio::awaitable<result<storage::op_reply>> engine::commit_job_op(storage:
 boost::asio::awaitable<result<storage::job_record>> engine::remove(std::string tenant,
                                                                    std::string id) {
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
+  if (storage::is_batch_id(id)) co_return co_await remove_batch(std::move(tenant), std::move(id));
   // Named, not a temporary in the co_await expression: GCC 12 mishandles the lifetime of
   // aggregate temporaries passed to a coroutine there (engine::submit).
   storage::write_op op = storage::delete_job_op{std::move(tenant), id, deps_.clock.now_ms()};

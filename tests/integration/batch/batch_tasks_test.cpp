@@ -1,7 +1,8 @@
 // A batch's lines are its tasks on the native jobs API (docs/batches.md, "A batch as a job"):
 // GET /v1/jobs/{batch id}/tasks pages them in input order with their index, custom_id, status
 // and result (from the plans and db::batch_lines while the batch runs, from its files once it
-// has ended); one is found by its id or custom_id; /export streams the same objects.
+// has ended); one is found by its id or custom_id; /export streams the same objects; DELETE
+// removes a finished batch (not its files) and refuses a running one.
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -185,6 +186,68 @@ TEST(batch_tasks, a_finished_batch_pages_its_lines_as_tasks_in_input_order) {
     EXPECT_EQ(again[i]["id"], tasks[i]["id"]);
     EXPECT_EQ(again[i]["index"], i);
   }
+}
+
+// While a batch runs, a line with a result reads it from db::batch_lines and one without is
+// queued; a running batch cannot be deleted; once cancelled, the line that never ran reads as
+// cancelled, and DELETE removes the batch (then 404 everywhere) but not its files.
+TEST(batch_tasks, a_running_batch_shows_queued_lines_and_is_deleted_only_once_finished) {
+  engine_env env;
+  env.start();
+  http_client c(env.port());
+  const std::string id = create_batch(
+      c, line("fast", "test-model") + line("slow", "test-model", {{"latency_ms", 5'000}}));
+  json job;
+  ASSERT_TRUE(wait_for([&] {
+    job = c.get("/v1/jobs/" + id).json();
+    return job["task_counts"]["completed"] == 1;
+  })) << job.dump();
+  ASSERT_EQ(job["status"], "in_progress");
+  auto running = c.get("/v1/jobs/" + id + "/tasks").json();
+  ASSERT_EQ(running["data"].size(), 2u) << running.dump();
+  EXPECT_EQ(running["data"][0]["custom_id"], "fast");
+  EXPECT_EQ(running["data"][0]["status"], "completed");
+  EXPECT_EQ(running["data"][0]["result"]["status_code"], 200);
+  EXPECT_EQ(running["data"][1]["custom_id"], "slow");
+  EXPECT_EQ(running["data"][1]["status"], "queued");
+  EXPECT_TRUE(running["data"][1]["result"].is_null());
+  EXPECT_EQ(c.get("/v1/jobs/" + id + "/tasks/slow").json(), running["data"][1]);
+  EXPECT_EQ(c.get("/v1/jobs/" + id + "/tasks?status=queued").json()["data"].size(), 1u);
+
+  auto refused = c.request("DELETE", "/v1/jobs/" + id);
+  EXPECT_EQ(refused.status, 409) << refused.body;
+  EXPECT_EQ(refused.json()["error"]["code"], "job_not_deletable");
+  EXPECT_EQ(c.get("/v1/jobs/" + id).status, 200) << "still there";
+
+  ASSERT_EQ(c.request("POST", "/v1/jobs/" + id + "/cancel").status, 200);
+  json batch;
+  ASSERT_TRUE(wait_for([&] {
+    batch = c.get("/v1/batches/" + id).json();
+    return batch["status"] == "cancelled";
+  })) << batch.dump();
+  auto ended = c.get("/v1/jobs/" + id + "/tasks").json();
+  ASSERT_EQ(ended["data"].size(), 2u) << ended.dump();
+  EXPECT_EQ(ended["data"][0], running["data"][0]) << "its result, now from the output file";
+  EXPECT_EQ(ended["data"][1]["status"], "cancelled");
+  EXPECT_EQ(ended["data"][1]["error"]["code"], "batch_cancelled");
+  EXPECT_EQ(lines_of(c.get("/v1/jobs/" + id + "/export").body).size(), 2u);
+
+  auto del = c.request("DELETE", "/v1/jobs/" + id);
+  ASSERT_EQ(del.status, 200) << del.body;
+  EXPECT_EQ(del.json(), (json{{"id", id}, {"object", "job.deleted"}, {"deleted", true}}));
+  for (const std::string& path : {"/v1/jobs/" + id, "/v1/jobs/" + id + "/tasks",
+                                  "/v1/jobs/" + id + "/export", "/v1/jobs/" + id + "/events"}) {
+    auto gone = c.get(path);
+    EXPECT_EQ(gone.status, 404) << path << ": " << gone.body;
+    EXPECT_EQ(gone.json()["error"]["code"], "job_not_found") << path;
+  }
+  EXPECT_EQ(c.get("/v1/batches/" + id).status, 404);
+  EXPECT_EQ(c.request("DELETE", "/v1/jobs/" + id).status, 404) << "a second delete";
+  EXPECT_TRUE(c.get("/v1/jobs?kind=batch").json()["data"].empty());
+  // Its files stay, under the Files API.
+  EXPECT_EQ(c.get("/v1/files/" + batch["input_file_id"].get<std::string>()).status, 200);
+  EXPECT_EQ(c.get("/v1/files/" + batch["output_file_id"].get<std::string>()).status, 200);
+  EXPECT_EQ(c.get("/v1/files/" + batch["error_file_id"].get<std::string>()).status, 200);
 }
 
 }  // namespace SY_UNITY_ID
