@@ -16,7 +16,7 @@ constexpr std::string_view request_prefix = "batch_req_";
 constexpr size_t request_id_size = 10 + 32;
 
 /// 16 hex digits (lower case, as request_id_for writes them), or nothing.
-std::optional<uint64_t> hex64(std::string_view s) {
+std::optional<uint64_t> parse_hex64(std::string_view s) {
   if (s.size() != 16) return std::nullopt;
   uint64_t v = 0;
   for (char c : s) {
@@ -52,7 +52,7 @@ uint64_t unmix64(uint64_t x) {
 
 std::optional<uint64_t> request_offset(const std::array<uint64_t, 2>& seed, std::string_view id) {
   if (id.size() != request_id_size || !id.starts_with(request_prefix)) return std::nullopt;
-  auto first = hex64(id.substr(request_prefix.size(), 16));
+  auto first = parse_hex64(id.substr(request_prefix.size(), 16));
   if (!first) return std::nullopt;
   const uint64_t offset = unmix64(*first) ^ seed[0];
   if (request_id_for(seed, offset) != id) return std::nullopt;  // the second half disagrees
