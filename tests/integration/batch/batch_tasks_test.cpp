@@ -93,7 +93,7 @@ std::vector<json> all_tasks(http_client& c, const std::string& id, int limit) {
 // Two models (so dispatch order, model by model, is not input order), a blank line (not a
 // request line: indexes skip it) and a final 400: every line is a task in input order with its
 // own index and custom_id and the id of its result line; pages, lookups, the status filter and
-// the export agree; after a rerun the failed line reads as completed.
+// the export agree; so do they during a rerun and after it.
 TEST(batch_tasks, a_finished_batch_pages_its_lines_as_tasks_in_input_order) {
   engine_env env;
   env.start();
@@ -175,16 +175,34 @@ TEST(batch_tasks, a_finished_batch_pages_its_lines_as_tasks_in_input_order) {
   EXPECT_EQ(zipped.headers["content-encoding"], "gzip");
   EXPECT_EQ(gunzip(zipped.body), plain.body);
 
-  // A rerun runs c2 again (it succeeds this time): all five read as completed from the new
-  // output file, which holds the first run's lines and the rerun's.
+  // A rerun runs c2 again, slowly: meanwhile the lines it does not run read from the previous
+  // output file and c2 is queued; cancelled, c2 reads as cancelled (from the new error file) and
+  // the others as completed (from the new output file, which holds the first run's lines).
+  env.gateway().set_latency_ms(5'000);
   ASSERT_EQ(c.request("POST", "/v1/jobs/" + id + "/rerun").status, 200);
-  ASSERT_TRUE(wait_for([&] { return c.get("/v1/batches/" + id).json()["status"] == "completed"; }));
+  auto rerunning = all_tasks(c, id, 10);
+  ASSERT_EQ(rerunning.size(), 5u);
+  for (size_t i = 0; i < rerunning.size(); ++i) {
+    EXPECT_EQ(rerunning[i]["id"], tasks[i]["id"]);
+    EXPECT_EQ(rerunning[i]["index"], i);
+    if (i == 2) {
+      EXPECT_EQ(rerunning[i]["status"], "queued") << rerunning[i].dump();
+      EXPECT_TRUE(rerunning[i]["result"].is_null()) << rerunning[i].dump();
+    } else {
+      EXPECT_EQ(rerunning[i], tasks[i]);
+    }
+  }
+  ASSERT_EQ(c.request("POST", "/v1/jobs/" + id + "/cancel").status, 200);
+  ASSERT_TRUE(wait_for([&] { return c.get("/v1/batches/" + id).json()["status"] == "cancelled"; }));
   auto again = all_tasks(c, id, 10);
   ASSERT_EQ(again.size(), 5u);
   for (size_t i = 0; i < again.size(); ++i) {
-    EXPECT_EQ(again[i]["status"], "completed") << again[i].dump();
-    EXPECT_EQ(again[i]["id"], tasks[i]["id"]);
-    EXPECT_EQ(again[i]["index"], i);
+    if (i == 2) {
+      EXPECT_EQ(again[i]["status"], "cancelled") << again[i].dump();
+      EXPECT_EQ(again[i]["error"]["code"], "batch_cancelled") << again[i].dump();
+    } else {
+      EXPECT_EQ(again[i], tasks[i]);
+    }
   }
 }
 
