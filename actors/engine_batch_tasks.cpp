@@ -111,9 +111,11 @@ storage::task_record task_of(const storage::batch_record& b, const seed_type& se
   return t;
 }
 
-/// Finds the result lines of `lines` (those that have one).
-status find_results(const storage::txn_view& txn, const batch_manager& batches,
-                    const storage::batch_record& b, std::vector<batch_line_ref>& lines) {
+/// Finds the result lines of `lines` (those that have one). Files are read outside any read
+/// transaction (one holds the store's resize lock: kept short); `b` becomes the batch as it is
+/// now when it ended meanwhile (its results then are in its files).
+status find_results(const storage::environment& env, const batch_manager& batches,
+                    storage::batch_record& b, std::vector<batch_line_ref>& lines) {
   std::unordered_map<uint64_t, size_t> at;
   for (size_t i = 0; i < lines.size(); ++i) at.emplace(lines[i].offset, i);
   size_t missing = lines.size();
@@ -123,37 +125,50 @@ status find_results(const storage::txn_view& txn, const batch_manager& batches,
     lines[it->second].result = std::string(text);
     --missing;
   };
-  const bool running = !storage::is_terminal(b.status);
-  if (running) {
+  if (!storage::is_terminal(b.status)) {
     // While it runs, a line's result is in db::batch_lines under its slot: its place in the plans.
     // No plans yet (a rerun being planned): no line of this run has a result.
+    std::vector<std::pair<uint64_t, uint64_t>> slots;  // (slot, offset) of the page's lines
     const std::string dir = batches.batch_dir(b.id);
     if (auto plans = plan::load_plan(dir)) {
-      for (uint64_t m = 0; m < plans->models.size() && missing > 0; ++m) {
-        // A plan gone meanwhile (the batch ended after this snapshot and its directory went):
-        // its lines read as queued in this answer.
+      for (uint64_t m = 0; m < plans->models.size() && slots.size() < lines.size(); ++m) {
+        // A plan gone meanwhile (the batch ended and its directory went): the record read below
+        // says so.
         auto reader =
             plan::plan_reader::open(dir + "/plans/" + plans->models[m].safe_name + ".plan");
         if (!reader) break;
         plan::plan_entry e;
-        for (uint64_t position = 0; missing > 0 && reader->next(e); ++position) {
-          if (!at.count(e.offset)) continue;
-          auto value = txn.get(storage::db::batch_lines,
-                               storage::batch_line_key(b.id, storage::batch_slot(m, position)));
-          if (value && !value->empty()) found(e.offset, std::string_view(*value).substr(1));
+        for (uint64_t position = 0; slots.size() < lines.size() && reader->next(e); ++position) {
+          if (at.count(e.offset)) slots.emplace_back(storage::batch_slot(m, position), e.offset);
         }
+      }
+    }
+    auto txn = env.begin_read();
+    auto now = storage::get_batch(txn, b.id);
+    if (!now) return ok;  // deleted meanwhile: no result
+    if (storage::is_terminal(now->status)) {
+      b = std::move(*now);
+    } else {
+      for (const auto& [slot, offset] : slots) {
+        auto value = txn.get(storage::db::batch_lines, storage::batch_line_key(b.id, slot));
+        if (value && !value->empty()) found(offset, std::string_view(*value).substr(1));
       }
     }
   }
   // Ended: every result is in the output or error file. A rerun that runs: the lines it does not
   // run again are in the previous output file (those of the error file run again).
+  const bool ended = storage::is_terminal(b.status);
   std::vector<std::string> files;
-  if (!b.output_file_id.empty()) files.push_back(b.output_file_id);
-  if (!running && !b.error_file_id.empty()) files.push_back(b.error_file_id);
+  {
+    auto txn = env.begin_read();
+    for (const auto* file : {&b.output_file_id, &b.error_file_id}) {
+      if (file->empty() || (!ended && file == &b.error_file_id)) continue;
+      if (storage::get_file(txn, *file)) files.push_back(*file);  // deleted: no result
+    }
+  }
   const auto seed = plan::request_id_seed(b.id);
   for (const auto& file : files) {
     if (missing == 0) break;
-    if (!storage::get_file(txn, file)) continue;  // deleted: its lines show no result
     auto st = plan::for_each_line(batches.file_path(file), 0, [&](uint64_t, std::string_view text) {
       if (auto offset = plan::result_line_offset(seed, text)) found(*offset, text);
       return missing > 0;
@@ -168,8 +183,13 @@ status find_results(const storage::txn_view& txn, const batch_manager& batches,
 result<task_page> engine::list_batch_tasks(const std::string& tenant, const std::string& id,
                                            std::optional<storage::job_status> filter, int limit,
                                            const std::string& after) {
-  auto txn = deps_.env.begin_read();
-  auto b = storage::get_batch(txn, id);
+  std::optional<storage::batch_record> b;
+  bool input_kept = false;
+  {
+    auto txn = deps_.env.begin_read();
+    b = storage::get_batch(txn, id);
+    if (b) input_kept = storage::get_file(txn, b->input_file_id).has_value();
+  }
   if (!b || b->tenant != tenant) return job_missing(id);
   task_page page;
   page.job = storage::job_of(*b);
@@ -184,8 +204,7 @@ result<task_page> engine::list_batch_tasks(const std::string& tenant, const std:
     if (after_offset) return task_missing(id, after, "after");
     return page;
   }
-  auto input = storage::get_file(txn, b->input_file_id);
-  if (!input)
+  if (!input_kept)
     return make_error(errc::file_not_found,
                       "the input file " + b->input_file_id + " of batch " + id +
                           " was deleted: its lines cannot be read",
@@ -196,7 +215,7 @@ result<task_page> engine::list_batch_tasks(const std::string& tenant, const std:
   // Resolves the chunk's results and adds the lines that pass the filter; false once the page
   // is full and another line passes (has_more).
   auto flush = [&] {
-    if (auto st = find_results(txn, *batches_, *b, chunk); !st) {
+    if (auto st = find_results(deps_.env, *batches_, *b, chunk); !st) {
       failed = st.error();
       return false;
     }
@@ -237,11 +256,15 @@ result<task_page> engine::list_batch_tasks(const std::string& tenant, const std:
 
 result<task_page> engine::get_batch_task(const std::string& tenant, const std::string& id,
                                          const std::string& task) {
-  auto txn = deps_.env.begin_read();
-  auto b = storage::get_batch(txn, id);
+  std::optional<storage::batch_record> b;
+  bool input_kept = false;
+  {
+    auto txn = deps_.env.begin_read();
+    b = storage::get_batch(txn, id);
+    if (b) input_kept = storage::get_file(txn, b->input_file_id).has_value();
+  }
   if (!b || b->tenant != tenant) return job_missing(id);
-  if (b->status == storage::batch_status::validating || b->total == 0 ||
-      !storage::get_file(txn, b->input_file_id))
+  if (b->status == storage::batch_status::validating || b->total == 0 || !input_kept)
     return task_missing(id, task, "task_id");
   const auto seed = plan::request_id_seed(id);
   // By its id (the request id of its result lines) or, failing that, by its custom_id.
@@ -264,7 +287,7 @@ result<task_page> engine::get_batch_task(const std::string& tenant, const std::s
                                 });
   if (!st) return st.error();
   if (found.empty()) return task_missing(id, task, "task_id");
-  if (auto r = find_results(txn, *batches_, *b, found); !r) return r.error();
+  if (auto r = find_results(deps_.env, *batches_, *b, found); !r) return r.error();
   task_page page;
   page.job = storage::job_of(*b);
   page.tasks.push_back(task_of(*b, seed, found.front()));
