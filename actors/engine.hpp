@@ -169,6 +169,15 @@ class engine final : public job_service, public worker_service {
 
   /// Reads the bodies of the page's results that live in the job's result segment.
   status load_results(task_page& page) const;
+  /// A batch's lines as tasks (engine_batch_tasks.cpp; docs/batches.md, "A batch as a job").
+  result<task_page> list_batch_tasks(const std::string& tenant, const std::string& id,
+                                     std::optional<storage::job_status> status, int limit,
+                                     const std::string& after);
+  result<task_page> get_batch_task(const std::string& tenant, const std::string& id,
+                                   const std::string& task);
+  /// DELETE of a finished batch (engine_jobs.cpp): its record, lines and events; not its files.
+  boost::asio::awaitable<result<storage::job_record>> remove_batch(std::string tenant,
+                                                                   std::string id);
 
   deps deps_;
   /// Task-list result bodies over `inline_result_bytes`: written by the storage writer, read by

@@ -6,6 +6,7 @@
 
 #include "actors/batch_manager.hpp"
 #include "actors/engine.hpp"
+#include "runtime/log.hpp"
 #include "storage/batch_ops.hpp"
 #include "storage/lmdb_env.hpp"
 #include "storage/ops.hpp"
@@ -130,6 +131,16 @@ boost::asio::awaitable<result<storage::job_record>> engine::rerun_batch(std::str
   if (b) co_return storage::job_of(*b);
   if (b.error().code == errc::batch_not_found) co_return not_found(id);
   co_return b.error();
+}
+
+boost::asio::awaitable<result<storage::job_record>> engine::remove_batch(std::string tenant,
+                                                                         std::string id) {
+  // Named, not a temporary in the co_await expression (engine::remove).
+  storage::write_op op = storage::delete_batch_op{std::move(tenant), id};
+  auto r = co_await commit_job_op(std::move(op), id, "job");
+  if (!r) co_return r.error();
+  log::info("engine", "batch deleted", {{"batch_id", id}});
+  co_return storage::job_of(*r->batch);
 }
 
 }  // namespace sy::actors

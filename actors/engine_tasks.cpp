@@ -182,6 +182,7 @@ boost::asio::awaitable<result<storage::op_reply>> engine::commit_job_op(storage:
 boost::asio::awaitable<result<storage::job_record>> engine::remove(std::string tenant,
                                                                    std::string id) {
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
+  if (storage::is_batch_id(id)) co_return co_await remove_batch(std::move(tenant), std::move(id));
   // Named, not a temporary in the co_await expression: GCC 12 mishandles the lifetime of
   // aggregate temporaries passed to a coroutine there (engine::submit).
   storage::write_op op = storage::delete_job_op{std::move(tenant), id, deps_.clock.now_ms()};
@@ -228,6 +229,7 @@ void engine::resume_ingests() {
 result<task_page> engine::list_tasks(const std::string& tenant, const std::string& id,
                                      std::optional<storage::job_status> status, int limit,
                                      const std::string& after) {
+  if (storage::is_batch_id(id)) return list_batch_tasks(tenant, id, status, limit, after);
   task_page page;
   auto txn = deps_.env.begin_read();
   auto job = storage::get_job(txn, id);
@@ -278,6 +280,7 @@ status engine::load_results(task_page& page) const {
 
 result<task_page> engine::get_task(const std::string& tenant, const std::string& id,
                                    const std::string& task) {
+  if (storage::is_batch_id(id)) return get_batch_task(tenant, id, task);
   auto txn = deps_.env.begin_read();
   auto job = storage::get_job(txn, id);
   if (!job || !job->owned_by(tenant) || !job->task_list)

@@ -17,7 +17,7 @@ constexpr std::string_view auth = "authentication_error";
 constexpr std::string_view server = "server_error";
 
 // Keep in step with docs/api.md ("Errors").
-constexpr std::array<error_info, 58> table = {{
+constexpr std::array<error_info, 59> table = {{
     {"invalid_json", 400, invalid_request, "The request body is not valid JSON."},
     {"json_too_deep", 400, invalid_request,
      "The JSON nests objects and arrays deeper than the server's limit."},
@@ -81,6 +81,8 @@ constexpr std::array<error_info, 58> table = {{
      "The job has already finished (completed, failed or expired) and cannot be cancelled."},
     {"job_not_rerunnable", 409, invalid_request,
      "Only a finished task-list job or batch with failed lines can be rerun."},
+    {"job_not_deletable", 409, invalid_request,
+     "The batch has not finished yet; cancel it or wait for its end, then delete it."},
     {"job_not_open", 409, invalid_request,
      "Tasks can be appended only to an open task-list job that is not closed."},
     {"batch_not_cancellable", 409, invalid_request,

@@ -81,6 +81,7 @@ inline constexpr error_code invalid_max_inflight{"invalid_max_inflight"};
 inline constexpr error_code task_not_found{"task_not_found"};
 inline constexpr error_code job_not_open{"job_not_open"};
 inline constexpr error_code job_not_rerunnable{"job_not_rerunnable"};
+inline constexpr error_code job_not_deletable{"job_not_deletable"};
 inline constexpr error_code invalid_task_file{"invalid_task_file"};
 inline constexpr error_code batch_not_cancellable{"batch_not_cancellable"};
 inline constexpr error_code sync_timeout{"sync_timeout"};

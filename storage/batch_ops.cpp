@@ -367,6 +367,35 @@ result<op_reply> apply_batch(write_txn& t, const rerun_batch_op& op) {
   return with_batch(op_reply::kind::done, std::move(*b));
 }
 
+result<op_reply> apply_batch(write_txn& t, const delete_batch_op& op) {
+  auto b = get_batch(t, op.id);
+  if (!b || b->tenant != op.tenant) return answer(op_reply::kind::not_found);
+  if (!is_terminal(b->status)) {
+    op_reply r = with_batch(op_reply::kind::refused, *b);
+    r.refusal =
+        make_error(errc::job_not_deletable,
+                   "job " + b->id + " is " + std::string(to_string(job_status_of(b->status))) +
+                       "; cancel it, or wait until it has finished, then delete it",
+                   "id");
+    return r;
+  }
+  // Its result lines (none once finalized) and its events, each keyed "<id>/…".
+  const std::string prefix = op.id + "/";
+  for (db d : {db::batch_lines, db::events}) {
+    std::vector<std::string> keys;
+    t.scan(d, prefix, [&](std::string_view key, std::string_view) {
+      if (!key.starts_with(prefix)) return false;
+      keys.emplace_back(key);
+      return true;
+    });
+    for (const auto& k : keys) t.del(d, k);
+  }
+  t.del(db::batch_index, index_key(b->tenant, b->id));
+  t.del(db::batch_active, b->id);
+  t.del(db::batches, b->id);
+  return with_batch(op_reply::kind::done, std::move(*b));
+}
+
 std::vector<file_record> list_files(const txn_view& t, std::string_view tenant,
                                     std::string_view purpose, bool ascending,
                                     std::string_view after, size_t limit, bool& has_more) {

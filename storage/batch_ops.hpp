@@ -157,6 +157,19 @@ struct rerun_batch_op {
   bool operator==(const rerun_batch_op&) const = default;
 };
 
+/// DELETE /v1/jobs/{id} of a batch of `tenant` (docs/batches.md, "A batch as a job"): removes
+/// the batch record, its listing entry, its result lines (a finished batch has none left: its
+/// finalization moved them into its files) and its events, in one transaction. Not its files:
+/// those live under the Files API. Answers not_found (unknown, another tenant's), refused with
+/// job_not_deletable while it has not finished (nothing changes), or done with the batch as it
+/// was.
+struct delete_batch_op {
+  std::string tenant;
+  std::string id;
+
+  bool operator==(const delete_batch_op&) const = default;
+};
+
 // --- inspect (storage/inspect.hpp)
 
 template <class Inspector>
@@ -213,6 +226,11 @@ typename Inspector::result_type inspect(Inspector& f, batch_finish_op& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rerun_batch_op& x) {
   return f(x.tenant, x.id, x.now_ms, x.window_ms);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, delete_batch_op& x) {
+  return f(x.tenant, x.id);
 }
 
 // --- A batch as a job (docs/batches.md, "A batch as a job")

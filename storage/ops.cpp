@@ -589,6 +589,7 @@ result<op_reply> apply(write_txn& txn, const write_op& op, const store_policy& p
         if constexpr (std::is_same_v<T, rerun_list_op>) return apply_rerun(c, o);
         if constexpr (std::is_same_v<T, webhook_result_op>) return apply_webhook_result(c, o);
         if constexpr (is_batch_op<T>) return apply_batch_noting_change(txn, policy, o);
+        if constexpr (std::is_same_v<T, delete_batch_op>) return apply_batch(txn, o);
       },
       op);
 }

@@ -244,7 +244,7 @@ using write_op =
                  republish_op, outbox_ack_op, cancel_job_op, expire_job_op, purge_jobs_op,
                  delete_job_op, rerun_list_op, webhook_result_op, create_file_op, delete_file_op,
                  create_batch_op, batch_ingested_op, batch_lines_op, cancel_batch_op, stop_batch_op,
-                 batch_finalizing_op, batch_finish_op, rerun_batch_op>;
+                 batch_finalizing_op, batch_finish_op, rerun_batch_op, delete_batch_op>;
 
 /// What the operations need to know about the deployment. Set once by the writer's owner.
 struct store_policy {
@@ -433,6 +433,8 @@ result<op_reply> apply_batch(write_txn& t, const stop_batch_op& op);
 result<op_reply> apply_batch(write_txn& t, const batch_finalizing_op& op);
 result<op_reply> apply_batch(write_txn& t, const batch_finish_op& op);
 result<op_reply> apply_batch(write_txn& t, const rerun_batch_op& op);
+/// Not a status change of the batch (it is gone): applied without recording one.
+result<op_reply> apply_batch(write_txn& t, const delete_batch_op& op);
 
 /// Applies one operation. Errors are storage failures (e.g. map_full): the caller aborts the
 /// transaction (and, for map_full, grows the map and retries the whole batch).

@@ -1,4 +1,5 @@
-// GET /v1/jobs/{id}/export: every task of a task list with its outcome, one JSON line each —
+// GET /v1/jobs/{id}/export: every task of a task list (or line of a batch, read by the core as
+// its tasks: docs/batches.md) with its outcome, one JSON line each —
 // `{"task_id", "custom_id", "status", "response", "error"}` — in index order, gzip'd when the
 // client accepts it. The stream reads the tasks a page at a time in short read transactions
 // and writes each page before reading the next, so memory stays one page whatever the list's
@@ -48,7 +49,7 @@ boost::asio::awaitable<reply> request_handler::export_tasks(const request& req, 
     out.res = error_for(tenant.error(), req);
     co_return out;
   }
-  core::request probe = core::list_tasks{*tenant, id, std::nullopt, 1, ""};  // must be a list
+  core::request probe = core::list_tasks{*tenant, id, std::nullopt, 1, ""};  // a list or a batch
   auto first = co_await core::ask<actors::task_page>(core_, std::move(probe));
   if (!first) {
     out.res = error_for(first.error(), req);

@@ -214,6 +214,7 @@ std::vector<st::write_op> every_op() {
       st::batch_finish_op{"batch_01", file("file-out"), file("file-err"), 97,
                           batch_error("finalize"), 7, 2},
       st::rerun_batch_op{"acme", "batch_01", 103, 104},
+      st::delete_batch_op{"acme", "batch_01"},
   };
 }
 

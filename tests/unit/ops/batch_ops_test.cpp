@@ -381,5 +381,42 @@ TEST(batch_record, max_attempts_round_trips_and_an_older_record_reads_the_defaul
   EXPECT_EQ(batch_from_json({{"id", "batch_old"}}).max_attempts, 3);
 }
 
+// DELETE of a batch: refused until it has finished; then its record, listing entry, events
+// and any result line go in one transaction, its files stay, and a second delete finds nothing.
+TEST_F(batch_ops_test, a_finished_batch_is_deleted_with_its_events_but_not_its_files) {
+  run(create_file_op{file("file-1")});
+  run(create_batch_op{make_batch("batch_1", "file-1")});
+  run(batch_ingested_op{"batch_1", 2, {}, 1000});
+  run(batch_lines_op{"batch_1", {out(0), err(1)}});
+  auto refused = run(delete_batch_op{"t1", "batch_1"});
+  EXPECT_EQ(refused.what, op_reply::kind::refused);
+  ASSERT_TRUE(refused.refusal);
+  EXPECT_EQ(refused.refusal->code, errc::job_not_deletable);
+  EXPECT_EQ(stored("batch_1").status, batch_status::in_progress) << "nothing changed";
+  EXPECT_EQ(run(delete_batch_op{"t2", "batch_1"}).what, op_reply::kind::not_found);
+  auto out_file = file("file-out");
+  out_file.purpose = "batch_output";
+  run(batch_finish_op{"batch_1", out_file, std::nullopt, 2000, std::nullopt});
+  {
+    auto txn = env_->begin_read();
+    EXPECT_FALSE(read_events(txn, "batch_1", 0, 100).empty());
+  }
+  auto r = run(delete_batch_op{"t1", "batch_1"});
+  ASSERT_EQ(r.what, op_reply::kind::done);
+  EXPECT_EQ(r.batch->id, "batch_1");
+  EXPECT_EQ(r.batch->status, batch_status::completed);
+  {
+    auto txn = env_->begin_read();
+    EXPECT_FALSE(get_batch(txn, "batch_1"));
+    EXPECT_TRUE(read_events(txn, "batch_1", 0, 100).empty());
+    EXPECT_FALSE(has_batch_line(txn, "batch_1", 0));
+    bool more = true;
+    EXPECT_TRUE(list_batches(txn, "t1", "", 10, more).empty());
+    EXPECT_TRUE(get_file(txn, "file-1")) << "its input stays";
+    EXPECT_TRUE(get_file(txn, "file-out")) << "its output stays";
+  }
+  EXPECT_EQ(run(delete_batch_op{"t1", "batch_1"}).what, op_reply::kind::not_found);
+}
+
 }  // namespace SY_UNITY_ID
 }  // namespace sy::storage
