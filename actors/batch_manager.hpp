@@ -57,6 +57,8 @@ class batch_manager final : public batch_service {
 
   std::string upload_dir() const override;
   std::string file_path(const std::string& id) const override;
+  /// Where batch `id`'s plans are while it runs (`batches/<id>/`).
+  std::string batch_dir(const std::string& id) const { return deps_->paths.batch(id); }
   boost::asio::awaitable<result<storage::file_record>> create_file(
       admitted<staged_file> upload) override;
   result<storage::file_record> get_file(const std::string& tenant, const std::string& id) override;
