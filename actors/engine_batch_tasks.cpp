@@ -38,6 +38,14 @@ error job_missing(const std::string& id) {
   return make_error(errc::job_not_found, "no job with id '" + id + "'", "id");
 }
 
+/// A batch's lines cannot be read once its input file is gone.
+error input_deleted(const storage::batch_record& b) {
+  return make_error(errc::file_not_found,
+                    "the input file " + b.input_file_id + " of batch " + b.id +
+                        " was deleted: its lines cannot be read",
+                    "id");
+}
+
 error task_missing(const std::string& id, const std::string& task, const char* param) {
   return make_error(errc::task_not_found,
                     "job " + id + " has no task with id or custom_id '" + task + "'", param);
@@ -204,11 +212,7 @@ result<task_page> engine::list_batch_tasks(const std::string& tenant, const std:
     if (after_offset) return task_missing(id, after, "after");
     return page;
   }
-  if (!input_kept)
-    return make_error(errc::file_not_found,
-                      "the input file " + b->input_file_id + " of batch " + id +
-                          " was deleted: its lines cannot be read",
-                      "id");
+  if (!input_kept) return input_deleted(*b);
   const auto n = static_cast<size_t>(limit);
   std::vector<batch_line_ref> chunk;
   status failed = ok;
