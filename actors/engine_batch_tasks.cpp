@@ -8,6 +8,7 @@
 // once per page, memory for the page's lines only. The rest of engine is in engine.cpp.
 
 #include <unordered_map>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -186,18 +187,21 @@ status find_results(const storage::environment& env, const batch_manager& batche
   return ok;
 }
 
+/// Batch `id` (any tenant's) and whether its input file is still there, in one read.
+std::pair<std::optional<storage::batch_record>, bool> read_batch(const storage::environment& env,
+                                                                 const std::string& id) {
+  auto txn = env.begin_read();
+  auto b = storage::get_batch(txn, id);
+  const bool input_kept = b && storage::get_file(txn, b->input_file_id).has_value();
+  return {std::move(b), input_kept};
+}
+
 }  // namespace
 
 result<task_page> engine::list_batch_tasks(const std::string& tenant, const std::string& id,
                                            std::optional<storage::job_status> filter, int limit,
                                            const std::string& after) {
-  std::optional<storage::batch_record> b;
-  bool input_kept = false;
-  {
-    auto txn = deps_.env.begin_read();
-    b = storage::get_batch(txn, id);
-    if (b) input_kept = storage::get_file(txn, b->input_file_id).has_value();
-  }
+  auto [b, input_kept] = read_batch(deps_.env, id);
   if (!b || b->tenant != tenant) return job_missing(id);
   task_page page;
   page.job = storage::job_of(*b);
@@ -260,13 +264,7 @@ result<task_page> engine::list_batch_tasks(const std::string& tenant, const std:
 
 result<task_page> engine::get_batch_task(const std::string& tenant, const std::string& id,
                                          const std::string& task) {
-  std::optional<storage::batch_record> b;
-  bool input_kept = false;
-  {
-    auto txn = deps_.env.begin_read();
-    b = storage::get_batch(txn, id);
-    if (b) input_kept = storage::get_file(txn, b->input_file_id).has_value();
-  }
+  auto [b, input_kept] = read_batch(deps_.env, id);
   if (!b || b->tenant != tenant) return job_missing(id);
   if (b->status == storage::batch_status::validating || b->total == 0 || !input_kept)
     return task_missing(id, task, "task_id");

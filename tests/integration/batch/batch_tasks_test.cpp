@@ -5,12 +5,12 @@
 // removes a finished batch (not its files) and refuses a running one.
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <map>
 #include <sstream>
 
 #include "tests/integration/engine/engine_env.hpp"
+#include "tests/support/gunzip.hpp"
 #include "tests/support/multipart_form.hpp"
 #include "tests/support/wait.hpp"
 
@@ -39,25 +39,6 @@ std::vector<json> lines_of(const std::string& body) {
   std::istringstream in(body);
   for (std::string l; std::getline(in, l);)
     if (!l.empty()) out.push_back(json::parse(l));
-  return out;
-}
-
-std::string gunzip(const std::string& data) {
-  z_stream z{};
-  EXPECT_EQ(inflateInit2(&z, 15 + 16), Z_OK);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  std::string out;
-  char buf[65536];
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - z.avail_out);
-  }
-  EXPECT_EQ(rc, Z_STREAM_END) << "not a complete gzip stream";
-  inflateEnd(&z);
   return out;
 }
 

@@ -2,12 +2,12 @@
 // gzip'd when the client accepts it.
 
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <filesystem>
 #include <sstream>
 
 #include "tests/integration/engine/engine_env.hpp"
+#include "tests/support/gunzip.hpp"
 
 namespace sy::test {
 namespace SY_UNITY_ID {
@@ -27,25 +27,6 @@ std::vector<json> lines_of(const std::string& body) {
   std::vector<json> out;
   std::istringstream in(body);
   for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
-  return out;
-}
-
-std::string gunzip(const std::string& data) {
-  z_stream z{};
-  EXPECT_EQ(inflateInit2(&z, 15 + 16), Z_OK);
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  std::string out;
-  char buf[65536];
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    z.next_out = reinterpret_cast<Bytef*>(buf);
-    z.avail_out = sizeof buf;
-    rc = inflate(&z, Z_NO_FLUSH);
-    out.append(buf, sizeof buf - z.avail_out);
-  }
-  EXPECT_EQ(rc, Z_STREAM_END) << "not a complete gzip stream";
-  inflateEnd(&z);
   return out;
 }
 
