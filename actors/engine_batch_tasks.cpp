@@ -201,7 +201,9 @@ std::pair<std::optional<storage::batch_record>, bool> read_batch(const storage::
 result<task_page> engine::list_batch_tasks(const std::string& tenant, const std::string& id,
                                            std::optional<storage::job_status> filter, int limit,
                                            const std::string& after) {
-  auto [b, input_kept] = read_batch(deps_.env, id);
+  auto read = read_batch(deps_.env, id);  // not a structured binding: a lambda captures `b`
+  auto& b = read.first;
+  const bool input_kept = read.second;
   if (!b || b->tenant != tenant) return job_missing(id);
   task_page page;
   page.job = storage::job_of(*b);
@@ -264,7 +266,9 @@ result<task_page> engine::list_batch_tasks(const std::string& tenant, const std:
 
 result<task_page> engine::get_batch_task(const std::string& tenant, const std::string& id,
                                          const std::string& task) {
-  auto [b, input_kept] = read_batch(deps_.env, id);
+  auto read = read_batch(deps_.env, id);  // not a structured binding: a lambda captures `b`
+  auto& b = read.first;
+  const bool input_kept = read.second;
   if (!b || b->tenant != tenant) return job_missing(id);
   if (b->status == storage::batch_status::validating || b->total == 0 || !input_kept)
     return task_missing(id, task, "task_id");
