@@ -29,5 +29,8 @@ using jwks_atom = caf::atom_constant<caf::atom("jwks")>;
 using rotate_atom = caf::atom_constant<caf::atom("rotate")>;
 using sts_atom = caf::atom_constant<caf::atom("sts")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
+using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
+using commit_atom = caf::atom_constant<caf::atom("commit")>;
+using idle_atom = caf::atom_constant<caf::atom("idle")>;
 
 }  // namespace sy::actors

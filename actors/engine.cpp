@@ -141,8 +141,7 @@ void engine::spawn_storage_actors() {
   ctx.writer =
       spawn_storage_writer(*sys_, deps_.env, static_cast<size_t>(deps_.cfg.group_commit_max_ops),
                            std::move(policy), &ctx.watch);
-  ctx.jobs = spawn_job_registry(*sys_, ctx.clock, ctx.exec.get_executor(),
-                                heartbeat_period_ms(deps_.cfg) / 2);
+  ctx.jobs = spawn_job_registry(ctx, ctx.writer, heartbeat_period_ms(deps_.cfg) / 2);
   outbox_relay_options relay_opts;
   relay_opts.retry_timer = ctx.clock.make_timer(boost::asio::make_strand(ctx.exec));
   relay_ = spawn_outbox_relay(*sys_, deps_.env, ctx.writer, deps_.js, std::move(relay_opts));
@@ -290,8 +289,9 @@ boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string t
                                                                    std::string id) {
   if (ctx_->stopping) co_return make_error(errc::shutting_down, "the server is shutting down");
   if (storage::is_batch_id(id)) co_return co_await cancel_batch(std::move(tenant), std::move(id));
-  write_request req{storage::cancel_job_op{tenant, id, deps_.clock.now_ms()}};
-  auto r = co_await write(ctx_->writer, std::move(req));
+  // Named, not a temporary in the co_await expression (engine::remove).
+  storage::write_op op = storage::cancel_job_op{tenant, id, deps_.clock.now_ms()};
+  auto r = co_await ask_owner(std::move(op), id);
   if (!r) co_return r.error();
   if (!r->reply) co_return r->err;
   auto& rep = *r->reply;
@@ -304,8 +304,6 @@ boost::asio::awaitable<result<storage::job_record>> engine::cancel(std::string t
                              std::string(storage::to_string(rep.job->status)) +
                              "; only queued or running jobs can be cancelled",
                          "id");
-  if (rep.abort_inflight && rep.task) caf::anon_send(ctx_->jobs, cancel_atom::value, rep.task->id);
-  for (const auto& task : rep.abort_tasks) caf::anon_send(ctx_->jobs, cancel_atom::value, task);
   co_return std::move(*rep.job);
 }
 

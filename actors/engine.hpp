@@ -124,8 +124,12 @@ class engine final : public job_service, public worker_service {
   /// db::list_ingest.
   void start_ingest(const std::string& job_id);
   void resume_ingests();
-  /// Commits an operation on job `id` (append, delete, rerun): `not_found` becomes job_not_found
-  /// ("no <what> with id ..."), `refused` its refusal; otherwise the reply.
+  /// Commits a change to job `id` through its owner (actors/job_owner.hpp), which stops what the
+  /// change names of the job's attempts here before it answers; a batch's, through the writer.
+  boost::asio::awaitable<result<write_reply>> ask_owner(storage::write_op op,
+                                                        const std::string& id);
+  /// Commits an operation on job `id` (append, delete, rerun) with ask_owner: `not_found`
+  /// becomes job_not_found ("no <what> with id ..."), `refused` its refusal; otherwise the reply.
   boost::asio::awaitable<result<storage::op_reply>> commit_job_op(storage::write_op op,
                                                                   const std::string& id,
                                                                   std::string_view what);

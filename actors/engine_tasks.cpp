@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "actors/ask.hpp"
 #include "actors/engine.hpp"
 #include "actors/http_task.hpp"
 #include "actors/list_ingest.hpp"
@@ -16,6 +17,10 @@
 #include "runtime/trace.hpp"
 
 namespace sy::actors {
+
+/// How long a change waits for its job's owner: its commit, behind the writer's queue, and the
+/// aborts it sends. Long: it bounds only a writer that stopped answering.
+constexpr std::chrono::milliseconds owner_answer_within{std::chrono::minutes(5)};
 namespace {
 
 /// The distinct models of `tasks`, with the param naming the first task of each.
@@ -164,11 +169,19 @@ boost::asio::awaitable<result<storage::job_record>> engine::append(std::string i
   co_return std::move(*rep->job);
 }
 
+boost::asio::awaitable<result<write_reply>> engine::ask_owner(storage::write_op op,
+                                                              const std::string& id) {
+  write_request req{std::move(op)};
+  // A batch has no job owner (its actor is the batch manager's): its changes go to the writer.
+  if (storage::is_batch_id(id)) co_return co_await write(ctx_->writer, std::move(req));
+  co_return co_await ask<write_reply>(*sys_, ctx_->jobs, owner_answer_within, commit_atom::value,
+                                      id, std::move(req));
+}
+
 boost::asio::awaitable<result<storage::op_reply>> engine::commit_job_op(storage::write_op op,
                                                                         const std::string& id,
                                                                         std::string_view what) {
-  write_request req{std::move(op)};
-  auto r = co_await write(ctx_->writer, std::move(req));
+  auto r = co_await ask_owner(std::move(op), id);
   if (!r) co_return r.error();
   if (!r->reply) co_return r->err;
   auto& rep = *r->reply;
@@ -189,8 +202,6 @@ boost::asio::awaitable<result<storage::job_record>> engine::remove(std::string t
   auto r = co_await commit_job_op(std::move(op), id, "job");
   if (!r) co_return r.error();
   auto& rep = *r;
-  if (rep.abort_inflight && rep.task) caf::anon_send(ctx_->jobs, cancel_atom::value, rep.task->id);
-  for (const auto& task : rep.abort_tasks) caf::anon_send(ctx_->jobs, cancel_atom::value, task);
   // A staged list still being read: its ingest finds the job gone and stops; the file goes.
   if (!rep.job->ingest_path.empty()) ::unlink(rep.job->ingest_path.c_str());
   log::info("engine", "job deleted", {{"job_id", id}});

@@ -14,7 +14,6 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/attempt.hpp"
-#include "actors/detail/actor_timer.hpp"
 #include "actors/http_task.hpp"
 #include "runtime/failpoint.hpp"
 #include "runtime/log.hpp"
@@ -24,9 +23,6 @@
 namespace sy::actors {
 namespace asio = boost::asio;
 namespace {
-
-using detail::arm;
-using detail::disarm;
 
 struct job_state {
   std::shared_ptr<const job_deps> d;
@@ -42,7 +38,6 @@ struct job_state {
   std::shared_ptr<runtime::abort_handle> abort;
   int64_t lease_from_ms = 0;  ///< when the lease was last committed (its expiry: + the TTL)
   bool extending = false;     ///< an extension is being committed
-  std::shared_ptr<runtime::timer> deadline;  ///< the job's timeout, when it has one
   std::shared_ptr<bool> answered = std::make_shared<bool>(false);  ///< read when it ends
   // Tracing (runtime/trace.hpp): the job's span, this attempt's under it, the gateway call's
   // under that (its id goes to the gateway in `traceparent`), and when each began.
@@ -60,12 +55,9 @@ using job_ptr = job_actor::stateful_pointer<job_state>;
 /// tracing).
 std::string trace_id(const job_state& st) { return st.trace ? st.trace->self.trace_id : ""; }
 
-/// The attempt is over for this node: its timer off, and the actor ends (its dispatcher hears
-/// `done` and the registry forgets it, both through what is attached to its exit).
-void end(job_ptr self) {
-  disarm(self->state.deadline);
-  self->quit();
-}
+/// The attempt is over for this node: the actor ends (its dispatcher hears `done` and its job's
+/// owner forgets it, both through what is attached to its exit).
+void end(job_ptr self) { self->quit(); }
 
 /// On the registry's tick, while the request is out and the lease is a beat period old: commit a
 /// later expiry and send an in-progress ack, so neither the lease nor the JetStream message runs
@@ -160,10 +152,8 @@ void send_request(job_ptr self) {
   st.abort = std::make_shared<runtime::abort_handle>();
   if (st.at.on_sending()) st.abort->abort();  // cancelled or expired while starting
   job_actor me = self;
-  if (job.deadline_ms > 0) {  // the job's timeout: abort the request when it passes
-    st.deadline = d.at->clock.make_timer(asio::make_strand(d.at->exec));
-    arm<expire_atom>(st.deadline, job.deadline_ms - d.at->clock.now_ms(), me);
-  }
+  // The job's timeout is its owner's to watch: it sends `expire` when it passes.
+  if (job.deadline_ms > 0) self->send(d.jobs, deadline_atom::value, job.id, job.deadline_ms);
   log::debug("attempt", "sending", [&] {
     return nlohmann::json{{"job_id", job.id}, {"attempt", st.attempt}, {"trace_id", trace_id(st)}};
   });
@@ -277,7 +267,8 @@ void on_started(job_ptr self, write_reply& r) {
 void begin(job_ptr self) {
   auto& st = self->state;
   const auto& d = *st.d;
-  self->send(d.jobs, register_atom::value, st.task_id, job_control_actor{self});
+  self->send(d.jobs, register_atom::value, storage::job_id_of_task(st.task_id), st.task_id,
+             job_control_actor{self});
   st.token = new_lease_token();
   st.lease_from_ms = st.started_ms = d.at->clock.now_ms();
   storage::start_attempt_op start{st.task_id, st.attempt,       st.token,
@@ -325,7 +316,6 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<const job_deps> deps,
       [=](beat_atom) { heartbeat(self); },
       [=](runtime::gateway_outcome& o) {
         self->state.at.on_answered();
-        disarm(self->state.deadline);
         commit_outcome(self, o);
       },
   };

@@ -12,6 +12,7 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/job_owner.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 
@@ -19,11 +20,12 @@ namespace sy::actors {
 namespace {
 
 struct registry_state {
-  job_table<job_control_actor> table;
+  const ambient* at = nullptr;
+  storage_writer_actor writer;  ///< what the owners it spawns commit through
+  owner_table<job_owner_actor, job_control_actor> table;
   std::vector<caf::typed_response_promise<bool>> drains;  ///< answered when the table empties
   std::shared_ptr<runtime::timer> tick;                   ///< the heartbeat tick (on its strand)
   int64_t tick_ms = 0;
-  const char* component = "jobs";  ///< in its log lines
   static inline const char* name = "job_registry";
 
   registry_state() = default;
@@ -41,22 +43,54 @@ struct registry_state {
 };
 
 using registry_ptr = job_registry_actor::stateful_pointer<registry_state>;
+using entry = owner_table<job_owner_actor, job_control_actor>::entry;
 
-/// Forwards `msg` to every actor of job `id`; logs where it went.
-template <class Atom>
-void forward(registry_ptr self, const std::string& id, const char* what) {
-  auto actors = self->state.table.find(id);
-  for (auto& a : actors) self->send(a, Atom::value);
-  log::info(self->state.component, what, {{"task_id", id}, {"running_here", !actors.empty()}});
+void count_jobs(registry_ptr self) {
+  metrics::set_active_jobs(static_cast<int64_t>(self->state.table.jobs()));
 }
 
-/// Shutdown: every registered job (or only the claimed ones) gives its work back.
+/// The owner of job `id`, made when it has none; the message about to be sent to it is counted.
+/// Null when a batch's actor holds the id (a single job's or list's message never names one).
+job_owner_actor* route(registry_ptr self, const std::string& id) {
+  auto& st = self->state;
+  auto* e = st.table.find(id);
+  if (e == nullptr) {
+    auto owner = spawn_job_owner(*st.at, st.writer, job_registry_actor{self}, id);
+    self->monitor(owner);
+    const auto actor_id = owner.id();
+    e = &st.table.add_owner(id, actor_id, std::move(owner));
+    count_jobs(self);
+  }
+  if (!e->owner) return nullptr;
+  ++e->routed;
+  return &*e->owner;
+}
+
+/// A bare cancel or expiry: to the batch's actor that holds `id`, or to the owner of a job with
+/// work here (none: nothing of it runs here, nothing to tell).
+template <class Atom>
+void forward(registry_ptr self, const std::string& id, const char* what) {
+  auto* e = self->state.table.find(id);
+  if (e != nullptr && e->claimed) {
+    self->send(*e->claimed, Atom::value);
+  } else if (e != nullptr) {
+    ++e->routed;
+    self->send(*e->owner, Atom::value);
+  }
+  log::info("jobs", what, {{"job_id", id}, {"running_here", e != nullptr}});
+}
+
+/// Shutdown: every job (or only the batches) gives its work back.
 void release(registry_ptr self, bool claimed_only) {
-  log::info(self->state.component,
+  log::info("jobs",
             claimed_only ? "stopping running batches" : "giving running attempts back to the queue",
             {{"jobs", self->state.table.jobs()}});
   self->state.table.for_each(
-      [&](const job_control_actor& a) { self->send(a, release_atom::value); }, claimed_only);
+      [&](entry& e) {
+        if (e.claimed) self->send(*e.claimed, release_atom::value);
+        if (e.owner) self->send(*e.owner, release_atom::value);
+      },
+      claimed_only);
 }
 
 /// Arms the next heartbeat tick: `beat` to the registry when it fires.
@@ -70,35 +104,55 @@ void arm_tick(registry_ptr self) {
                     });
 }
 
-/// `component`: the name its log lines carry.
-job_registry_actor::behavior_type registry(registry_ptr self, const char* component,
+/// A job left the table: the gauge follows, and a drain waiting for the last one is answered.
+void left(registry_ptr self) {
+  auto& st = self->state;
+  count_jobs(self);
+  if (!st.table.empty()) return;
+  for (auto& p : st.drains) p.deliver(true);
+  st.drains.clear();
+}
+
+/// An owner asks the registry to wait for `commit_atom`'s or `expire_atom`'s reply.
+template <class Atom>
+caf::delegated<write_reply> delegate(registry_ptr self, const std::string& id, write_request& req) {
+  if (auto* owner = route(self, id)) return self->delegate(*owner, Atom::value, std::move(req));
+  // A batch's actor holds the id: its changes are the batch manager's, not an owner's.
+  return self->delegate(self->state.writer, std::move(req));
+}
+
+job_registry_actor::behavior_type registry(registry_ptr self, const ambient* at,
+                                           storage_writer_actor writer,
                                            const std::shared_ptr<runtime::timer>& tick,
                                            int64_t tick_ms) {
-  self->state.component = component;
-  self->state.tick = tick;
-  self->state.tick_ms = tick_ms;
+  auto& st = self->state;
+  st.at = at;
+  st.writer = std::move(writer);
+  st.tick = tick;
+  st.tick_ms = tick_ms;
   arm_tick(self);
   self->set_down_handler([self](caf::down_msg& m) {
-    auto& st = self->state;
-    if (!st.table.remove(m.source.id())) return;
-    metrics::set_active_jobs(static_cast<int64_t>(st.table.jobs()));
-    if (!st.table.empty()) return;
-    for (auto& p : st.drains) p.deliver(true);
-    st.drains.clear();
+    if (self->state.table.remove(m.source.id())) left(self);
   });
   return {
-      [=](register_atom, const std::string& id, job_control_actor a) {
-        self->monitor(a);
-        const auto actor_id = a.id();
-        self->state.table.add(id, actor_id, std::move(a));
-        metrics::set_active_jobs(static_cast<int64_t>(self->state.table.jobs()));
+      [=](register_atom, const std::string& job, std::string& task, job_control_actor a) {
+        if (auto* owner = route(self, job))
+          self->send(*owner, register_atom::value, std::move(task), std::move(a));
+      },
+      [=](deadline_atom, const std::string& job, int64_t at_ms) {
+        if (auto* owner = route(self, job)) self->send(*owner, deadline_atom::value, at_ms);
+      },
+      [=](commit_atom, const std::string& job, write_request& req) {
+        return delegate<commit_atom>(self, job, req);
+      },
+      [=](expire_atom, const std::string& job, write_request& req) {
+        return delegate<expire_atom>(self, job, req);
       },
       [=](claim_atom, const std::string& id, job_control_actor a) {
-        if (self->state.table.has(id)) return false;
-        self->monitor(a);
         const auto actor_id = a.id();
-        self->state.table.add(id, actor_id, std::move(a), true);
-        metrics::set_active_jobs(static_cast<int64_t>(self->state.table.jobs()));
+        if (!self->state.table.claim(id, actor_id, a)) return false;
+        self->monitor(a);
+        count_jobs(self);
         return true;
       },
       [=](cancel_atom, const std::string& id) {
@@ -107,11 +161,22 @@ job_registry_actor::behavior_type registry(registry_ptr self, const char* compon
       [=](expire_atom, const std::string& id) {
         forward<expire_atom>(self, id, "a running job's timeout passed");
       },
+      [=](idle_atom, const std::string& job, uint64_t received) {
+        auto* e = self->state.table.find(job);
+        if (e == nullptr || !e->owner) return;
+        auto owner = *e->owner;
+        if (!self->state.table.idle(job, owner.id(), received)) return;
+        self->demonitor(caf::actor_cast<caf::actor_addr>(owner));
+        self->send(owner, stop_atom::value);
+        left(self);
+      },
       [=](release_atom) { release(self, false); },
       [=](release_atom, bool claimed_only) { release(self, claimed_only); },
       [=](beat_atom) {
-        self->state.table.for_each(
-            [&](const job_control_actor& a) { self->send(a, beat_atom::value); });
+        self->state.table.for_each([&](entry& e) {
+          if (e.claimed) self->send(*e.claimed, beat_atom::value);
+          if (e.owner) self->send(*e.owner, beat_atom::value);
+        });
         arm_tick(self);
       },
       [=](drain_atom) -> caf::typed_response_promise<bool> {
@@ -128,11 +193,11 @@ job_registry_actor::behavior_type registry(registry_ptr self, const char* compon
 
 }  // namespace
 
-job_registry_actor spawn_job_registry(caf::actor_system& sys, const runtime::clock& clock,
-                                      const boost::asio::any_io_executor& ex,
+job_registry_actor spawn_job_registry(const ambient& at, storage_writer_actor writer,
                                       int64_t beat_tick_ms) {
-  std::shared_ptr<runtime::timer> tick = clock.make_timer(boost::asio::make_strand(ex));
-  return sys.spawn(registry, "jobs", std::move(tick), std::max<int64_t>(beat_tick_ms, 1));
+  std::shared_ptr<runtime::timer> tick = at.clock.make_timer(boost::asio::make_strand(at.exec));
+  return at.sys.spawn(registry, &at, std::move(writer), std::move(tick),
+                      std::max<int64_t>(beat_tick_ms, 1));
 }
 
 }  // namespace sy::actors

@@ -146,7 +146,9 @@ void measure_queues(reaper_ptr self, int64_t now) {
       std::max({queue_gauge_interval_ms, st.d.at->cfg.reaper_interval_ms, 50 * took_ms});
 }
 
-/// Jobs whose timeout has passed become `expired`; a request in flight here is aborted.
+/// Jobs whose timeout has passed become `expired`: each due job's owner commits its expiry and
+/// stops what runs of it here (actors/job_owner.hpp); the registry makes the owner when the job
+/// has none.
 void expire_due(reaper_ptr self, int64_t now) {
   const auto& d = self->state.d;
   std::vector<std::pair<int64_t, std::string>> due;
@@ -155,18 +157,15 @@ void expire_due(reaper_ptr self, int64_t now) {
     due = storage::read_due(txn, storage::db::deadlines, now, 256);
   }
   for (auto& [at, id] : due) {
-    storage::expire_job_op op{id, at, now};
-    self->request(d.writer, caf::infinite, write_request{std::move(op)})
-        .then([self, &d, id = id](write_reply& r) {
+    write_request req{storage::expire_job_op{id, at, now}};
+    self->request(d.jobs, caf::infinite, expire_atom::value, id, std::move(req))
+        .then([self, id = id](write_reply& r) {
           if (!r.reply) {
             write_failed(self, "expiring a job failed", r.err, {{"job_id", id}});
             return;
           }
           if (r.reply->what != storage::op_reply::kind::done) return;
-          const bool running = r.reply->abort_inflight && r.reply->task;
-          if (running) caf::anon_send(d.jobs, expire_atom::value, r.reply->task->id);
-          for (const auto& task : r.reply->abort_tasks)
-            caf::anon_send(d.jobs, expire_atom::value, task);
+          const bool running = r.reply->abort_inflight || !r.reply->abort_tasks.empty();
           log::info("reaper", "job expired: its timeout passed",
                     {{"job_id", id}, {"was_running", running}});
         });

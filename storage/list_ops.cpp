@@ -484,6 +484,12 @@ std::string list_task_id(std::string_view job_id, int64_t index) {
   return detail::task_prefix(job_id) + digits;
 }
 
+std::string job_id_of_task(std::string_view task_id) {
+  std::string id = "job_";
+  id.append(task_id.substr(0, task_id.rfind('-')));
+  return id;
+}
+
 std::string task_custom_key(std::string_view job_id, std::string_view custom_id) {
   std::string k;
   k.reserve(job_id.size() + 1 + custom_id.size());

@@ -452,6 +452,10 @@ std::string list_task_id(std::string_view job_id, int64_t index);
 /// The index of a task-list task id; nullopt when `task_id` is not one of `job_id`'s.
 std::optional<int64_t> list_task_index(std::string_view job_id, std::string_view task_id);
 
+/// The id of the job task `task_id` belongs to ("job_" and the ULID before the dash): a single
+/// job's one task and a task list's tasks alike.
+std::string job_id_of_task(std::string_view task_id);
+
 /// The key of db::task_custom: job id '/' custom_id.
 std::string task_custom_key(std::string_view job_id, std::string_view custom_id);
 

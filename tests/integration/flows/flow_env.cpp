@@ -27,13 +27,14 @@ caf::behavior write_asker(caf::event_based_actor* self, actors::storage_writer_a
   return {};
 }
 
-/// Commits a cancel and forwards it to the registry when the job was running (engine::cancel).
+/// Asks the job's owner, through the registry, to commit a cancel (engine::cancel): it stops the
+/// job's running attempt here before it answers.
 caf::behavior cancel_asker(caf::event_based_actor* self, actors::engine_context* ctx,
                            storage::cancel_job_op op, std::optional<actors::write_reply>* out) {
-  self->request(ctx->writer, caf::infinite, actors::write_request{std::move(op)})
-      .then([self, ctx, out](actors::write_reply& r) {
-        if (r.reply && r.reply->abort_inflight && r.reply->task)
-          caf::anon_send(ctx->jobs, actors::cancel_atom::value, r.reply->task->id);
+  auto id = op.job_id;
+  self->request(ctx->jobs, caf::infinite, actors::commit_atom::value, std::move(id),
+                actors::write_request{std::move(op)})
+      .then([self, out](actors::write_reply& r) {
         *out = std::move(r);
         self->quit();
       });
@@ -112,8 +113,8 @@ flow_env::flow_env(int global_concurrency, int per_model_concurrency) {
   ctx_->gateways.add("*", gw);
   ctx_->writer = actors::spawn_storage_writer(*sys_, *env_, 64, storage::store_policy{}, nullptr,
                                               actors::runs_on::scheduler);
-  ctx_->jobs = actors::spawn_job_registry(*sys_, clock_, io_.get_executor(),
-                                          actors::heartbeat_period_ms(cfg_) / 2);
+  ctx_->jobs =
+      actors::spawn_job_registry(*ctx_, ctx_->writer, actors::heartbeat_period_ms(cfg_) / 2);
   ctx_->budget = actors::spawn_global_budget(*sys_, cfg_.global_concurrency);
   settle();
 }
@@ -191,7 +192,9 @@ storage::job_record flow_env::create_job(const std::string& id, nlohmann::json f
   job.endpoint = "/v1/chat/completions";
   job.model = for_model;
   job.body = body.dump();
-  job.task_id = id + "-0";
+  // As the engine names them: the job's id without "job_", "-", the index (storage::job_id_of_task
+  // finds the job again from it).
+  job.task_id = (id.starts_with("job_") ? id.substr(4) : id) + "-0";
   job.max_attempts = max_attempts;
   job.created_at_ms = job.updated_at_ms = now;
   job.deadline_ms = timeout_ms > 0 ? now + timeout_ms : 0;

@@ -132,7 +132,9 @@ TEST_F(job_flow, a_cancel_committed_while_queued_makes_the_start_drop_the_delive
   auto job = env.create_job("job_cancel_queued", {{"latency_ms", 600'000}});
   auto d = env.deliver(job);
   std::optional<actors::write_reply> cancelled;
-  env.start_cancel(job.id, &cancelled);  // reaches the writer before the attempt's start
+  env.start_cancel(job.id, &cancelled);
+  ASSERT_TRUE(env.drive_until([&] { return cancelled.has_value(); }))
+      << "the owner commits the cancel before the attempt starts";
   env.spawn_job(d, dispatcher);
   ASSERT_TRUE(run_to_end());
   ASSERT_TRUE(cancelled && cancelled->reply);

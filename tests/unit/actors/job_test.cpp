@@ -20,7 +20,10 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/attempt.hpp"
+#include "actors/job_owner.hpp"
 #include "actors/job_registry.hpp"
+#include "config/settings.hpp"
+#include "storage/ops.hpp"
 
 namespace sy::actors {
 namespace SY_UNITY_ID {
@@ -86,26 +89,53 @@ TEST(judge_start, only_a_committed_start_with_its_job_sends) {
   }
 }
 
-TEST(job_table, finds_every_actor_of_a_job_and_forgets_each_by_its_id) {
-  job_table<std::string> t;
-  t.add("task-a", 1, "actor1");
-  t.add("task-a", 2, "actor2");  // a redelivery running beside the first
-  t.add("task-b", 3, "actor3");
-  EXPECT_EQ(t.jobs(), 2u);
-  EXPECT_EQ(t.actors(), 3u);
-  EXPECT_EQ(t.find("task-a"), (std::vector<std::string>{"actor1", "actor2"}));
-  EXPECT_TRUE(t.find("task-c").empty());
-  EXPECT_TRUE(t.remove(1));
-  EXPECT_FALSE(t.remove(1)) << "already forgotten";
-  EXPECT_EQ(t.find("task-a"), (std::vector<std::string>{"actor2"}));
-  EXPECT_TRUE(t.remove(2));
-  EXPECT_TRUE(t.find("task-a").empty());
+TEST(owner_table, a_job_has_one_owner_and_it_stops_only_when_nothing_is_on_its_way) {
+  owner_table<std::string, std::string> t;
+  auto& e = t.add_owner("job_A", 1, "owner1");
+  e.routed = 2;  // two messages sent to it
+  EXPECT_FALSE(t.claim("job_A", 2, "batch")) << "the id has its owner";
+  EXPECT_TRUE(t.claim("batch_B", 3, "batch-actor"));
+  EXPECT_FALSE(t.idle("job_A", 1, 1)) << "one message is still on its way to it";
+  EXPECT_FALSE(t.idle("job_A", 9, 2)) << "another actor's report";
+  EXPECT_TRUE(t.idle("job_A", 1, 2));
+  EXPECT_EQ(t.find("job_A"), nullptr) << "forgotten: the next message makes a new owner";
+  EXPECT_FALSE(t.remove(1)) << "its end is not counted twice";
   EXPECT_EQ(t.jobs(), 1u);
-  std::vector<std::string> all;
-  t.for_each([&](const std::string& a) { all.push_back(a); });
-  EXPECT_EQ(all, (std::vector<std::string>{"actor3"}));
+  std::vector<std::string> claimed;
+  t.for_each([&](auto& x) { claimed.push_back(*x.claimed); }, true);
+  EXPECT_EQ(claimed, (std::vector<std::string>{"batch-actor"}));
   EXPECT_TRUE(t.remove(3));
   EXPECT_TRUE(t.empty());
+}
+
+TEST(owner_book, names_the_attempts_a_committed_change_stops_and_is_idle_only_when_empty) {
+  owner_book<std::string> b;
+  EXPECT_TRUE(b.idle());
+  b.add(1, "A-00000001", "first");
+  b.add(2, "A-00000001", "redelivered");  // a redelivery running beside the first
+  b.add(3, "A-00000002", "other");
+  storage::op_reply r;
+  r.what = storage::op_reply::kind::done;
+  r.abort_tasks = {"A-00000001"};
+  EXPECT_EQ(b.named_by(r), (std::vector<std::string>{"first", "redelivered"}));
+  r.what = storage::op_reply::kind::existing;
+  EXPECT_TRUE(b.named_by(r).empty()) << "a change that changed nothing stops nothing";
+  storage::op_reply single;
+  single.abort_inflight = true;
+  single.task = storage::task_record{};
+  single.task->id = "A-00000002";
+  EXPECT_EQ(b.named_by(single), (std::vector<std::string>{"other"}));
+  b.commit_sent();
+  EXPECT_TRUE(b.remove(1) && b.remove(2) && b.remove(3));
+  EXPECT_FALSE(b.remove(3));
+  EXPECT_FALSE(b.idle()) << "a commit is outstanding";
+  b.commit_answered();
+  EXPECT_TRUE(b.idle());
+}
+
+TEST(job_id_of_task, is_the_job_of_a_single_task_and_of_a_list_task) {
+  EXPECT_EQ(storage::job_id_of_task("01JABC-0"), "job_01JABC");
+  EXPECT_EQ(storage::job_id_of_task(storage::list_task_id("job_01JABC", 12)), "job_01JABC");
 }
 
 // --- the registry's message flow, on CAF's test coordinator (deterministic: nothing runs until
@@ -140,6 +170,7 @@ struct registry_flow : ::testing::Test {
     cfg.set("logger.console", caf::atom("none"));
     sys = std::make_unique<caf::actor_system>(cfg);
     sched = &dynamic_cast<caf::scheduler::test_coordinator&>(sys->scheduler());
+    at.emplace(ambient{*sys, settings, clock, io});
   }
   /// Runs what the registry's timer posted, then the scheduler, until both are idle.
   void settle() {
@@ -151,18 +182,25 @@ struct registry_flow : ::testing::Test {
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
   caf::scheduler::test_coordinator* sched = nullptr;
-  /// A registry (ticking every 5 s) with two recording jobs, "a" and "b", registered under
-  /// task-a and task-b; what they receive goes to `seen`.
+  /// A registry (ticking every 5 s) with two recording attempts, "a" and "b", registered for
+  /// tasks of job_A and job_B; what they receive goes to `seen`. Its owners have no writer:
+  /// these tests commit nothing (the flow tests do, tests/integration/flows).
   std::tuple<job_registry_actor, job_actor, job_actor> two_registered_jobs() {
-    auto registry = spawn_job_registry(*sys, clock, io.get_executor(), 5'000);
+    auto registry = spawn_job_registry(*at, storage_writer_actor{}, 5'000);
     job_actor a = sys->spawn(recording_job, std::string("a"), &seen);
     job_actor b = sys->spawn(recording_job, std::string("b"), &seen);
-    caf::anon_send(registry, register_atom::value, std::string("task-a"), job_control_actor{a});
-    caf::anon_send(registry, register_atom::value, std::string("task-b"), job_control_actor{b});
+    register_attempt(registry, "job_A", a);
+    register_attempt(registry, "job_B", b);
     return {registry, a, b};
+  }
+  static void register_attempt(const job_registry_actor& registry, const std::string& job,
+                               const job_actor& a) {
+    caf::anon_send(registry, register_atom::value, job, job.substr(4) + "-0", job_control_actor{a});
   }
   runtime::manual_clock clock{1'000};
   boost::asio::io_context io;
+  config::settings settings;
+  std::optional<ambient> at;  ///< set once `sys` is made
   std::vector<std::string> seen;
 };
 
@@ -170,9 +208,9 @@ TEST_F(registry_flow, forwards_by_id_and_answers_drain_only_when_its_last_job_en
   auto [registry, a, b] = two_registered_jobs();
   sched->run();
 
-  caf::anon_send(registry, cancel_atom::value, std::string("task-a"));
-  caf::anon_send(registry, expire_atom::value, std::string("task-b"));
-  caf::anon_send(registry, cancel_atom::value, std::string("task-elsewhere"));
+  caf::anon_send(registry, cancel_atom::value, std::string("job_A"));
+  caf::anon_send(registry, expire_atom::value, std::string("job_B"));
+  caf::anon_send(registry, cancel_atom::value, std::string("job_elsewhere"));
   sched->run();
   EXPECT_EQ(seen, (std::vector<std::string>{"a:cancel", "b:expire"}));
 
@@ -186,7 +224,7 @@ TEST_F(registry_flow, forwards_by_id_and_answers_drain_only_when_its_last_job_en
   EXPECT_TRUE(drained);
   EXPECT_EQ(seen.size(), 4u);
   seen.clear();
-  caf::anon_send(registry, cancel_atom::value, std::string("task-a"));
+  caf::anon_send(registry, cancel_atom::value, std::string("job_A"));
   sched->run();
   EXPECT_TRUE(seen.empty()) << "an ended job is forgotten";
   caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
@@ -218,6 +256,35 @@ TEST_F(registry_flow, its_one_timer_paces_the_heartbeats_of_every_registered_job
   settle();
   EXPECT_EQ(clock.armed(), 0u) << "the registry's end cancels its tick";
   caf::anon_send_exit(b, caf::exit_reason::user_shutdown);
+  settle();
+}
+
+TEST_F(registry_flow, an_owner_watches_its_jobs_deadline_and_a_new_one_follows_an_idle_one) {
+  auto [registry, a, b] = two_registered_jobs();
+  caf::anon_send(registry, deadline_atom::value, std::string("job_A"), int64_t{3'000});
+  settle();
+  clock.advance(1'999);
+  settle();
+  EXPECT_TRUE(seen.empty()) << "not before the deadline";
+  clock.advance(1);
+  settle();
+  EXPECT_EQ(seen, (std::vector<std::string>{"a:expire"})) << "the owner tells its attempt";
+
+  seen.clear();
+  caf::anon_send(a, release_atom::value);  // the attempt ends: job_A's owner is idle and stops
+  settle();
+  job_actor c = sys->spawn(recording_job, std::string("c"), &seen);
+  register_attempt(registry, "job_A", c);  // a redelivery: a new owner for job_A
+  caf::anon_send(registry, cancel_atom::value, std::string("job_A"));
+  settle();
+  EXPECT_EQ(seen, (std::vector<std::string>{"a:release", "c:cancel"}));
+
+  bool drained = false;
+  sys->spawn(drain_asker, registry, &drained);
+  caf::anon_send(registry, release_atom::value);
+  settle();
+  EXPECT_TRUE(drained) << "every owner stopped once its attempts ended";
+  caf::anon_send_exit(registry, caf::exit_reason::user_shutdown);
   settle();
 }
 
