@@ -2,12 +2,13 @@
 /// The job actor of a single-request job: one per delivery being worked on this node, spawned by
 /// the model's dispatcher, ended when the attempt's outcome is committed (or the delivery turned
 /// out stale). It owns the attempt's progress (actors/attempt.hpp): the start, the request and
-/// its abort handle, the heartbeat, the deadline timer, the outcome's commit and the ack.
+/// its abort handle, the heartbeat, the outcome's commit and the ack.
 ///
-/// It registers in the job registry under its task id at once, so cancel, the deadline scan and
-/// shutdown reach it by message (actors/job_registry.hpp). The request runs on the gateway
-/// client's executor; its outcome comes back as a message. Commits go through the storage writer
-/// with lease fencing, so a job actor that dies with the process loses nothing: the lease
+/// It registers at once with its job's owner (through the registry, by the job id its task id
+/// names), so cancel, the deadline and shutdown reach it by message (actors/job_owner.hpp); once
+/// its start commits, it gives the owner the job's deadline to watch. The request runs on the
+/// gateway client's executor; its outcome comes back as a message. Commits go through the storage
+/// writer with lease fencing, so a job actor that dies with the process loses nothing: the lease
 /// expires and the reaper queues the task again. When it ends it tells its dispatcher
 /// (`done`, answered); once the exchange is over, before the commit, it sends `answered` so the
 /// request's slot serves the next one.

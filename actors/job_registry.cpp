@@ -148,10 +148,10 @@ job_registry_actor::behavior_type registry(registry_ptr self, const ambient* at,
       [=](expire_atom, const std::string& job, write_request& req) {
         return delegate<expire_atom>(self, job, req);
       },
-      [=](claim_atom, const std::string& id, job_control_actor a) {
+      [=](claim_atom, const std::string& id, job_control_actor& a) {
         const auto actor_id = a.id();
-        if (!self->state.table.claim(id, actor_id, a)) return false;
-        self->monitor(a);
+        self->monitor(a);  // before the move (a refused claim's actor ends: its down is ignored)
+        if (!self->state.table.claim(id, actor_id, std::move(a))) return false;
         count_jobs(self);
         return true;
       },
