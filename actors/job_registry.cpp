@@ -57,6 +57,7 @@ job_owner_actor* route(registry_ptr self, const std::string& id) {
   if (e == nullptr) {
     auto owner = spawn_job_owner(*st.at, st.writer, job_registry_actor{self}, id);
     self->monitor(owner);
+    self->link_to(owner);  // the registry's end (shutdown) ends the owners it still has
     const auto actor_id = owner.id();
     e = &st.table.add_owner(id, actor_id, std::move(owner));
     count_jobs(self);
