@@ -72,7 +72,8 @@ struct engine_context : ambient {
   dispatcher_deps dispatcher() const { return {fetch(), budget, job()}; }
   /// What a task list's ingest gets.
   ingest_deps ingest() {
-    return {this, env, writer, dispatchers, &gateways, &http_tasks->policy(), &stopping, &ingests};
+    return {this,      env,     writer, jobs, dispatchers, &gateways, &http_tasks->policy(),
+            &stopping, &ingests};
   }
 };
 

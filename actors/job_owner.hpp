@@ -1,14 +1,15 @@
 #pragma once
 /// The owner of a single job or a task list on this node (issue 40, item 3; docs/architecture.md,
-/// "Who owns what"): while the job has work here, this one actor holds the attempts in flight
-/// (each attempt's actor, reached by its task id), the job's deadline timer, and every change
-/// the API or the reaper makes to the job — a cancel, delete, append or rerun (`commit`) and an
-/// expiry (`expire`) — which it commits through the storage writer and then turns into aborts of
-/// the attempts the commit names, before it answers. The registry (actors/job_registry.hpp)
-/// spawns it on the first message for its job and lets it stop once it is idle: no attempt in
-/// flight, no commit outstanding, and every message the registry routed to it received. After a
-/// restart a job's owner is made again by the first message for it: an attempt of a task the
-/// queue delivers again, the reaper's deadline scan of storage, or a client's request.
+/// "Actors and who owns what"): while the job has work here, this one actor holds what works for
+/// it (each attempt's actor, by its task id; a staged list's ingest, under no task id), the
+/// job's deadline timer, and every change the API or the reaper makes to the job — a cancel,
+/// delete, append or rerun (`commit`) and an expiry (`expire`) — which it commits through the
+/// storage writer and then turns into aborts of the attempts the commit names, before it
+/// answers. The registry (actors/job_registry.hpp) spawns it on the first message for its job
+/// and lets it stop once it is idle: nothing working for it, no commit outstanding, and every
+/// message the registry routed to it received. After a restart a job's owner is made again by
+/// the first message for it: an attempt of a task the queue delivers again, a resumed ingest,
+/// the reaper's deadline scan of storage, or a client's request.
 ///
 /// The decisions are in `owner_book`, a plain class with unit tests (tests/unit/actors).
 
@@ -49,10 +50,12 @@ class owner_book {
     return out;
   }
   /// The attempts a committed change names (a cancel's, delete's or expiry's running task, or a
-  /// list's running tasks); none when it did not change the job.
+  /// list's running tasks), and every worker of the job that runs no task (a list's ingest: it
+  /// reads the job again); none when it did not change the job.
   std::vector<Handle> named_by(const storage::op_reply& r) const {
     std::vector<Handle> out;
     if (r.what != storage::op_reply::kind::done) return out;
+    for (auto& h : of_task("")) out.push_back(std::move(h));
     if (r.abort_inflight && r.task)
       for (auto& h : of_task(r.task->id)) out.push_back(std::move(h));
     for (const auto& t : r.abort_tasks)

@@ -193,17 +193,33 @@ void commit_chunk(ingest_ptr self, task_chunk& chunk) {
   });
 }
 
+/// The job as stored, while it is still being ingested (null: cancelled, expired, failed,
+/// latched or deleted meanwhile).
+std::optional<storage::job_record> still_ingesting(const ingest_state& st) {
+  std::optional<storage::job_record> job;
+  {
+    auto txn = st.d.env->begin_read();
+    job = storage::get_job(txn, st.job.id);
+  }
+  if (!job || job->status != storage::job_status::ingesting || job->ingest_path.empty())
+    return std::nullopt;
+  return job;
+}
+
+/// Its owner committed a change to the job: it ends if the list is no longer being ingested.
+void recheck(ingest_ptr self) {
+  if (still_ingesting(self->state)) return;
+  log::info("ingest", "the list stopped being ingested; ending its ingest",
+            {{"job_id", self->state.job.id}});
+  self->quit();
+}
+
 void step(ingest_ptr self) {
   auto& st = self->state;
   if (*st.d.stopping) return self->quit();  // the next start resumes it
   if (!st.loaded) {
-    std::optional<storage::job_record> job;
-    {
-      auto txn = st.d.env->begin_read();
-      job = storage::get_job(txn, st.job.id);
-    }
-    if (!job || job->status != storage::job_status::ingesting || job->ingest_path.empty())
-      return self->quit();
+    auto job = still_ingesting(st);
+    if (!job) return self->quit();
     st.job = std::move(*job);
     if (st.job.ingested == 0 && st.job.ingest_offset == 0 && !check(self)) return;
     st.loaded = true;
@@ -216,8 +232,17 @@ list_ingest_actor::behavior_type ingest(ingest_ptr self, ingest_deps deps, std::
   self->attach_functor([alive = deps.alive] { --*alive; });  // counted up by spawn_list_ingest
   self->state.d = std::move(deps);
   self->state.job.id = std::move(job_id);
+  // Its job's owner holds it like an attempt, under no task id.
+  self->send(self->state.d.jobs, register_atom::value, self->state.job.id, std::string{},
+             job_control_actor{self});
   self->send(self, tick_atom::value);
-  return {[=](tick_atom) { step(self); }};
+  return {
+      [=](tick_atom) { step(self); },
+      [=](cancel_atom) { recheck(self); },
+      [=](expire_atom) { recheck(self); },
+      [=](release_atom) { self->quit(); },  // shutdown: the next start resumes it
+      [=](beat_atom) {},
+  };
 }
 
 }  // namespace

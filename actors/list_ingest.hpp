@@ -7,6 +7,12 @@
 /// a crash finds its tasks written (the job record says where it stands), so a restarted ingest
 /// rewrites nothing and never duplicates a task. The engine spawns one at creation and, at
 /// start, one for every list of db::list_ingest.
+///
+/// It works for its job's owner (actors/job_owner.hpp), as an attempt does: it registers with
+/// it at once (through the registry, under no task id), so the list has its owner for as long
+/// as it is read. The owner tells it of every change it commits (`cancel`; `expire`), and the
+/// ingest then reads the job again and ends if it is no longer ingesting; `release` (shutdown)
+/// ends it between steps (the next start resumes it).
 
 #include <string>
 #include <vector>
@@ -17,18 +23,20 @@
 #include "actors/atoms.hpp"
 #include "actors/dispatcher_directory.hpp"
 #include "actors/gateway_table.hpp"
+#include "actors/job_registry.hpp"
 #include "actors/storage_writer.hpp"
 #include "runtime/webhook_policy.hpp"
 
 namespace sy::actors {
 
-/// `tick` runs the next step (check, a chunk, or the latch).
-using list_ingest_actor = caf::typed_actor<caf::reacts_to<tick_atom>>;
+/// `tick` runs the next step (check, a chunk, or the latch); the rest comes from its job's owner.
+using list_ingest_actor = job_control_actor::extend<caf::reacts_to<tick_atom>>;
 
 /// Tasks per chunk: each is one transaction through the writer.
 inline constexpr size_t ingest_chunk_tasks = 1000;
 
-/// What an ingest uses: the store it reads the job from, the writer of its chunks, the dispatcher
+/// What an ingest uses: the store it reads the job from, the writer of its chunks, the registry
+/// that finds its job's owner, the dispatcher
 /// directory, the gateways and the http tasks' policy its tasks are checked against, the
 /// engine's shutdown flag (it stops between steps), and the count of ingests alive (up at the
 /// spawn, down at its end: shutdown waits for zero).
@@ -36,6 +44,7 @@ struct ingest_deps {
   const ambient* at = nullptr;
   storage::environment* env = nullptr;
   storage_writer_actor writer;
+  job_registry_actor jobs;
   dispatcher_directory_actor dispatchers;
   const gateway_table* gateways = nullptr;
   const runtime::webhook_policy* http_policy = nullptr;

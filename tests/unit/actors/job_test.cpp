@@ -118,6 +118,9 @@ TEST(owner_book, names_the_attempts_a_committed_change_stops_and_is_idle_only_wh
   r.what = storage::op_reply::kind::done;
   r.abort_tasks = {"A-00000001"};
   EXPECT_EQ(b.named_by(r), (std::vector<std::string>{"first", "redelivered"}));
+  b.add(4, "", "ingest");  // a worker of the job that runs no task: told of every change
+  EXPECT_EQ(b.named_by(r), (std::vector<std::string>{"ingest", "first", "redelivered"}));
+  EXPECT_TRUE(b.remove(4));
   r.what = storage::op_reply::kind::existing;
   EXPECT_TRUE(b.named_by(r).empty()) << "a change that changed nothing stops nothing";
   storage::op_reply single;
