@@ -142,7 +142,10 @@ job_owner_actor::behavior_type owner(owner_ptr self, const ambient* at, storage_
 
 job_owner_actor spawn_job_owner(const ambient& at, storage_writer_actor writer,
                                 job_registry_actor registry, std::string job_id) {
-  return at.sys.spawn(owner, &at, std::move(writer), std::move(registry), std::move(job_id));
+  // Lazy: the registry sends it its first message at once, so it is set up when that arrives
+  // rather than scheduled once more to run its start (one owner is made per job that runs here).
+  return at.sys.spawn<caf::lazy_init>(owner, &at, std::move(writer), std::move(registry),
+                                      std::move(job_id));
 }
 
 }  // namespace sy::actors

@@ -39,6 +39,11 @@ struct registry_state {
   /// last reference after the engine saw every actor stopped and destroyed the timer's context.
   ~registry_state() {
     if (tick) boost::asio::post(tick->executor(), [t = tick] { t->cancel(); });
+    // Its end (shutdown) ends the owners it still has. Not a link: a link costs every owner an
+    // exit message at its end, and one owner is made per job that runs here.
+    table.for_each([](auto& e) {
+      if (e.owner) caf::anon_send_exit(*e.owner, caf::exit_reason::user_shutdown);
+    });
   }
 };
 
@@ -57,7 +62,6 @@ job_owner_actor* route(registry_ptr self, const std::string& id) {
   if (e == nullptr) {
     auto owner = spawn_job_owner(*st.at, st.writer, job_registry_actor{self}, id);
     self->monitor(owner);
-    self->link_to(owner);  // the registry's end (shutdown) ends the owners it still has
     const auto actor_id = owner.id();
     e = &st.table.add_owner(id, actor_id, std::move(owner));
     count_jobs(self);
