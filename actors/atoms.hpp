@@ -29,5 +29,6 @@ using jwks_atom = caf::atom_constant<caf::atom("jwks")>;
 using rotate_atom = caf::atom_constant<caf::atom("rotate")>;
 using sts_atom = caf::atom_constant<caf::atom("sts")>;
 using stop_atom = caf::atom_constant<caf::atom("stop")>;
+using start_atom = caf::atom_constant<caf::atom("start")>;
 
 }  // namespace sy::actors
