@@ -1,8 +1,8 @@
 #pragma once
-/// The engine: the actor system and everything it runs — storage writer, outbox relay, lease
-/// reaper, the dispatcher directory (one dispatcher per model), and the Asio threads that run
-/// attempts against gateways. It implements `job_service` for the API. Start with `engine::start`,
-/// stop with `shutdown()` (graceful) before destroying it.
+/// The engine: the actor system and all it runs — writer, relay, reaper, the dispatcher directory,
+/// the batch manager (an actor behind actors/batch_front.hpp), the Asio threads that run attempts.
+/// It implements `job_service` for the API. Start with `engine::start`, stop with `shutdown()`
+/// (graceful) before destroying it.
 
 #include <utility>
 
