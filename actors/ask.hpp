@@ -3,7 +3,8 @@
 /// (xs...) as a request from a short-lived helper actor and resumes the coroutine on its own
 /// executor with the reply, or with an error when the target fails, is gone or does not answer
 /// within `timeout`. One helper actor per call: for calls off the hot path (the worker protocol,
-/// actors/worker_service.hpp). Commits have their own ticketed path (actors/write.hpp).
+/// actors/worker_service.hpp; the batch manager's requests, actors/batch_front.hpp). Commits have
+/// their own ticketed path (actors/write.hpp).
 
 #include <utility>  // before any Asio header
 

@@ -32,5 +32,6 @@ using stop_atom = caf::atom_constant<caf::atom("stop")>;
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>;
 using commit_atom = caf::atom_constant<caf::atom("commit")>;
 using idle_atom = caf::atom_constant<caf::atom("idle")>;
+using start_atom = caf::atom_constant<caf::atom("start")>;
 
 }  // namespace sy::actors

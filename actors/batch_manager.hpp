@@ -1,120 +1,103 @@
 #pragma once
-/// The batch manager: implements `batch_service` for the API and runs every batch that is not
-/// terminal — one job actor per batch (actors/batch_actor.hpp), registered in the job registry
-/// like every job with work on this node. A batch's actor ingests the
-/// input file (plans per model, runtime/batch_plan.hpp), dispatches each model's plan in
+/// The batch manager: one actor per engine that owns every change of the Files and Batch API and
+/// runs every batch that is not terminal — one job actor per batch (actors/batch_actor.hpp),
+/// registered in the job registry like every job with work on this node. A batch's actor ingests
+/// the input file (plans per model, runtime/batch_plan.hpp), dispatches each model's plan in
 /// prefix-hash order under the per-model and global budgets, records each result line exactly
 /// once (storage/batch_ops.hpp), stops on cancel, expiry or failure (draining undispatched lines
 /// with the stop code), and finalizes the output and error files — retrying a drain or
 /// finalization that fails (batch_retry_policy) before it fails the batch. Lifecycle, layout and
 /// recovery: docs/batches.md.
 ///
+/// Who owns what: the actor's state — whether it stopped, the id generator, the file-expiry
+/// sweep's clock timer — is touched by the actor alone. It is reached only by messages: the
+/// requests of actors/core_messages.hpp that change something (create_file, delete_file,
+/// create_batch, cancel_batch, rerun_batch), `start` (recovery) and `stop` (shutdown), each
+/// answered with a `batch_answer`. Commits go to the storage writer as requests from the actor;
+/// file I/O (renames, fsyncs, unlinks, recovery's directory scans) runs on the blocking executor
+/// of its deps and answers the actor by message (`io_done`), so the actor's thread never waits on
+/// the disk. Reads go through the read model (actors/batch_front.hpp), from any thread.
+///
 /// Files on disk, under the data dir: `files/<file id>` (uploaded and produced files),
 /// `files/uploads/` (uploads in progress), `batches/<batch id>/` (plans while a batch runs).
 
-#include <utility>
+#include <utility>  // before any Asio header (Boost 1.74)
 
-#include <atomic>
-#include <chrono>
-#include <map>
+#include <cstdint>
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/thread_pool.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
+#include "actors/atoms.hpp"
 #include "actors/batch_actor.hpp"
-#include "actors/batch_service.hpp"
+#include "actors/core_messages.hpp"
 #include "actors/engine_context.hpp"
-#include "runtime/ulid.hpp"
 #include "runtime/webhook_policy.hpp"
-#include "storage/ops.hpp"
 
 namespace sy::actors {
 
-class batch_manager final : public batch_service {
- public:
-  /// `webhooks`: the network policy a batch's webhook URL is checked against. `blocking`: where
-  /// ingestion, draining and finalization run; none: a thread of its own. Flow tests on CAF's
-  /// test coordinator pass the execution context their thread runs.
-  batch_manager(engine_context& ctx, storage::environment& env,
-                const runtime::webhook_policy& webhooks,
-                std::optional<boost::asio::any_io_executor> blocking = std::nullopt);
-  ~batch_manager() override;
-  batch_manager(const batch_manager&) = delete;
-  batch_manager& operator=(const batch_manager&) = delete;
+/// What the batch manager answers every request with: the core's reply to it — its error, a
+/// file or batch record, or `done` (start, stop).
+struct batch_answer {
+  core::reply value;
 
-  /// Creates the directories, removes leftovers of a crash (partial uploads, files without a
-  /// record, plans of finished batches), resumes every batch that is not terminal and starts the
-  /// file-expiry sweep. Call once, after the storage writer runs and before the API serves.
-  status start();
-  /// Shutdown: no batch starts any more and the file-expiry sweep ends. The batches' actors are
-  /// stopped through the job registry (`release`): they abort their requests without recording
-  /// anything for them (they run again after the restart).
-  void stop();
-
-  std::string upload_dir() const override;
-  std::string file_path(const std::string& id) const override;
-  /// Where batch `id`'s plans are while it runs (`batches/<id>/`).
-  std::string batch_dir(const std::string& id) const { return deps_->paths.batch(id); }
-  boost::asio::awaitable<result<storage::file_record>> create_file(
-      admitted<staged_file> upload) override;
-  result<storage::file_record> get_file(const std::string& tenant, const std::string& id) override;
-  result<file_page> list_files(const std::string& tenant, const std::string& purpose,
-                               bool ascending, const std::string& after, int limit) override;
-  boost::asio::awaitable<result<storage::file_record>> delete_file(std::string tenant,
-                                                                   std::string id) override;
-  boost::asio::awaitable<result<storage::batch_record>> create_batch(
-      admitted<batch_request> in) override;
-  result<storage::batch_record> get_batch(const std::string& tenant,
-                                          const std::string& id) override;
-  result<batch_page> list_batches(const std::string& tenant, const std::string& after,
-                                  int limit) override;
-  boost::asio::awaitable<result<storage::batch_record>> cancel_batch(std::string tenant,
-                                                                     std::string id) override;
-
-  /// POST /v1/jobs/{id}/rerun of a finished batch (docs/batches.md, "Rerun"): commits its new
-  /// run (storage::rerun_batch_op: `in_progress` again, its completion window restarted) and
-  /// starts its actor, which runs the lines of its error file again. Errors: batch_not_found
-  /// (unknown, another tenant's), job_not_rerunnable (not finished, failed validation, no error
-  /// file, its input, output or error file deleted), storage_unavailable, shutting_down.
-  boost::asio::awaitable<result<storage::batch_record>> rerun_batch(std::string tenant,
-                                                                    std::string id);
-
-  /// Replaces the retry policy of draining and finalization (tests shorten it); takes effect
-  /// for the next try.
-  void set_retry_policy(batch_retry_policy p);
-  batch_retry_policy retry_policy() const;
-  /// What each batch actor it spawns gets (flow tests spawn one themselves).
-  std::shared_ptr<const batch_deps> actor_deps() const { return deps_; }
-  /// Tries to drain or finalize a batch that failed so far (tests, metrics).
-  uint64_t failed_tries() const { return tries_->failed_count(); }
-
- private:
-  /// Commits one operation through the storage writer.
-  boost::asio::awaitable<result<storage::op_reply>> commit(storage::write_op op);
-  /// Spawns the batch's actor (it ends at once when one already runs the batch; `patient`:
-  /// spawn_batch_actor's).
-  void launch(const std::string& batch_id, bool patient = false);
-  boost::asio::awaitable<void> sweep_expired_files();
-  /// The batch, whichever tenant owns it.
-  std::optional<storage::batch_record> get_batch_any(const std::string& id) const;
-
-  engine_context& ctx_;
-  storage::environment& env_;
-  const runtime::webhook_policy& webhooks_;
-  std::string files_dir_;
-  std::string uploads_dir_;
-  std::string batches_dir_;
-  runtime::ulid_generator ids_;
-  boost::asio::thread_pool pool_{1};       ///< the blocking thread, unless `blocking` was given
-  boost::asio::any_io_executor blocking_;  ///< ingestion, draining and finalization file I/O
-  std::atomic<bool> stopping_{false};
-  std::shared_ptr<batch_tries> tries_ = std::make_shared<batch_tries>();
-  std::shared_ptr<const batch_deps> deps_;       ///< what every batch actor it spawns gets
-  std::shared_ptr<runtime::timer> sweep_timer_;  ///< the file-expiry sweep's wait (on its strand)
+  bool operator==(const batch_answer&) const = default;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_answer& x) {
+  return f(storage::variant_field{x.value});
+}
+
+/// A step of file I/O the manager ran on its blocking executor ended (`key` names the step,
+/// `failure` says why it failed; empty: it did not).
+struct io_done {
+  uint64_t key = 0;
+  std::string failure;
+
+  bool operator==(const io_done&) const = default;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, io_done& x) {
+  return f(x.key, x.failure);
+}
+
+/// `start`: creates the directories, removes leftovers of a crash (partial uploads, files
+/// without a record, plans of finished batches), resumes every batch that is not terminal and
+/// starts the file-expiry sweep; send it once, after the storage writer runs and before the API
+/// serves. `stop`: no batch starts any more and the sweep ends (the batches' actors are stopped
+/// through the job registry, `release`); later requests are answered shutting_down. `tick`: the
+/// sweep's timer fired.
+using batch_manager_actor =
+    caf::typed_actor<caf::replies_to<start_atom>::with<batch_answer>,
+                     caf::replies_to<stop_atom>::with<batch_answer>,
+                     caf::replies_to<core::create_file>::with<batch_answer>,
+                     caf::replies_to<core::delete_file>::with<batch_answer>,
+                     caf::replies_to<core::create_batch>::with<batch_answer>,
+                     caf::replies_to<core::cancel_batch>::with<batch_answer>,
+                     caf::replies_to<core::rerun_batch>::with<batch_answer>,
+                     caf::reacts_to<tick_atom>, caf::reacts_to<io_done>>;
+
+/// What the manager uses: what every batch actor it spawns gets (the store, the writer, the
+/// registry, the clock, the blocking executor, the paths, the engine's shutdown flag), and the
+/// network policy a batch's webhook URL is checked against (it outlives the actor).
+struct batch_manager_deps {
+  std::shared_ptr<const batch_deps> batches;
+  const runtime::webhook_policy* webhooks = nullptr;
+};
+
+/// The batch actors' deps from the engine's context: files under `cfg.data_dir`, file I/O on
+/// `blocking`, the retry knobs in `tries`.
+std::shared_ptr<const batch_deps> make_batch_deps(const engine_context& ctx,
+                                                  storage::environment& env,
+                                                  boost::asio::any_io_executor blocking,
+                                                  std::shared_ptr<batch_tries> tries);
+
+/// Spawns the manager on the scheduler; it does nothing until it gets `start`.
+batch_manager_actor spawn_batch_manager(batch_manager_deps d);
 
 }  // namespace sy::actors

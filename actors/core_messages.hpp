@@ -138,6 +138,12 @@ struct cancel_batch {
   std::string tenant, id;
   bool operator==(const cancel_batch&) const = default;
 };
+/// POST /v1/jobs/{id}/rerun of a finished batch: the engine's request of the batch manager
+/// (actors/batch_manager.hpp), not a surface's (a surface sends rerun_job).
+struct rerun_batch {
+  std::string tenant, id;
+  bool operator==(const rerun_batch&) const = default;
+};
 
 using request = std::variant<submit_job, get_job, wait_job, job_events, cancel_job, delete_job,
                              rerun_job, list_jobs, list_tasks, get_task, append_tasks, worker_call,
@@ -311,6 +317,10 @@ typename Inspector::result_type inspect(Inspector& f, list_batches& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, cancel_batch& x) {
+  return f(x.tenant, x.id);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rerun_batch& x) {
   return f(x.tenant, x.id);
 }
 template <class Inspector>

@@ -112,7 +112,7 @@ result<std::unique_ptr<engine>> engine::start(deps d) {
   // The writer wakes it from now on (after the relay's wake, the same sender's earlier message).
   caf::anon_send(ctx.writer, writer_wakes{caf::actor_cast<caf::actor>(e->relay_),
                                           caf::actor_cast<caf::actor>(e->webhooks_)});
-  e->batches_ = std::make_unique<batch_manager>(ctx, d.env, e->webhook_policy_);
+  e->batches_ = std::make_unique<batch_front>(ctx, d.env, e->webhook_policy_);
   if (auto st = e->batches_->start(); !st) {
     e->shutdown();
     return st.error();
@@ -370,6 +370,7 @@ void engine::drain_webhooks() {
 void engine::stop_actors() {
   auto& ctx = *ctx_;
   stop_workers();
+  if (batches_) batches_->end();  // stopped (stop_jobs): it ends before the writer it commits to
   // Ingests read the context and call this engine: they end before either goes (they check
   // `stopping` between lines and chunks, and a write they wait for fails once the writer goes).
   while (!wait_until([&] { return ctx.ingests.load() == 0; }, std::chrono::seconds(5)))

@@ -1,8 +1,8 @@
 #pragma once
-/// The engine: the actor system and everything it runs — storage writer, outbox relay, lease
-/// reaper, the dispatcher directory (one dispatcher per model), and the Asio threads that run
-/// attempts against gateways. It implements `job_service` for the API. Start with `engine::start`,
-/// stop with `shutdown()` (graceful) before destroying it.
+/// The engine: the actor system and all it runs — writer, relay, reaper, the dispatcher directory,
+/// the batch manager (an actor behind actors/batch_front.hpp), the Asio threads that run attempts.
+/// It implements `job_service` for the API. Start with `engine::start`, stop with `shutdown()`
+/// (graceful) before destroying it.
 
 #include <utility>
 
@@ -19,7 +19,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
-#include "actors/batch_manager.hpp"
+#include "actors/batch_front.hpp"
 #include "actors/credential_minter.hpp"
 #include "actors/engine_context.hpp"
 #include "actors/job_service.hpp"
@@ -202,7 +202,8 @@ class engine final : public job_service, public worker_service {
   runtime::webhook_policy http_task_policy_;  ///< submissions' http tasks are checked against it
   webhook_deliverer_actor webhooks_;          ///< set once at start, kept until destruction
   std::atomic<bool> webhooks_ready_{false};   ///< webhooks_ is set (shutdown drains it)
-  std::unique_ptr<batch_manager> batches_;
+  /// The batch manager's actor and the Files and Batch API's read model (actors/batch_front.hpp).
+  std::unique_ptr<batch_front> batches_;
   /// The models whose queues the dispatcher directory took: published by it, read by the HTTP
   /// threads (queue_models) without a message.
   std::shared_ptr<queued_models> queued_ = std::make_shared<queued_models>();

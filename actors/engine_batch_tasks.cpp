@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "actors/batch_manager.hpp"
+#include "actors/batch_front.hpp"
 #include "actors/engine.hpp"
 #include "runtime/batch_plan.hpp"
 #include "runtime/batch_render.hpp"
@@ -123,7 +123,7 @@ storage::task_record task_of(const storage::batch_record& b, const seed_type& se
 /// Finds the result lines of `lines` (those that have one). Files are read outside any read
 /// transaction (one holds the store's resize lock: kept short); `b` becomes the batch as it is
 /// now when it ended meanwhile (its results then are in its files).
-status find_results(const storage::environment& env, const batch_manager& batches,
+status find_results(const storage::environment& env, const batch_reads& batches,
                     storage::batch_record& b, std::vector<batch_line_ref>& lines) {
   std::unordered_map<uint64_t, size_t> at;
   for (size_t i = 0; i < lines.size(); ++i) at.emplace(lines[i].offset, i);
@@ -225,7 +225,7 @@ result<task_page> engine::list_batch_tasks(const std::string& tenant, const std:
   // Resolves the chunk's results and adds the lines that pass the filter; false once the page
   // is full and another line passes (has_more).
   auto flush = [&] {
-    if (auto st = find_results(deps_.env, *batches_, *b, chunk); !st) {
+    if (auto st = find_results(deps_.env, batches_->reads(), *b, chunk); !st) {
       failed = st.error();
       return false;
     }
@@ -293,7 +293,7 @@ result<task_page> engine::get_batch_task(const std::string& tenant, const std::s
                                 });
   if (!st) return st.error();
   if (found.empty()) return task_missing(id, task, "task_id");
-  if (auto r = find_results(deps_.env, *batches_, *b, found); !r) return r.error();
+  if (auto r = find_results(deps_.env, batches_->reads(), *b, found); !r) return r.error();
   task_page page;
   page.job = storage::job_of(*b);
   page.tasks.push_back(task_of(*b, seed, found.front()));

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "actors/batch_manager.hpp"
+#include "actors/batch_front.hpp"
 #include "actors/engine.hpp"
 #include "runtime/log.hpp"
 #include "storage/batch_ops.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-/// Small helpers shared by the batch manager and the batches' actors (actors/batch_manager.cpp,
+/// Small helpers shared by the batch manager's and the batches' actors (actors/batch_manager.cpp,
 /// actors/batch_actor.hpp): file-system calls that report errno. Not for
 /// other modules.
 

@@ -82,8 +82,9 @@ inline std::vector<json> operator+(std::vector<json> a, const std::vector<json>&
 class batch_env : public engine_env {
  public:
   actors::batch_service& svc() { return engine().batches(); }
-  /// The engine's batch manager itself (retry policy, counters).
-  actors::batch_manager& manager() { return dynamic_cast<actors::batch_manager&>(svc()); }
+  /// The engine's front of the batch manager (retry policy, counters: the knobs its actor and
+  /// the batches' actors share).
+  actors::batch_front& manager() { return dynamic_cast<actors::batch_front&>(svc()); }
 
   /// Stores `lines` as a batch input file the way an upload does.
   std::string upload(const std::vector<json>& lines, const std::string& tenant = "default") {

@@ -3,9 +3,10 @@
 // millisecond before.
 //  - A worker's long poll: a lease request of a runtime's queue with nothing queued is answered
 //    empty when the clock passes its wait (its timer's `tick`), not before.
-//  - A batch's completion window: the batch's actor, spawned on the scheduler with its blocking
-//    steps (ingestion, drain, finalization) on the execution context this thread polls, waits for
-//    a slot of its model that no one grants; when the clock passes created_at + window, its
+//  - A batch's completion window: the batch manager's actor (start, the upload, the create) and
+//    the batch's actor it spawns, both on the scheduler with their file I/O (the upload's rename,
+//    ingestion, drain, finalization) on the execution context this thread polls; the batch waits
+//    for a slot of its model that no one grants; when the clock passes created_at + window, its
 //    timer's `expire` stops the batch and every line is drained with batch_expired.
 // See flow_env.hpp for what is real.
 
@@ -24,6 +25,7 @@
 #include "actors/dispatcher_directory.hpp"
 #include "actors/runtime_queue.hpp"
 #include "tests/integration/flows/flow_env.hpp"
+#include "tests/support/admit.hpp"
 
 namespace sy::test {
 namespace SY_UNITY_ID {
@@ -91,6 +93,17 @@ actors::dispatcher_directory_actor::behavior_type directory_of(
   };
 }
 
+/// Asks the batch manager `m` and keeps its answer in `*out`.
+template <class Msg>
+caf::behavior manager_asker(caf::event_based_actor* self, actors::batch_manager_actor mgr, Msg m,
+                            std::optional<actors::batch_answer>* out) {
+  self->request(mgr, caf::infinite, std::move(m)).then([self, out](actors::batch_answer& a) {
+    *out = std::move(a);
+    self->quit();
+  });
+  return {};
+}
+
 TEST(batch_flow, the_completion_window_expires_the_batch_when_the_clock_passes_it_not_before) {
   flow_env env;
   dispatcher_log seen;  // what the batch's lane tells its model's dispatcher (it grants nothing)
@@ -98,18 +111,25 @@ TEST(batch_flow, the_completion_window_expires_the_batch_when_the_clock_passes_i
   env.ctx().dispatchers =
       env.sys().spawn(directory_of, caf::actor_cast<actors::slot_owner_actor>(dispatcher));
   env.keep(caf::actor_cast<caf::actor>(env.ctx().dispatchers));
+  // The batch manager's actor on the coordinator, its file I/O on the context this thread polls.
   const runtime::webhook_policy webhooks;  // the batch has no webhook
-  auto mgr = std::make_unique<actors::batch_manager>(env.ctx(), env.store(), webhooks,
-                                                     env.io().get_executor());
-  ASSERT_TRUE(mgr->start());
+  auto deps = actors::make_batch_deps(env.ctx(), env.store(), env.io().get_executor(),
+                                      std::make_shared<actors::batch_tries>());
+  auto mgr = actors::spawn_batch_manager({deps, &webhooks});
+  env.keep(caf::actor_cast<caf::actor>(mgr));
+  auto ask = [&](auto msg) {
+    std::optional<actors::batch_answer> got;
+    env.sys().spawn(manager_asker<decltype(msg)>, mgr, std::move(msg), &got);
+    EXPECT_TRUE(env.drive_until([&] { return got.has_value(); }));
+    return got ? std::move(got->value) : actors::core::reply{};
+  };
+  ASSERT_TRUE(std::holds_alternative<actors::core::done>(ask(actors::start_atom::value)));
 
-  // The input file and the batch, committed as the API's upload and create would.
+  // The input file and the batch, through the manager as the API's upload and create do.
   storage::file_record f;
-  f.id = "file-flow-input";
   f.tenant = "tenant";
   f.filename = "input.jsonl";
   f.purpose = "batch";
-  f.created_at = env.clock().now_ms() / 1000;
   std::string body;
   for (int i = 0; i < 3; ++i)
     body +=
@@ -121,29 +141,33 @@ TEST(batch_flow, the_completion_window_expires_the_batch_when_the_clock_passes_i
              {{"model", flow_env::model}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}}}}
             .dump() +
         "\n";
-  std::ofstream(mgr->file_path(f.id), std::ios::binary) << body;
+  const std::string staged = deps->paths.files_dir + "/uploads/input.part";
+  std::ofstream(staged, std::ios::binary) << body;
   f.bytes = static_cast<int64_t>(body.size());
-  ASSERT_TRUE(env.write(storage::create_file_op{f}).reply);
+  auto file = actors::core::take<storage::file_record>(
+      ask(actors::core::create_file{admit::as_is(actors::staged_file{f, staged, 0})}));
+  ASSERT_TRUE(file) << file.error().message;
+  EXPECT_EQ(file->created_at, env.clock().now_ms() / 1000) << "the manager's clock";
   const int64_t window_ms = 3'600'000;
-  storage::batch_record b;
-  b.id = "batch_flow";
-  b.tenant = "tenant";
-  b.endpoint = "/v1/chat/completions";
-  b.input_file_id = f.id;
-  b.completion_window = "1h";
-  b.created_at = env.clock().now_ms() / 1000;
-  b.deadline_ms = env.clock().now_ms() + window_ms;
-  b.expires_at = b.deadline_ms / 1000;
-  ASSERT_TRUE(env.write(storage::create_batch_op{b}).reply);
-  auto batch = [&] { return *storage::get_batch(env.store().begin_read(), b.id); };
+  actors::batch_request req;
+  req.tenant = "tenant";
+  req.endpoint = "/v1/chat/completions";
+  req.input_file_id = file->id;
+  req.completion_window = "1h";
+  req.completion_window_ms = window_ms;
+  auto b = actors::core::take<storage::batch_record>(
+      ask(actors::core::create_batch{admit::as_is(std::move(req))}));
+  ASSERT_TRUE(b) << b.error().message;
+  EXPECT_EQ(b->deadline_ms, flow_env::start_ms + window_ms);
+  auto batch = [&] { return *storage::get_batch(env.store().begin_read(), b->id); };
 
-  actors::spawn_batch_actor(mgr->actor_deps(), b.id);
-  // Ingested, planned, dispatching: its lane asked the model's dispatcher for a slot and waits.
+  // The manager started the batch's actor. Ingested, planned, dispatching: its lane asked the
+  // model's dispatcher for a slot and waits.
   ASSERT_TRUE(env.drive_until(
       [&] { return std::find(seen.begin(), seen.end(), "slot_update") != seen.end(); }));
   EXPECT_EQ(batch().status, batch_status::in_progress);
 
-  env.clock().set(b.deadline_ms - 1);
+  env.clock().set(b->deadline_ms - 1);
   env.settle();
   EXPECT_EQ(batch().status, batch_status::in_progress) << "expired a millisecond early";
   EXPECT_TRUE(batch().stop_code.empty());
@@ -152,14 +176,13 @@ TEST(batch_flow, the_completion_window_expires_the_batch_when_the_clock_passes_i
   ASSERT_TRUE(env.drive_until([&] { return storage::is_terminal(batch().status); }));
   const auto done = batch();
   EXPECT_EQ(done.status, batch_status::expired);
-  EXPECT_EQ(done.expired_at, b.deadline_ms / 1000);
+  EXPECT_EQ(done.expired_at, b->deadline_ms / 1000);
   EXPECT_EQ(done.completed, 0);
   EXPECT_EQ(done.failed, 3) << "every line drained with batch_expired";
   EXPECT_EQ(env.gateway().requests(), 0);
 
-  mgr->stop();
+  EXPECT_TRUE(std::holds_alternative<actors::core::done>(ask(actors::stop_atom::value)));
   env.settle();  // the file sweep's wait ends before the manager goes
-  mgr.reset();
 }
 
 }  // namespace SY_UNITY_ID

@@ -2,8 +2,9 @@
 // what it answers are plain values: each round-trips through CAF's binary serializer unchanged —
 // the admitted requests (a submission with its tasks, an append, a batch, an upload, a worker
 // call) and the answers (a job, its events, a page of jobs or tasks, a lease, a heartbeat's
-// answer, credentials, a batch, files). Every field of every value below differs from its
-// default, so an `inspect` overload that forgets a field fails the comparison (the defaulted
+// answer, credentials, a batch, files), and the batch manager's own (actors/batch_manager.hpp: a
+// batch's rerun, its answers, a file I/O step's end). Every field of every value below differs from
+// its default, so an `inspect` overload that forgets a field fails the comparison (the defaulted
 // operator== compares all). A client's body travels as its JSON text, not as a document.
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include <caf/binary_serializer.hpp>
 #include <caf/deep_to_string.hpp>
 
+#include "actors/batch_manager.hpp"
 #include "actors/batch_service.hpp"
 #include "actors/core_messages.hpp"
 #include "actors/detail/caf_inspect.hpp"
@@ -233,6 +235,18 @@ TEST_F(surface_messages, the_core_answers_cross_whole) {
   EXPECT_TRUE(round_trip(batches) == batches);
   file_page files{{{"file-01", "acme", "in.jsonl", "batch", 10, 1, 2}}, true};
   EXPECT_TRUE(round_trip(files) == files);
+}
+
+TEST_F(surface_messages, the_batch_managers_requests_and_answers_cross_whole) {
+  core::rerun_batch rerun{"acme", "batch_01"};
+  EXPECT_TRUE(round_trip(rerun) == rerun);
+  const std::vector<batch_answer> answers = {
+      batch_answer{batch("batch_01")}, batch_answer{core::done{}},
+      batch_answer{st::file_record{"file-01", "acme", "in.jsonl", "batch", 10, 1, 2}},
+      batch_answer{sy::error{"job_not_rerunnable", "its error file was deleted", "id"}}};
+  for (const auto& a : answers) EXPECT_TRUE(round_trip(a) == a) << a.value.index();
+  io_done step{7, "cannot move the upload to /data/files/file-01: No space left on device"};
+  EXPECT_TRUE(round_trip(step) == step);
 }
 
 /// One request of each alternative, every field set.
