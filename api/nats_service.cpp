@@ -8,6 +8,7 @@
 #include "api/detail/worker_calls.hpp"
 #include "api/errors.hpp"
 #include "api/job_json.hpp"
+#include "runtime/jetstream.hpp"
 #include "runtime/log.hpp"
 #include "runtime/thread_name.hpp"
 
@@ -115,8 +116,14 @@ result<std::unique_ptr<nats_service>> nats_service::start(const config::settings
   std::unique_ptr<nats_service> s(new nats_service(settings, core));
   natsOptions* opts = nullptr;
   natsStatus st = natsOptions_Create(&opts);
-  if (st == NATS_OK) st = natsOptions_SetURL(opts, nats_url.c_str());
-  if (st == NATS_OK) st = natsOptions_SetName(opts, "switchyard-service");
+  if (st != NATS_OK)
+    return make_error(errc::nats_error,
+                      std::string("cannot configure the NATS service: ") + natsStatus_GetText(st));
+  if (auto servers = runtime::set_nats_servers(opts, nats_url); !servers) {
+    natsOptions_Destroy(opts);
+    return servers.error();
+  }
+  st = natsOptions_SetName(opts, "switchyard-service");
   if (st == NATS_OK) st = natsOptions_SetMaxReconnect(opts, -1);
   if (st == NATS_OK) st = natsOptions_SetReconnectWait(opts, 250);
   if (st == NATS_OK) st = natsOptions_SetRetryOnFailedConnect(opts, true, on_connected, nullptr);

@@ -124,4 +124,42 @@ result<gateway_url> parse_gateway_url(std::string_view url) {
   return out;
 }
 
+result<std::vector<std::string>> split_nats_urls(std::string_view list) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    auto item = detail::trim(list.substr(start, comma - start));
+    if (!item.empty()) out.emplace_back(item);
+    start = comma + 1;
+  }
+  if (out.empty())
+    return make_error(errc::invalid_config,
+                      "nats_url: names no NATS server (expected nats://host[:port], several "
+                      "separated by commas), got " +
+                          detail::quoted(list),
+                      "nats_url");
+  return out;
+}
+
+status check_nats_server_url(std::string_view url) {
+  const size_t colon = url.find("://");
+  const auto scheme = url.substr(0, colon);
+  auto rest = colon == std::string_view::npos ? std::string_view{} : url.substr(colon + 3);
+  // User info may hold a password: the item is named without it.
+  const size_t at = rest.rfind('@');
+  const auto authority = at == std::string_view::npos ? rest : rest.substr(at + 1);
+  const std::string shown = at == std::string_view::npos
+                                ? std::string(url)
+                                : std::string(scheme) + "://…@" + std::string(authority);
+  std::string_view host, port_text;
+  bool has_port = false;
+  uint16_t port = 0;
+  if ((scheme != "nats" && scheme != "tls") || colon == std::string_view::npos ||
+      !split_host_port(authority, host, port_text, has_port) || !valid_host(host) ||
+      (has_port && (!parse_port(port_text, port) || port == 0))) {
+    return bad("expected nats://host[:port] or tls://host[:port], got " + detail::quoted(shown));
+  }
+  return ok;
+}
+
 }  // namespace sy::config

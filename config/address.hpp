@@ -1,11 +1,13 @@
 #pragma once
-/// Parsing of the addresses in the settings: the listen address (HOST:PORT) and gateway URLs
-/// (http://host[:port][/prefix]). The gateway executor and the HTTP server use these parsers so
-/// that what validation accepted is exactly what they connect to or bind.
+/// Parsing of the addresses in the settings: the listen address (HOST:PORT), gateway URLs
+/// (http://host[:port][/prefix]) and the NATS server list (`nats_url`). The gateway executor, the
+/// HTTP server and the NATS connections use these parsers so that what validation accepted is
+/// exactly what they connect to or bind.
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "config/result.hpp"
 
@@ -35,5 +37,15 @@ struct gateway_url {
 /// Parses "http://host[:port][/prefix]" or "https://…" (port defaults to 80 or 443); user info,
 /// query and fragment are refused.
 result<gateway_url> parse_gateway_url(std::string_view url);
+
+/// The servers of a `nats_url` list ("nats://a:4222,nats://b:4222"): split at commas, each item
+/// trimmed of whitespace, empty items dropped, in the given order. A list naming no server
+/// ("", ",") is an error (invalid_config, naming `nats_url`). Items are not checked here (nats.c
+/// reports a bad one when it connects; validation refuses it first: check_nats_server_url).
+result<std::vector<std::string>> split_nats_urls(std::string_view list);
+
+/// Checks one server of the list: "nats://host[:port]" or "tls://host[:port]" (port 1..65535;
+/// user info before '@' allowed, never echoed). The error names the item.
+status check_nats_server_url(std::string_view url);
 
 }  // namespace sy::config

@@ -83,8 +83,9 @@ std::vector<setting_def> build_settings_table() {
       sd{.name = "nats_url",
          .flag = "--nats",
          .type = vt::text,
-         .description = "NATS server or cluster URL(s), comma-separated. Empty: start and "
-                        "supervise a private `nats-server -js` on loopback, store under data_dir.",
+         .description = "NATS server URL(s) (`nats://` or `tls://`), comma-separated: all are "
+                        "used, to connect and to reconnect. Empty: start and supervise a private "
+                        "`nats-server -js` on loopback, store under data_dir.",
          .field = &settings::nats_url},
       sd{.name = "nats_server_bin",
          .flag = "--nats-server-bin",

@@ -73,6 +73,12 @@ status check_nats(const settings& s) {
   if (s.nats_url.find_first_of(" \t\r\n") != std::string::npos) {
     return invalid("nats_url", "must not contain whitespace (separate URLs with commas)");
   }
+  if (!s.nats_url.empty()) {
+    auto servers = split_nats_urls(s.nats_url);
+    if (!servers) return servers.error();
+    for (const auto& url : *servers)
+      if (auto st = check_nats_server_url(url); !st) return invalid("nats_url", st.error().message);
+  }
   if (s.nats_url.empty() && s.nats_server_bin.empty()) {
     return invalid("nats_server_bin", "must not be empty when nats_url is empty");
   }

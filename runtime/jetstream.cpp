@@ -9,6 +9,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "config/address.hpp"
 #include "config/limits.hpp"
 #include "config/sha256.hpp"
 #include "runtime/nats_headers.hpp"
@@ -128,8 +129,12 @@ result<natsOptions*> make_options(const std::string& url, const std::string& nam
                                   int64_t connect_timeout_ms) {
   natsOptions* o = nullptr;
   natsStatus s = natsOptions_Create(&o);
-  if (s == NATS_OK) s = natsOptions_SetURL(o, url.c_str());
-  if (s == NATS_OK) s = natsOptions_SetName(o, name.c_str());
+  if (s != NATS_OK) return nats_error("Configuring the NATS connection", s);
+  if (auto servers = set_nats_servers(o, url); !servers) {
+    natsOptions_Destroy(o);
+    return servers.error();
+  }
+  s = natsOptions_SetName(o, name.c_str());
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(o, -1);
   if (s == NATS_OK) s = natsOptions_SetReconnectWait(o, reconnect_wait_ms);
   if (s == NATS_OK) s = natsOptions_SetReconnectBufSize(o, reconnect_buf_bytes);
@@ -304,6 +309,20 @@ result<std::vector<js_message>> pull_subscription::fetch(int max, int64_t timeou
 }
 
 const std::string& pull_subscription::consumer() const { return sub_->consumer; }
+
+// ---------------------------------------------------------------------------------------------
+// servers
+
+status set_nats_servers(natsOptions* opts, std::string_view urls) {
+  auto servers = config::split_nats_urls(urls);
+  if (!servers) return servers.error();
+  std::vector<const char*> list;
+  list.reserve(servers->size());
+  for (const auto& url : *servers) list.push_back(url.c_str());
+  const natsStatus s = natsOptions_SetServers(opts, list.data(), static_cast<int>(list.size()));
+  if (s != NATS_OK) return nats_error("Setting the NATS servers", s);
+  return ok;
+}
 
 // ---------------------------------------------------------------------------------------------
 // js_client

@@ -39,6 +39,13 @@ std::string subject_token(std::string_view model);
 /// token names its model only through the hash, so it is not reversed either).
 std::optional<std::string> model_from_token(std::string_view token);
 
+/// Gives nats.c every server of `urls` — the `nats_url` setting, comma-separated, split by
+/// config::split_nats_urls — with natsOptions_SetServers, so that the first connect and every
+/// reconnect go across the list (in nats.c's random order). One URL is a list of one. Every
+/// NATS connection made from the setting (js_client, the micro service) sets its servers here.
+/// Errors: the list names no server (invalid_config, naming `nats_url`), or nats.c refuses it.
+status set_nats_servers(natsOptions* opts, std::string_view urls);
+
 /// Names and timings of the JetStream layout. Streams are
 /// `<stream_prefix>_TASKS|EVENTS|DLQ|INTAKE`, subjects start with `<subject_prefix>.`.
 struct js_layout {

@@ -1,7 +1,13 @@
 // The NATS server restarts while jobs are in flight, or is down when the engine starts: nothing
-// is lost, and because LMDB fences every delivery, no job reaches the gateway twice.
+// is lost, and because LMDB fences every delivery, no job reaches the gateway twice. A `--nats`
+// list with a server that is down connects to the one that is up.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <nats/nats.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -88,6 +94,50 @@ TEST(system, nats_back_without_its_store_loses_no_job) {
   auto counts = env.gateway_counts();
   EXPECT_EQ(counts["wipe-running"], 1);
   EXPECT_EQ(counts["wipe-waiting"], 1);
+}
+
+/// A loopback port that was free a moment ago: nothing listens there.
+uint16_t closed_port() {
+  int s = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(s);
+  return ntohs(a.sin_port);
+}
+
+// `--nats` names several servers, comma-separated, one of them down (issue 43): every URL is a
+// server of the connection (not the whole text one URL, which never connected), so the engine
+// connects to the live one whichever nats.c tries first, becomes ready and runs a job; the NATS
+// micro service, connected from the same setting, answers too.
+TEST(system, a_nats_list_with_a_dead_server_first_connects_to_the_live_one) {
+  system_env env;
+  auto nats = env.start_nats();
+  ASSERT_TRUE(nats.ok()) << nats.error().message;
+  env.start_gateway(/*latency_ms=*/0);
+  const std::string list =
+      "nats://127.0.0.1:" + std::to_string(closed_port()) + "," + (*nats)->url();
+  env.start_engine({"--nats", list});
+  http_client c(env.port());
+  ASSERT_TRUE(wait_for([&] { return c.get("/readyz").status == 200; })) << env.engine_log();
+  const auto id = env.submit(c, "list-1");
+  ASSERT_FALSE(id.empty()) << env.engine_log();
+  EXPECT_EQ(env.wait_terminal(c, id), "completed");
+  EXPECT_EQ(env.gateway_counts()["list-1"], 1);
+
+  natsConnection* nc = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, (*nats)->url().c_str()), NATS_OK);
+  EXPECT_TRUE(wait_for([&] {
+    natsMsg* reply = nullptr;
+    const bool answered =
+        natsConnection_RequestString(&reply, nc, "$SRV.PING.switchyard", "", 1000) == NATS_OK;
+    natsMsg_Destroy(reply);
+    return answered;
+  })) << "the micro service did not answer";
+  natsConnection_Destroy(nc);
 }
 
 }  // namespace SY_UNITY_ID

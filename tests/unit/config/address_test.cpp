@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace sy::config {
 namespace SY_UNITY_ID {
 
@@ -71,6 +74,48 @@ TEST(GatewayUrl, Rejects) {
         "http://u@h:80", "http://h:80/?q=1", "http://h:80/#x"}) {
     EXPECT_FALSE(parse_gateway_url(bad).ok()) << bad;
   }
+}
+
+TEST(NatsUrls, SplitsAtCommasTrimmingAndDroppingEmptyItems) {
+  using list = std::vector<std::string>;
+  auto one = split_nats_urls("nats://127.0.0.1:4222");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(*one, list{"nats://127.0.0.1:4222"});
+  auto several = split_nats_urls("nats://a:4222,tls://b:4223,nats://c");
+  ASSERT_TRUE(several.ok());
+  EXPECT_EQ(*several, (list{"nats://a:4222", "tls://b:4223", "nats://c"}));
+  auto spaced = split_nats_urls(" nats://a:4222 ,\tnats://b:4223\n");
+  ASSERT_TRUE(spaced.ok());
+  EXPECT_EQ(*spaced, (list{"nats://a:4222", "nats://b:4223"}));
+  auto gaps = split_nats_urls(",nats://a:4222,, ,nats://b:4223,");
+  ASSERT_TRUE(gaps.ok());
+  EXPECT_EQ(*gaps, (list{"nats://a:4222", "nats://b:4223"}));
+  for (const char* none : {"", ",", " , ,"}) {
+    auto empty = split_nats_urls(none);
+    ASSERT_FALSE(empty.ok()) << none;
+    EXPECT_EQ(empty.error().code, "invalid_config");
+    EXPECT_EQ(empty.error().param, "nats_url");
+    EXPECT_NE(empty.error().message.find("nats_url: names no NATS server"), std::string::npos)
+        << empty.error().message;
+  }
+}
+
+TEST(NatsUrls, ChecksEachServer) {
+  for (const char* good : {"nats://127.0.0.1:4222", "tls://nats.example.com:4443", "nats://host",
+                           "nats://[::1]:4222", "nats://user:pw@10.0.0.1:4222"}) {
+    EXPECT_TRUE(check_nats_server_url(good).ok()) << good;
+  }
+  for (const char* bad : {"127.0.0.1:4222", "http://a:4222", "nats://", "nats://a:0",
+                          "nats://a:65536", "nats://a:x", "nats://a:4222/x", "nats:/a:4222"}) {
+    auto st = check_nats_server_url(bad);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.error().message.find(std::string("'") + bad + "'"), std::string::npos)
+        << st.error().message;
+  }
+  // A password is never echoed.
+  auto secret = check_nats_server_url("nats://u:hunter2@a:0");
+  ASSERT_FALSE(secret.ok());
+  EXPECT_EQ(secret.error().message.find("hunter2"), std::string::npos) << secret.error().message;
 }
 
 }  // namespace SY_UNITY_ID

@@ -294,6 +294,15 @@ TEST(Validate, TextSettings) {
   EXPECT_TRUE(validate(s).ok());
   s.nats_url = "nats://a:4222, nats://b:4222";
   expect_invalid(s, "nats_url", "whitespace");
+  // Every server of the list is checked; the error names the bad one (without its password).
+  s.nats_url = "nats://a:4222,http://b:4222";
+  expect_invalid(s, "nats_url", "'http://b:4222'");
+  s.nats_url = "nats://a:4222,tls://u:secret@b:0";
+  expect_invalid(s, "nats_url", "'tls://…@b:0'");
+  s.nats_url = ",";
+  expect_invalid(s, "nats_url", "names no NATS server");
+  s.nats_url = "nats://a:4222,,tls://[::1]:4223,";
+  EXPECT_TRUE(validate(s).ok());
   s = settings{};
   s.nats_server_bin = "";
   expect_invalid(s, "nats_server_bin");
