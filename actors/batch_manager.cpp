@@ -70,6 +70,13 @@ error no_batch(const std::string& id) {
 
 bool refuses(const manager_state& st) { return st.stopping || *st.b().stopping; }
 
+/// A request answered at once with `e` (refused before anything was done).
+promise answered(manager_ptr self, error e) {
+  auto rp = self->make_response_promise<batch_answer>();
+  reply(rp, std::move(e));
+  return rp;
+}
+
 /// Runs `work` (file I/O: it returns why it failed, or nothing) on the blocking executor; `then`
 /// gets the answer on the actor.
 void off_thread(manager_ptr self, std::function<std::string()> work,
@@ -204,14 +211,13 @@ promise start(manager_ptr self) {
 
 promise create_file(manager_ptr self, core::create_file& m) {
   auto& st = self->state;
-  auto rp = self->make_response_promise<batch_answer>();
   staged_file up = std::move(m.request).take();
   auto& f = up.record;
   if (refuses(st)) {
     in_background(self, [staged = up.path] { ::unlink(staged.c_str()); });
-    reply(rp, shutting_down());
-    return rp;
+    return answered(self, shutting_down());
   }
+  auto rp = self->make_response_promise<batch_answer>();
   if (f.id.empty()) f.id = "file-" + st.ids.next(st.now_ms());
   if (f.created_at == 0) f.created_at = st.now_ms() / 1000;
   if (up.expires_after_s > 0) f.expires_at = f.created_at + up.expires_after_s;
@@ -243,11 +249,8 @@ promise create_file(manager_ptr self, core::create_file& m) {
 }
 
 promise delete_file(manager_ptr self, core::delete_file& m) {
+  if (refuses(self->state)) return answered(self, shutting_down());
   auto rp = self->make_response_promise<batch_answer>();
-  if (refuses(self->state)) {
-    reply(rp, shutting_down());
-    return rp;
-  }
   commit(self, storage::delete_file_op{m.tenant, m.id}, [self, rp, id = m.id](committed r) mutable {
     metrics::file_operation("delete", "apiserver", metrics::once(static_cast<bool>(r)));
     if (!r) return reply(rp, r.error());
@@ -306,11 +309,8 @@ result<storage::batch_record> new_batch(manager_state& st, const batch_request& 
 
 promise create_batch(manager_ptr self, core::create_batch& m) {
   auto& st = self->state;
+  if (refuses(st)) return answered(self, shutting_down());
   auto rp = self->make_response_promise<batch_answer>();
-  if (refuses(st)) {
-    reply(rp, shutting_down());
-    return rp;
-  }
   batch_request req = std::move(m.request).take();
   auto b = new_batch(st, req);
   if (!b) {
@@ -338,11 +338,8 @@ promise create_batch(manager_ptr self, core::create_batch& m) {
 
 promise cancel_batch(manager_ptr self, core::cancel_batch& m) {
   auto& st = self->state;
+  if (refuses(st)) return answered(self, shutting_down());
   auto rp = self->make_response_promise<batch_answer>();
-  if (refuses(st)) {
-    reply(rp, shutting_down());
-    return rp;
-  }
   storage::cancel_batch_op op{m.tenant, m.id, st.now_ms()};
   commit(self, std::move(op), [self, rp, id = m.id](committed r) mutable {
     if (!r) return reply(rp, r.error());
@@ -406,11 +403,8 @@ void commit_rerun(manager_ptr self, promise rp, const storage::batch_record& b) 
 
 promise rerun_batch(manager_ptr self, core::rerun_batch& m) {
   auto& st = self->state;
+  if (refuses(st)) return answered(self, shutting_down());
   auto rp = self->make_response_promise<batch_answer>();
-  if (refuses(st)) {
-    reply(rp, shutting_down());
-    return rp;
-  }
   auto b = st.reads->get_batch(m.tenant, m.id);
   if (!b) {
     reply(rp, no_batch(m.id));
