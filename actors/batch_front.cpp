@@ -143,6 +143,12 @@ asio::awaitable<result<storage::batch_record>> batch_front::cancel_batch(std::st
   co_return co_await ask_manager<storage::batch_record>(std::move(m));
 }
 
+asio::awaitable<result<storage::batch_record>> batch_front::delete_batch(std::string tenant,
+                                                                         std::string id) {
+  core::delete_batch m{std::move(tenant), std::move(id)};
+  co_return co_await ask_manager<storage::batch_record>(std::move(m));
+}
+
 asio::awaitable<result<storage::batch_record>> batch_front::rerun_batch(std::string tenant,
                                                                         std::string id) {
   core::rerun_batch m{std::move(tenant), std::move(id)};

@@ -104,6 +104,12 @@ class batch_front final : public batch_service {
   /// storage_unavailable, shutting_down.
   boost::asio::awaitable<result<storage::batch_record>> rerun_batch(std::string tenant,
                                                                     std::string id);
+  /// DELETE /v1/jobs/{id} of a batch (docs/batches.md, "A batch as a job"): the manager deletes
+  /// a finished batch's record, listing entry, events and lines (not its files). Errors:
+  /// job_not_found (unknown, another tenant's), job_not_deletable (not finished),
+  /// storage_unavailable, shutting_down.
+  boost::asio::awaitable<result<storage::batch_record>> delete_batch(std::string tenant,
+                                                                     std::string id);
 
   /// Replaces the retry policy of draining and finalization (tests shorten it); takes effect
   /// for the next try.

@@ -420,6 +420,23 @@ promise rerun_batch(manager_ptr self, core::rerun_batch& m) {
   return rp;
 }
 
+/// Deletes a finished batch (storage::delete_batch_op; a running one is refused
+/// job_not_deletable). Its files stay: they are the Files API's.
+promise delete_batch(manager_ptr self, core::delete_batch& m) {
+  if (refuses(self->state)) return answered(self, shutting_down());
+  auto rp = self->make_response_promise<batch_answer>();
+  commit(self, storage::delete_batch_op{m.tenant, m.id}, [rp, id = m.id](committed r) mutable {
+    if (!r) return reply(rp, r.error());
+    using kind = storage::op_reply::kind;
+    if (r->what == kind::not_found)
+      return reply(rp, make_error(errc::job_not_found, "no job with id '" + id + "'", "id"));
+    if (r->what == kind::refused && r->refusal) return reply(rp, *r->refusal);
+    log::info("batch", "batch deleted", {{"batch_id", id}});
+    reply(rp, std::move(*r->batch));
+  });
+  return rp;
+}
+
 batch_manager_actor::behavior_type manager(manager_ptr self, batch_manager_deps deps) {
   auto& st = self->state;
   st.d = std::move(deps);
@@ -436,6 +453,7 @@ batch_manager_actor::behavior_type manager(manager_ptr self, batch_manager_deps 
       [=](core::create_batch& m) { return create_batch(self, m); },
       [=](core::cancel_batch& m) { return cancel_batch(self, m); },
       [=](core::rerun_batch& m) { return rerun_batch(self, m); },
+      [=](core::delete_batch& m) { return delete_batch(self, m); },
       [=](tick_atom) { sweep(self); },
       [=](io_done& d) { on_io_done(self, d); },
   };

@@ -12,11 +12,12 @@
 /// Who owns what: the actor's state — whether it stopped, the id generator, the file-expiry
 /// sweep's clock timer — is touched by the actor alone. It is reached only by messages: the
 /// requests of actors/core_messages.hpp that change something (create_file, delete_file,
-/// create_batch, cancel_batch, rerun_batch), `start` (recovery) and `stop` (shutdown), each
-/// answered with a `batch_answer`. Commits go to the storage writer as requests from the actor;
-/// file I/O (renames, fsyncs, unlinks, recovery's directory scans) runs on the blocking executor
-/// of its deps and answers the actor by message (`io_done`), so the actor's thread never waits on
-/// the disk. Reads go through the read model (actors/batch_front.hpp), from any thread.
+/// create_batch, cancel_batch, rerun_batch, delete_batch), `start` (recovery) and `stop`
+/// (shutdown), each answered with a `batch_answer`. Commits go to the storage writer as requests
+/// from the actor; file I/O (renames, fsyncs, unlinks, recovery's directory scans) runs on the
+/// blocking executor of its deps and answers the actor by message (`io_done`), so the actor's
+/// thread never waits on the disk. Reads go through the read model (actors/batch_front.hpp), from
+/// any thread.
 ///
 /// Files on disk, under the data dir: `files/<file id>` (uploaded and produced files),
 /// `files/uploads/` (uploads in progress), `batches/<batch id>/` (plans while a batch runs).
@@ -80,6 +81,7 @@ using batch_manager_actor =
                      caf::replies_to<core::create_batch>::with<batch_answer>,
                      caf::replies_to<core::cancel_batch>::with<batch_answer>,
                      caf::replies_to<core::rerun_batch>::with<batch_answer>,
+                     caf::replies_to<core::delete_batch>::with<batch_answer>,
                      caf::reacts_to<tick_atom>, caf::reacts_to<io_done>>;
 
 /// What the manager uses: what every batch actor it spawns gets (the store, the writer, the

@@ -144,6 +144,11 @@ struct rerun_batch {
   std::string tenant, id;
   bool operator==(const rerun_batch&) const = default;
 };
+/// DELETE /v1/jobs/{id} of a batch: the engine's request of the batch manager, as rerun_batch.
+struct delete_batch {
+  std::string tenant, id;
+  bool operator==(const delete_batch&) const = default;
+};
 
 using request = std::variant<submit_job, get_job, wait_job, job_events, cancel_job, delete_job,
                              rerun_job, list_jobs, list_tasks, get_task, append_tasks, worker_call,
@@ -321,6 +326,10 @@ typename Inspector::result_type inspect(Inspector& f, cancel_batch& x) {
 }
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, rerun_batch& x) {
+  return f(x.tenant, x.id);
+}
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, delete_batch& x) {
   return f(x.tenant, x.id);
 }
 template <class Inspector>

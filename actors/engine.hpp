@@ -125,7 +125,8 @@ class engine final : public job_service, public worker_service {
   void start_ingest(const std::string& job_id);
   void resume_ingests();
   /// Commits a change to job `id` through its owner (actors/job_owner.hpp), which stops what the
-  /// change names of the job's attempts here before it answers; a batch's, through the writer.
+  /// change names of the job's attempts here before it answers (a batch's changes are the batch
+  /// manager's: actors/batch_manager.hpp).
   boost::asio::awaitable<result<write_reply>> ask_owner(storage::write_op op,
                                                         const std::string& id);
   /// Commits an operation on job `id` (append, delete, rerun) with ask_owner: `not_found`

@@ -135,12 +135,9 @@ boost::asio::awaitable<result<storage::job_record>> engine::rerun_batch(std::str
 
 boost::asio::awaitable<result<storage::job_record>> engine::remove_batch(std::string tenant,
                                                                          std::string id) {
-  // Named, not a temporary in the co_await expression (engine::remove).
-  storage::write_op op = storage::delete_batch_op{std::move(tenant), id};
-  auto r = co_await commit_job_op(std::move(op), id, "job");
-  if (!r) co_return r.error();
-  log::info("engine", "batch deleted", {{"batch_id", id}});
-  co_return storage::job_of(*r->batch);
+  auto b = co_await batches_->delete_batch(std::move(tenant), std::move(id));
+  if (!b) co_return b.error();
+  co_return storage::job_of(*b);
 }
 
 }  // namespace sy::actors

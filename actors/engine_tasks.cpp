@@ -12,7 +12,6 @@
 #include "actors/runtime_names.hpp"
 #include "actors/submission.hpp"
 #include "actors/task_file.hpp"
-#include "actors/write.hpp"
 #include "runtime/log.hpp"
 #include "runtime/trace.hpp"
 
@@ -172,8 +171,6 @@ boost::asio::awaitable<result<storage::job_record>> engine::append(std::string i
 boost::asio::awaitable<result<write_reply>> engine::ask_owner(storage::write_op op,
                                                               const std::string& id) {
   write_request req{std::move(op)};
-  // A batch has no job owner (its actor is the batch manager's): its changes go to the writer.
-  if (storage::is_batch_id(id)) co_return co_await write(ctx_->writer, std::move(req));
   co_return co_await ask<write_reply>(*sys_, ctx_->jobs, owner_answer_within, commit_atom::value,
                                       id, std::move(req));
 }

@@ -240,6 +240,8 @@ TEST_F(surface_messages, the_core_answers_cross_whole) {
 TEST_F(surface_messages, the_batch_managers_requests_and_answers_cross_whole) {
   core::rerun_batch rerun{"acme", "batch_01"};
   EXPECT_TRUE(round_trip(rerun) == rerun);
+  core::delete_batch remove{"acme", "batch_01"};
+  EXPECT_TRUE(round_trip(remove) == remove);
   const std::vector<batch_answer> answers = {
       batch_answer{batch("batch_01")}, batch_answer{core::done{}},
       batch_answer{st::file_record{"file-01", "acme", "in.jsonl", "batch", 10, 1, 2}},
