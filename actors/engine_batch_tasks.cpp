@@ -186,12 +186,10 @@ status find_results(const storage::environment& env, const batch_reads& batches,
     if (missing == 0) break;
     runtime::line_reader in(batches.file_path(file), 0, batch_lines);
     runtime::line l;
-    while (missing > 0) {
-      auto more = in.next(l);
-      if (!more) return more.error();
-      if (!*more) break;
+    while (missing > 0 && in.next(l)) {
       if (auto offset = plan::result_line_offset(seed, l.text)) found(*offset, l.text);
     }
+    if (in.failure()) return *in.failure();
   }
   return ok;
 }
@@ -255,10 +253,7 @@ result<task_page> engine::list_batch_tasks(const std::string& tenant, const std:
   bool full = false;
   runtime::line_reader in(batches_->file_path(b->input_file_id), 0, batch_lines);
   runtime::line l;
-  while (!full) {
-    auto more = in.next(l);
-    if (!more) return more.error();
-    if (!*more) break;
+  while (!full && in.next(l)) {
     if (!l.too_long && runtime::is_blank(l.text)) continue;
     const int64_t i = index++;
     if (!started) {
@@ -269,6 +264,7 @@ result<task_page> engine::list_batch_tasks(const std::string& tenant, const std:
     chunk.push_back(request_of(l.offset, i, l.text));
     if (chunk.size() > n) full = !flush();
   }
+  if (in.failure()) return *in.failure();
   if (!started) return task_missing(id, after, "after");
   if (!full && !chunk.empty()) flush();
   if (!failed) return failed.error();
@@ -290,10 +286,7 @@ result<task_page> engine::get_batch_task(const std::string& tenant, const std::s
   int64_t index = 0;
   runtime::line_reader in(batches_->file_path(b->input_file_id), 0, batch_lines);
   runtime::line l;
-  while (found.empty()) {
-    auto more = in.next(l);
-    if (!more) return more.error();
-    if (!*more) break;
+  while (found.empty() && in.next(l)) {
     if (!l.too_long && runtime::is_blank(l.text)) continue;
     const int64_t i = index++;
     if (offset) {
@@ -304,6 +297,7 @@ result<task_page> engine::get_batch_task(const std::string& tenant, const std::s
     if (auto r = request_of(l.offset, i, l.text); r.custom_id == task)
       found.push_back(std::move(r));
   }
+  if (in.failure()) return *in.failure();
   if (found.empty()) return task_missing(id, task, "task_id");
   if (auto r = find_results(deps_.env, batches_->reads(), *b, found); !r) return r.error();
   task_page page;

@@ -59,10 +59,7 @@ result<task_file_check> check_task_file(const std::string& path, int64_t max_tas
   std::unordered_set<std::string> models;
   runtime::line_reader in(path, 0, task_lines);
   runtime::line l;
-  for (int64_t number = 1;; ++number) {
-    auto more = in.next(l);
-    if (!more) return more.error();
-    if (!*more) break;
+  for (int64_t number = 1; in.next(l); ++number) {
     if (stop != nullptr && stop->load())
       return make_error(errc::shutting_down, "the check stopped: the server is shutting down");
     if (!l.too_long && runtime::is_blank(l.text)) continue;
@@ -86,6 +83,7 @@ result<task_file_check> check_task_file(const std::string& path, int64_t max_tas
     if (models.insert(task->model).second) out.models.push_back(task->model);
     if (!task->custom_id.empty()) ids.emplace_back(runtime::fnv1a64(task->custom_id), number);
   }
+  if (in.failure()) return *in.failure();
   std::sort(ids.begin(), ids.end());
   std::vector<storage::batch_error> duplicates;
   for (size_t i = 1; i < ids.size(); ++i) {
@@ -112,9 +110,7 @@ result<task_chunk> read_task_chunk(const std::string& path, int64_t offset, size
   runtime::line_reader in(path, static_cast<uint64_t>(offset), task_lines);
   runtime::line l;
   while (out.tasks.size() < max_tasks) {
-    auto more = in.next(l);
-    if (!more) return more.error();
-    if (!*more) {
+    if (!in.next(l)) {
       out.eof = true;
       break;
     }
@@ -127,15 +123,13 @@ result<task_chunk> read_task_chunk(const std::string& path, int64_t offset, size
     out.tasks.push_back(std::move(*task));
   }
   out.next_offset = static_cast<int64_t>(in.offset());
-  while (!out.eof) {  // at exactly max_tasks: is anything left?
-    auto more = in.next(l);
-    if (!more) return more.error();
-    if (*more && (l.too_long || !runtime::is_blank(l.text))) break;
-    if (!*more) {
-      out.eof = true;
-      out.next_offset = static_cast<int64_t>(in.offset());
-    }
+  if (!out.eof) {  // at exactly max_tasks: is anything left?
+    bool more = false;
+    while (!more && in.next(l)) more = l.too_long || !runtime::is_blank(l.text);
+    out.eof = !more;
+    if (out.eof) out.next_offset = static_cast<int64_t>(in.offset());
   }
+  if (in.failure()) return *in.failure();
   return out;
 }
 

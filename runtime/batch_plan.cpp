@@ -182,10 +182,7 @@ sy::result<std::vector<uint64_t>> result_custom_ids(const std::string& path) {
   od::parser parser;
   std::vector<uint64_t> out;
   runtime::line l;
-  for (;;) {
-    auto more = reader.next(l);
-    if (!more) return more.error();
-    if (!*more) break;
+  while (reader.next(l)) {
     if (l.too_long) continue;
     auto doc = parser.iterate(l.text.data(), l.text.size(), l.capacity);
     std::string_view id;
@@ -193,6 +190,7 @@ sy::result<std::vector<uint64_t>> result_custom_ids(const std::string& path) {
       continue;
     out.push_back(fnv1a64(id));
   }
+  if (reader.failure()) return *reader.failure();
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
@@ -205,11 +203,9 @@ sy::result<ingest_result> ingest(const ingest_options& o) {
       {o.read_buffer_bytes, std::min<size_t>(o.max_line_bytes, UINT32_MAX), errc::batch_io_error});
   scan s(o);
   runtime::line l;
-  for (;;) {
-    auto more = reader.next(l);
-    if (!more) return more.error();
-    if (!*more || !s.line(l)) break;
+  while (reader.next(l) && s.line(l)) {
   }
+  if (reader.failure()) return *reader.failure();
   ingest_result r = std::move(s).finish(reader.bytes_read());
   if (r.error_count > 0) return r;
   if (auto st = write_plans(o, s, r); !st) {

@@ -18,40 +18,37 @@ line_reader::line_reader(const std::string& path, uint64_t from, line_reader_opt
       offset_(from) {
   fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) {
-    open_errno_ = errno;
+    fail("cannot open", errno);
     return;
   }
   ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-  if (from > 0 && ::lseek(fd_, static_cast<off_t>(from), SEEK_SET) < 0) {
-    open_errno_ = errno;
-    open_step_ = "cannot seek in";
-    ::close(fd_);
-    fd_ = -1;
-  }
+  if (from > 0 && ::lseek(fd_, static_cast<off_t>(from), SEEK_SET) < 0)
+    fail("cannot seek in", errno);
 }
 
 line_reader::~line_reader() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-sy::error line_reader::failure(const char* what, int err) const {
-  return make_error(io_error_, std::string(what) + " " + path_ + ": " + std::strerror(err));
+bool line_reader::fail(const char* what, int err) {
+  failure_ = make_error(io_error_, std::string(what) + " " + path_ + ": " + std::strerror(err));
+  return false;
 }
 
-sy::status line_reader::fill() {
-  if (fd_ < 0) return failure(open_step_, open_errno_);
+bool line_reader::fill() {
+  if (failure_) return false;
   for (;;) {
     const ssize_t n = ::read(fd_, buf_.get() + end_, cap_ - end_);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return failure("cannot read", errno);
+    if (n < 0) return fail("cannot read", errno);
     if (n == 0) eof_ = true;
     end_ += static_cast<size_t>(n);
     bytes_ += static_cast<uint64_t>(n);
-    return sy::ok;
+    return true;
   }
 }
 
-result<bool> line_reader::next_slow(line& out) {
+bool line_reader::next_slow(line& out) {
   for (;;) {
     if (const void* nl = std::memchr(buf_.get() + begin_, '\n', end_ - begin_)) {
       take(static_cast<size_t>(static_cast<const char*>(nl) - (buf_.get() + begin_)), 1, out);
@@ -68,11 +65,11 @@ result<bool> line_reader::next_slow(line& out) {
     base_ += begin_;
     end_ -= begin_;
     begin_ = 0;
-    if (auto s = fill(); !s) return s.error();
+    if (!fill()) return false;
   }
 }
 
-result<bool> line_reader::gather(line& out) {
+bool line_reader::gather(line& out) {
   // The block holds the start of a line and no '\n': the line is kept in long_, up to one byte
   // past the maximum (enough to know it is too long); its length is counted whole.
   const uint64_t start = base_;
@@ -88,7 +85,7 @@ result<bool> line_reader::gather(line& out) {
   for (;;) {
     base_ = start + total;
     begin_ = end_ = 0;
-    if (auto s = fill(); !s) return s.error();
+    if (!fill()) return false;
     if (eof_) break;
     if (const void* nl = std::memchr(buf_.get(), '\n', end_)) {
       const size_t n = static_cast<size_t>(static_cast<const char*>(nl) - buf_.get());

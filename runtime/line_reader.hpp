@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -53,15 +54,14 @@ struct line_reader_options {
 
 class line_reader {
  public:
-  /// Reads `path` from byte `from` (a line's start). A failure to open it is the first next()'s.
+  /// Reads `path` from byte `from` (a line's start). A failure to open it is seen at next().
   line_reader(const std::string& path, uint64_t from = 0, line_reader_options o = {});
   ~line_reader();
   line_reader(const line_reader&) = delete;
   line_reader& operator=(const line_reader&) = delete;
 
-  /// true and `out` set: the next line; false: the end of the file. Error `io_error`: the file
-  /// cannot be opened, positioned or read ("cannot open <path>: <why>").
-  result<bool> next(line& out) {
+  /// true and `out` set: the next line; false: the end of the file, or a failure (failure()).
+  bool next(line& out) {
     if (long_.capacity() > cap_) std::string().swap(long_);
     // The hot path (a batch's validation): the next '\n' is in the block.
     if (const void* nl = std::memchr(buf_.get() + begin_, '\n', end_ - begin_)) {
@@ -71,6 +71,9 @@ class line_reader {
     return next_slow(out);
   }
 
+  /// Why next() returned false before the end: the file could not be opened, positioned or read
+  /// (code `io_error`, "cannot open <path>: <why>"). Nothing at the end of the file.
+  const std::optional<sy::error>& failure() const { return failure_; }
   /// The offset just past the last line returned (its "\n" included).
   uint64_t offset() const { return offset_; }
   /// Bytes read from the file so far.
@@ -91,15 +94,15 @@ class line_reader {
   static std::string_view trim(const char* p, size_t n) {
     return std::string_view(p, n > 0 && p[n - 1] == '\r' ? n - 1 : n);
   }
-  result<bool> next_slow(line& out);
-  result<bool> gather(line& out);
-  sy::status fill();
-  sy::error failure(const char* what, int err) const;
+  // false: failed (failure_ says why).
+  bool next_slow(line& out);
+  bool gather(line& out);
+  bool fill();
+  bool fail(const char* what, int err);
 
   std::string path_;
   int fd_ = -1;
-  int open_errno_ = 0;                     ///< why opening or positioning failed, when fd_ < 0
-  const char* open_step_ = "cannot open";  ///< which of the two failed
+  std::optional<sy::error> failure_;
   size_t cap_;
   size_t max_line_;
   error_code io_error_;
