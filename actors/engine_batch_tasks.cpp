@@ -17,6 +17,7 @@
 #include "runtime/batch_plan.hpp"
 #include "runtime/batch_render.hpp"
 #include "runtime/batch_tasks.hpp"
+#include "runtime/line_reader.hpp"
 #include "storage/batch_ops.hpp"
 #include "storage/lmdb_env.hpp"
 
@@ -25,6 +26,11 @@ namespace {
 
 namespace plan = runtime::batch;
 using seed_type = std::array<uint64_t, 2>;
+
+/// A batch's files are read a whole line at a time: no input line is longer than a plan entry
+/// can say (UINT32_MAX), no result line either.
+constexpr runtime::line_reader_options batch_lines{.max_line_bytes = UINT32_MAX,
+                                                   .io_error = errc::batch_io_error};
 
 /// A request line of a page, and its result line once found.
 struct batch_line_ref {
@@ -178,11 +184,12 @@ status find_results(const storage::environment& env, const batch_reads& batches,
   const auto seed = plan::request_id_seed(b.id);
   for (const auto& file : files) {
     if (missing == 0) break;
-    auto st = plan::for_each_line(batches.file_path(file), 0, [&](uint64_t, std::string_view text) {
-      if (auto offset = plan::result_line_offset(seed, text)) found(*offset, text);
-      return missing > 0;
-    });
-    if (!st) return st.error();
+    runtime::line_reader in(batches.file_path(file), 0, batch_lines);
+    runtime::line l;
+    while (missing > 0 && in.next(l)) {
+      if (auto offset = plan::result_line_offset(seed, l.text)) found(*offset, l.text);
+    }
+    if (in.failure()) return *in.failure();
   }
   return ok;
 }
@@ -244,20 +251,20 @@ result<task_page> engine::list_batch_tasks(const std::string& tenant, const std:
   int64_t index = 0;
   bool started = !after_offset;
   bool full = false;
-  auto st = plan::for_each_line(batches_->file_path(b->input_file_id), 0,
-                                [&](uint64_t offset, std::string_view text) {
-                                  if (plan::is_blank_line(text)) return true;
-                                  const int64_t i = index++;
-                                  if (!started) {  // passed it without a match: stop
-                                    started = offset == *after_offset;
-                                    return offset <= *after_offset;
-                                  }
-                                  chunk.push_back(request_of(offset, i, text));
-                                  if (chunk.size() <= n) return true;
-                                  full = !flush();
-                                  return !full;
-                                });
-  if (!st) return st.error();
+  runtime::line_reader in(batches_->file_path(b->input_file_id), 0, batch_lines);
+  runtime::line l;
+  while (!full && in.next(l)) {
+    if (!l.too_long && runtime::is_blank(l.text)) continue;
+    const int64_t i = index++;
+    if (!started) {
+      if (l.offset > *after_offset) break;  // passed it without a match
+      started = l.offset == *after_offset;
+      continue;
+    }
+    chunk.push_back(request_of(l.offset, i, l.text));
+    if (chunk.size() > n) full = !flush();
+  }
+  if (in.failure()) return *in.failure();
   if (!started) return task_missing(id, after, "after");
   if (!full && !chunk.empty()) flush();
   if (!failed) return failed.error();
@@ -277,21 +284,20 @@ result<task_page> engine::get_batch_task(const std::string& tenant, const std::s
   const auto offset = plan::request_offset(seed, task);
   std::vector<batch_line_ref> found;
   int64_t index = 0;
-  auto st = plan::for_each_line(batches_->file_path(b->input_file_id), 0,
-                                [&](uint64_t at, std::string_view text) {
-                                  if (plan::is_blank_line(text)) return true;
-                                  const int64_t i = index++;
-                                  if (offset) {
-                                    if (at != *offset) return at < *offset;
-                                    found.push_back(request_of(at, i, text));
-                                    return false;
-                                  }
-                                  auto l = request_of(at, i, text);
-                                  if (l.custom_id != task) return true;
-                                  found.push_back(std::move(l));
-                                  return false;
-                                });
-  if (!st) return st.error();
+  runtime::line_reader in(batches_->file_path(b->input_file_id), 0, batch_lines);
+  runtime::line l;
+  while (found.empty() && in.next(l)) {
+    if (!l.too_long && runtime::is_blank(l.text)) continue;
+    const int64_t i = index++;
+    if (offset) {
+      if (l.offset > *offset) break;
+      if (l.offset == *offset) found.push_back(request_of(l.offset, i, l.text));
+      continue;
+    }
+    if (auto r = request_of(l.offset, i, l.text); r.custom_id == task)
+      found.push_back(std::move(r));
+  }
+  if (in.failure()) return *in.failure();
   if (found.empty()) return task_missing(id, task, "task_id");
   if (auto r = find_results(deps_.env, batches_->reads(), *b, found); !r) return r.error();
   task_page page;

@@ -4,17 +4,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <string_view>
 #include <unordered_set>
 
 #include "actors/submission.hpp"
 #include "config/client_text.hpp"
 #include "config/limits.hpp"
+#include "runtime/fnv.hpp"
 #include "runtime/json_text.hpp"
+#include "runtime/line_reader.hpp"
 #include "storage/ops.hpp"
 
 namespace sy::actors {
@@ -23,103 +23,8 @@ namespace {
 using nlohmann::json;
 
 constexpr size_t max_line_bytes = size_t{64} << 20;  // as a batch line's (docs/task-lists.md)
-constexpr size_t read_block = size_t{1} << 20;
-
-struct file_closer {
-  void operator()(FILE* f) const { std::fclose(f); }
-};
-using file_ptr = std::unique_ptr<FILE, file_closer>;
-
-result<file_ptr> open_at(const std::string& path, int64_t offset) {
-  file_ptr f{std::fopen(path.c_str(), "rb")};
-  if (!f)
-    return make_error(errc::storage_error,
-                      "cannot open the task list " + path + ": " + std::strerror(errno));
-  if (offset > 0 && ::fseeko(f.get(), offset, SEEK_SET) != 0)
-    return make_error(errc::storage_error,
-                      "cannot seek in the task list " + path + ": " + std::strerror(errno));
-  return f;
-}
-
-/// Lines of a file from an offset, read a block at a time; a line longer than the block is
-/// gathered apart, up to max_line_bytes (past that it is reported `too_long` and skipped).
-class line_reader {
- public:
-  line_reader(FILE* f, int64_t offset) : f_(f), offset_(offset), buf_(read_block) {}
-
-  /// The next line without its terminator; false at the end of the file.
-  bool next(std::string_view& line, bool& too_long) {
-    too_long = false;
-    long_.clear();
-    bool overflow = false;
-    for (;;) {
-      const char* start = buf_.data() + begin_;
-      if (const void* nl = std::memchr(start, '\n', end_ - begin_)) {
-        const size_t n = static_cast<const char*>(nl) - start;
-        take(start, n, overflow, line, too_long);
-        begin_ += n + 1;
-        offset_ += static_cast<int64_t>(n + 1);
-        return true;
-      }
-      if (eof_) {
-        if (begin_ == end_ && long_.empty() && !overflow) return false;
-        const size_t n = end_ - begin_;  // a last line without '\n'
-        take(start, n, overflow, line, too_long);
-        begin_ = end_;
-        offset_ += static_cast<int64_t>(n);
-        return true;
-      }
-      if (begin_ == 0 && end_ == buf_.size()) {  // the line fills the block: gather it apart
-        if (long_.size() + end_ <= max_line_bytes) {
-          long_.append(buf_.data(), end_);
-        } else {
-          overflow = true;
-        }
-        offset_ += static_cast<int64_t>(end_);
-        begin_ = end_ = 0;
-      } else {
-        std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
-        end_ -= begin_;
-        begin_ = 0;
-      }
-      const size_t got = std::fread(buf_.data() + end_, 1, buf_.size() - end_, f_);
-      if (got == 0) eof_ = true;
-      end_ += got;
-    }
-  }
-
-  /// The offset just past the last line returned.
-  int64_t offset() const { return offset_; }
-  bool failed() const { return std::ferror(f_) != 0; }
-
- private:
-  void take(const char* start, size_t n, bool overflow, std::string_view& line, bool& too_long) {
-    if (!long_.empty() || overflow) {
-      if (overflow || long_.size() + n > max_line_bytes) {
-        too_long = true;
-        line = {};
-        return;
-      }
-      long_.append(start, n);
-      line = long_;
-    } else {
-      line = std::string_view(start, n);
-    }
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  }
-
-  FILE* f_;
-  int64_t offset_;
-  std::vector<char> buf_;
-  size_t begin_ = 0;
-  size_t end_ = 0;
-  bool eof_ = false;
-  std::string long_;
-};
-
-bool blank(std::string_view line) {
-  return line.find_first_not_of(" \t\r") == std::string_view::npos;
-}
+constexpr runtime::line_reader_options task_lines{.max_line_bytes = max_line_bytes};
+constexpr size_t write_block = size_t{1} << 20;
 
 /// A line as a task (its body's text only when `keep_body`), or the error its line reports.
 result<task_input> parse_line(std::string_view line, bool too_long, bool keep_body) {
@@ -127,15 +32,6 @@ result<task_input> parse_line(std::string_view line, bool too_long, bool keep_bo
     return make_error(errc::invalid_json_line,
                       "The line is longer than " + std::to_string(max_line_bytes) + " bytes.");
   return parse_task_line(line, keep_body);
-}
-
-uint64_t fnv1a64(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 /// The most bytes of a line's error message kept in the job's `errors`: a message quotes each
@@ -154,8 +50,6 @@ storage::batch_error line_error(const sy::error& e, int64_t line) {
 result<task_file_check> check_task_file(const std::string& path, int64_t max_tasks,
                                         const std::function<status(task_input&)>& task_ok,
                                         size_t max_errors, const std::atomic<bool>* stop) {
-  auto f = open_at(path, 0);
-  if (!f) return f.error();
   task_file_check out;
   auto add = [&](storage::batch_error e) {
     ++out.error_count;
@@ -163,13 +57,12 @@ result<task_file_check> check_task_file(const std::string& path, int64_t max_tas
   };
   std::vector<std::pair<uint64_t, int64_t>> ids;  // (hash of custom_id, line)
   std::unordered_set<std::string> models;
-  line_reader in(f->get(), 0);
-  std::string_view line;
-  bool too_long = false;
-  for (int64_t number = 1; in.next(line, too_long); ++number) {
+  runtime::line_reader in(path, 0, task_lines);
+  runtime::line l;
+  for (int64_t number = 1; in.next(l); ++number) {
     if (stop != nullptr && stop->load())
       return make_error(errc::shutting_down, "the check stopped: the server is shutting down");
-    if (!too_long && blank(line)) continue;
+    if (!l.too_long && runtime::is_blank(l.text)) continue;
     if (++out.tasks > max_tasks) {
       add({std::string(errc::too_many_tasks),
            "The list holds more than " + std::to_string(max_tasks) +
@@ -178,7 +71,7 @@ result<task_file_check> check_task_file(const std::string& path, int64_t max_tas
            "", 0});
       break;
     }
-    auto task = parse_line(line, too_long, false);  // the verdict only: the chunks keep bodies
+    auto task = parse_line(l.text, l.too_long, false);  // the verdict only: the chunks keep bodies
     if (!task) {
       add(line_error(task.error(), number));
       continue;
@@ -188,11 +81,9 @@ result<task_file_check> check_task_file(const std::string& path, int64_t max_tas
       continue;
     }
     if (models.insert(task->model).second) out.models.push_back(task->model);
-    if (!task->custom_id.empty()) ids.emplace_back(fnv1a64(task->custom_id), number);
+    if (!task->custom_id.empty()) ids.emplace_back(runtime::fnv1a64(task->custom_id), number);
   }
-  if (in.failed())
-    return make_error(errc::storage_error,
-                      "cannot read the task list " + path + ": " + std::strerror(errno));
+  if (in.failure()) return *in.failure();
   std::sort(ids.begin(), ids.end());
   std::vector<storage::batch_error> duplicates;
   for (size_t i = 1; i < ids.size(); ++i) {
@@ -215,41 +106,30 @@ result<task_file_check> check_task_file(const std::string& path, int64_t max_tas
 }
 
 result<task_chunk> read_task_chunk(const std::string& path, int64_t offset, size_t max_tasks) {
-  auto f = open_at(path, offset);
-  if (!f) return f.error();
   task_chunk out;
-  line_reader in(f->get(), offset);
-  std::string_view line;
-  bool too_long = false;
+  runtime::line_reader in(path, static_cast<uint64_t>(offset), task_lines);
+  runtime::line l;
   while (out.tasks.size() < max_tasks) {
-    if (!in.next(line, too_long)) {
+    if (!in.next(l)) {
       out.eof = true;
       break;
     }
-    if (!too_long && blank(line)) continue;
-    auto task = parse_line(line, too_long, true);
+    if (!l.too_long && runtime::is_blank(l.text)) continue;
+    auto task = parse_line(l.text, l.too_long, true);
     if (!task)
       return make_error(
           errc::invalid_task_file,
           "the task list " + path + " changed after its check: " + task.error().message);
     out.tasks.push_back(std::move(*task));
   }
-  if (in.failed())
-    return make_error(errc::storage_error,
-                      "cannot read the task list " + path + ": " + std::strerror(errno));
-  out.next_offset = in.offset();
+  out.next_offset = static_cast<int64_t>(in.offset());
   if (!out.eof) {  // at exactly max_tasks: is anything left?
-    std::string_view rest;
     bool more = false;
-    while (in.next(rest, too_long)) {
-      if (too_long || !blank(rest)) {
-        more = true;
-        break;
-      }
-    }
+    while (!more && in.next(l)) more = l.too_long || !runtime::is_blank(l.text);
     out.eof = !more;
-    if (out.eof) out.next_offset = in.offset();
+    if (out.eof) out.next_offset = static_cast<int64_t>(in.offset());
   }
+  if (in.failure()) return *in.failure();
   return out;
 }
 
@@ -325,7 +205,7 @@ status write_task_file(const std::string& path, const std::vector<task_input>& t
     buf += t.body;
     if (!t.custom_id.empty()) buf += R"(,"custom_id":)" + json_text_of(json(t.custom_id));
     buf += "}\n";
-    if (buf.size() >= read_block && !(good = flush())) break;
+    if (buf.size() >= write_block && !(good = flush())) break;
   }
   good = good && flush() && ::fsync(fd) == 0;
   const int saved = errno;

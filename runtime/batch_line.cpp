@@ -12,25 +12,7 @@ namespace sy::runtime::batch {
 
 namespace od = simdjson::ondemand;
 
-uint32_t fnv1a32(std::string_view s) {
-  uint32_t h = 2166136261u;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 16777619u;
-  }
-  return h;
-}
-
 namespace detail {
-
-uint64_t fnv1a64(std::string_view s) {
-  uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
 
 endpoint_kind classify_endpoint(std::string_view endpoint) { return endpoints::find(endpoint); }
 

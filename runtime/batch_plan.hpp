@@ -7,15 +7,15 @@
 /// Memory: the file and the request bodies are never held. The scan keeps a fixed read buffer,
 /// 16 bytes per request line in the per-model plan vectors (up to twice that while a vector
 /// grows) and 8 to 32 bytes per line in the set of custom_id hashes. A line longer than the read
-/// buffer is gathered in a separate buffer, bounded by `max_line_bytes`, and released afterwards
-/// (as is the parser memory sized for a line above 1 MiB).
+/// buffer is gathered in a separate buffer (runtime/line_reader.hpp), bounded by `max_line_bytes`,
+/// and released afterwards (as is the parser memory sized for a line above 1 MiB).
 ///
 /// On-disk formats (docs/batch.md): `<work_dir>/plans/<safe_name>.plan` is a sequence of 16-byte
 /// little-endian `plan_entry` records; `<work_dir>/model_map.json` is written last and marks a
 /// complete ingest.
 ///
 /// Threading: `ingest`, `load_plan` and `plan_reader` are for one thread at a time; `read_at`,
-/// `parse_request_line` and `fnv1a32` may be called from any thread.
+/// and `parse_request_line` may be called from any thread.
 
 #include <cstdint>
 #include <functional>
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "config/result.hpp"
+#include "runtime/fnv.hpp"  // fnv1a32: a plan's prefix_hash and file name
 
 namespace sy::runtime::batch {
 
@@ -180,8 +181,5 @@ sy::result<request_line> parse_request_line(std::string_view line);
 /// `model` with every character outside [A-Za-z0-9._-] replaced by '_' (cut to 100 characters),
 /// then "-" and the 8 hex digits of fnv1a32(model), so that distinct models get distinct names.
 std::string safe_model_name(std::string_view model);
-
-/// FNV-1a 32-bit.
-uint32_t fnv1a32(std::string_view s);
 
 }  // namespace sy::runtime::batch

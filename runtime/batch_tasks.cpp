@@ -1,12 +1,5 @@
 #include "runtime/batch_tasks.hpp"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <memory>
-
-#include "config/error_codes.hpp"
 #include "runtime/batch_render.hpp"
 
 namespace sy::runtime::batch {
@@ -32,10 +25,6 @@ std::optional<uint64_t> parse_hex64(std::string_view s) {
   }
   return v;
 }
-
-struct file_closer {
-  void operator()(std::FILE* f) const { std::fclose(f); }
-};
 
 }  // namespace
 
@@ -67,39 +56,6 @@ std::optional<uint64_t> result_line_offset(const std::array<uint64_t, 2>& seed,
   auto id = line.substr(at + key.size());
   if (id.size() <= request_id_size || id[request_id_size] != '"') return std::nullopt;
   return request_offset(seed, id.substr(0, request_id_size));
-}
-
-bool is_blank_line(std::string_view line) {
-  return line.find_first_not_of(" \t\r") == std::string_view::npos;
-}
-
-sy::status for_each_line(const std::string& path, uint64_t from,
-                         const std::function<bool(uint64_t, std::string_view)>& fn) {
-  std::unique_ptr<std::FILE, file_closer> f(std::fopen(path.c_str(), "rbe"));
-  if (!f)
-    return make_error(errc::batch_io_error, "cannot open " + path + ": " + std::strerror(errno));
-  std::setvbuf(f.get(), nullptr, _IOFBF, size_t{1} << 20);
-  if (from > 0 && ::fseeko(f.get(), static_cast<off_t>(from), SEEK_SET) != 0)
-    return make_error(errc::batch_io_error, "cannot seek in " + path + ": " + std::strerror(errno));
-  struct line_buffer {
-    char* data = nullptr;
-    size_t cap = 0;
-    ~line_buffer() { std::free(data); }  // getline's own allocation
-  } buf;
-  uint64_t offset = from;
-  for (;;) {
-    errno = 0;
-    const ssize_t n = ::getline(&buf.data, &buf.cap, f.get());
-    if (n < 0) break;
-    std::string_view text(buf.data, static_cast<size_t>(n));
-    if (text.ends_with('\n')) text.remove_suffix(1);
-    if (text.ends_with('\r')) text.remove_suffix(1);
-    if (!fn(offset, text)) return ok;
-    offset += static_cast<uint64_t>(n);
-  }
-  if (std::ferror(f.get()))
-    return make_error(errc::batch_io_error, "cannot read " + path + ": " + std::strerror(errno));
-  return ok;
 }
 
 }  // namespace sy::runtime::batch

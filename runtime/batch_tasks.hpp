@@ -1,20 +1,15 @@
 #pragma once
-/// What reading a batch's lines as tasks needs of its files (docs/batches.md, "A batch as a
-/// job"): a streaming pass over a JSONL file that yields each line with its byte offset, the
-/// input offset a request id names (request ids are a bijection of the offset, runtime/
-/// batch_render.hpp), and the request id a result line carries. Memory: one line at a time (a
-/// line is gathered whole, bounded by the file's longest line) and the stream's buffer.
+/// What reading a batch's lines as tasks needs of its ids (docs/batches.md, "A batch as a job"):
+/// the input offset a request id names (request ids are a bijection of the offset, runtime/
+/// batch_render.hpp), and the request id a result line carries. The files themselves are read
+/// with runtime/line_reader.hpp.
 ///
-/// Threading: none of its own; call from any thread.
+/// Pure; call from any thread.
 
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <optional>
-#include <string>
 #include <string_view>
-
-#include "config/result.hpp"
 
 namespace sy::runtime::batch {
 
@@ -31,14 +26,5 @@ std::optional<uint64_t> request_offset(const std::array<uint64_t, 2>& seed, std:
 /// value that could hold another (error lines: keys in name order, before "response").
 std::optional<uint64_t> result_line_offset(const std::array<uint64_t, 2>& seed,
                                            std::string_view line);
-
-/// Whether a line holds only spaces, tabs and '\r' (ingestion skips it: not a request line).
-bool is_blank_line(std::string_view line);
-
-/// Visits the lines of `path` from byte `from` (a line's start) in order: fn(offset, text), the
-/// text without its "\n" or "\r\n"; fn returns false to stop. Error batch_io_error when the file
-/// cannot be opened or read.
-sy::status for_each_line(const std::string& path, uint64_t from,
-                         const std::function<bool(uint64_t, std::string_view)>& fn);
 
 }  // namespace sy::runtime::batch

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <random>
 
+#include "runtime/fnv.hpp"
+
 namespace sy::trace {
 namespace {
 
@@ -86,13 +88,9 @@ std::string store(const stored& s) {
 
 namespace {
 
-/// FNV-1a, 64 bits, from an offset of our own per use: stable across builds and processes.
+/// FNV-1a, 64 bits, from an offset basis of our own per use: stable across builds and processes.
 uint64_t fnv(std::string_view s, uint64_t seed) {
-  uint64_t h = 14695981039346656037ULL ^ (seed * 0x9E3779B97F4A7C15ULL);
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
+  const uint64_t h = runtime::fnv1a64(s, runtime::fnv1a64_basis ^ (seed * 0x9E3779B97F4A7C15ULL));
   return h == 0 ? 1 : h;  // an id is never all zero
 }
 

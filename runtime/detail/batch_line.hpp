@@ -33,9 +33,6 @@ std::optional<line_error> check_line(simdjson::ondemand::parser& parser, const c
                                      size_t size, size_t capacity, std::string_view endpoint,
                                      endpoint_kind kind, int64_t line_no, line_facts& out);
 
-/// FNV-1a 64-bit, for the custom_id set.
-uint64_t fnv1a64(std::string_view s);
-
 /// "Line N: " + text.
 line_error make_line_error(int64_t line_no, error_code code, std::string param,
                            std::string_view text);
