@@ -47,9 +47,9 @@ struct line {
 };
 
 struct line_reader_options {
-  size_t block_bytes = size_t{1} << 20;       ///< the read block (at least 64 bytes)
-  size_t max_line_bytes = size_t{64} << 20;   ///< a longer line is too_long
-  error_code io_error = errc::storage_error;  ///< the code of a failure to open or read
+  size_t block_bytes = size_t{1} << 20;           ///< the read block (at least 64 bytes)
+  size_t max_line_bytes = size_t{64} << 20;       ///< a longer line is too_long
+  sy::error_code io_error = errc::storage_error;  ///< the code of a failure to open or read
 };
 
 class line_reader {
@@ -105,7 +105,7 @@ class line_reader {
   std::optional<sy::error> failure_;
   size_t cap_;
   size_t max_line_;
-  error_code io_error_;
+  sy::error_code io_error_;
   std::unique_ptr<char[]> buf_;  ///< cap_ bytes of data, then line_padding bytes
   size_t begin_ = 0;             ///< first unconsumed byte in buf_
   size_t end_ = 0;               ///< bytes of buf_ filled
