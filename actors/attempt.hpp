@@ -2,10 +2,11 @@
 /// One attempt of one task, as plain decisions (no actor, no I/O): the job actor
 /// (actors/job_actor.hpp) carries them out, unit tests drive them directly.
 ///
-/// An attempt goes from a JetStream delivery to a fenced result (docs/architecture.md): start
-/// (commit a lease) → call the gateway while heartbeating the lease and the JetStream message →
-/// commit the outcome under the lease token → ack. Every path acks, naks or terms the message; a
-/// stale or duplicate delivery is acked and dropped.
+/// An attempt goes from a task a JetStream message names to a fenced result
+/// (docs/architecture.md): start (commit a lease; the task is then settled in its message, which
+/// is acked once every task it names is: DESIGN rule 3) → call the gateway while heartbeating
+/// the lease → commit the outcome under the lease token. A stale or duplicate task is settled and
+/// dropped; one whose backoff has not elapsed asks for the message to be nak'ed.
 
 #include <cstdint>
 #include <string>

@@ -132,4 +132,17 @@ std::optional<std::pair<std::string, int>> parse_task_message(std::string_view p
   return std::pair{std::string(payload.substr(0, colon)), attempt};
 }
 
+std::optional<std::vector<std::pair<std::string, int>>> parse_task_messages(
+    std::string_view payload) {
+  std::vector<std::pair<std::string, int>> out;
+  for (;;) {
+    const auto nl = payload.find('\n');
+    auto one = parse_task_message(payload.substr(0, nl));
+    if (!one) return std::nullopt;
+    out.push_back(std::move(*one));
+    if (nl == std::string_view::npos) return out;
+    payload.remove_prefix(nl + 1);
+  }
+}
+
 }  // namespace sy::actors

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "runtime/json_text.hpp"
 #include "storage/records.hpp"
@@ -58,5 +59,10 @@ std::string task_message_payload(const std::string& task_id, int attempt);
 std::string task_message_id(const std::string& task_id, int attempt);
 /// Parses a task message payload; nullopt when it is not one of ours.
 std::optional<std::pair<std::string, int>> parse_task_message(std::string_view payload);
+/// Parses a message that may wake many tasks (DESIGN rule 3): `<task_id>:<attempt>` lines
+/// joined by `\n` (the relay's group_outbox); a single-task payload is one line. Nullopt when a
+/// line is not a task, or there is none.
+std::optional<std::vector<std::pair<std::string, int>>> parse_task_messages(
+    std::string_view payload);
 
 }  // namespace sy::actors

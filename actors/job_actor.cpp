@@ -27,7 +27,8 @@ namespace {
 struct job_state {
   std::shared_ptr<const job_deps> d;
   std::string model;
-  runtime::delivery msg;
+  /// The message that woke the task, until the task is settled in it (leased or stale).
+  std::shared_ptr<task_message_hold> msg;
   model_dispatcher_actor dispatcher;
   std::string task_id;
   int attempt = 0;
@@ -60,8 +61,7 @@ std::string trace_id(const job_state& st) { return st.trace ? st.trace->self.tra
 void end(job_ptr self) { self->quit(); }
 
 /// On the registry's tick, while the request is out and the lease is a beat period old: commit a
-/// later expiry and send an in-progress ack, so neither the lease nor the JetStream message runs
-/// out.
+/// later expiry, so the lease does not run out (the message was acked when the lease was taken).
 void heartbeat(job_ptr self) {
   auto& st = self->state;
   const auto& d = *st.d;
@@ -84,7 +84,6 @@ void heartbeat(job_ptr self) {
             }
             if (!r.reply) return;  // not committed: the next tick tries again
             s.lease_from_ms = now;
-            if (s.at.beating()) (void)s.d->js->in_progress(s.msg);
           },
           [self](caf::error&) {
             // The writer is gone (shutdown): the lease runs out and the task is queued again.
@@ -178,7 +177,8 @@ void send_request(job_ptr self) {
   asio::co_spawn(gw->executor(), gw->send(std::move(request), st.abort), answered);
 }
 
-/// Records how the attempt ended, under its lease token, then acks (or naks a released task).
+/// Records how the attempt ended, under its lease token. Its message was acked at the start; a
+/// released task goes back to the queue with a fresh message (storage: apply_finish).
 void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
   auto& st = self->state;
   const auto& d = *st.d;
@@ -205,7 +205,6 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
     log::error(
         "attempt", "could not record the outcome",
         {{"job_id", s.job->id}, {"attempt", s.attempt}, {"trace_id", trace_id(s)}, {"error", why}});
-    (void)s.d->js->nak(s.msg, s.d->at->cfg.lease_ttl_ms);
     end(self);
   };
   self->request(d.writer, caf::infinite, write_request{std::move(finish)})
@@ -228,32 +227,44 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
                 static_cast<double>(s.d->at->clock.now_ms() - s.started_ms) / 1000);
             trace_attempt(s, outcome, s.d->at->clock.now_ms());
             runtime::failpoint("attempt_result_committed");
-            (void)(released ? s.d->js->nak(s.msg, 0) : s.d->js->ack(s.msg));
             end(self);
           },
           [self, failed](caf::error& e) { failed(self->system().render(e)); });
 }
 
+/// The task is settled in its message: leased, stale, or to be delivered again after `again`.
+void settle(job_state& st, std::optional<int64_t> again) {
+  if (!st.msg) return;
+  if (again) {
+    st.msg->redeliver(*again);
+  } else {
+    st.msg->settled();
+  }
+  st.msg.reset();
+}
+
 void on_started(job_ptr self, write_reply& r) {
   auto& st = self->state;
-  auto& js = *st.d->js;
   if (!r.reply) {
     log::warn("attempt", "could not start; redelivering later",
               {{"task_id", st.task_id}, {"error", r.err.message}});
-    (void)js.nak(st.msg, 1'000);
+    settle(st, 1'000);
     return end(self);
   }
   switch (judge_start(*r.reply)) {
     case start_verdict::nak_later:
-      (void)js.nak(st.msg, r.reply->delay_ms);
+      settle(st, r.reply->delay_ms);
       return end(self);
     case start_verdict::drop:
       log::debug("attempt", "stale delivery dropped", [&] {
         return nlohmann::json{{"task_id", st.task_id}, {"attempt", st.attempt}};
       });
-      (void)js.ack(st.msg);
+      settle(st, std::nullopt);
       return end(self);
     case start_verdict::send:
+      // The lease in LMDB is now the claim on the task: the message has done its work for it
+      // (a crash from here on leaves a lease with a dead holder, which the reaper expires).
+      settle(st, std::nullopt);
       st.job = std::move(r.reply->job);
       st.trace = trace::of(st.job->id, st.job->trace, st.job->trace_state);
       st.attempt_span = st.trace->self.child();
@@ -296,14 +307,13 @@ void abort_for(job_ptr self, abort_reason why) {
 }
 
 job_actor::behavior_type job(job_ptr self, std::shared_ptr<const job_deps> deps, std::string model,
-                             runtime::delivery d, std::string task_id, int attempt,
-                             const model_dispatcher_actor& dispatcher) {
+                             woken_task t, const model_dispatcher_actor& dispatcher) {
   auto& st = self->state;
   st.d = std::move(deps);
   st.model = std::move(model);
-  st.msg = std::move(d);
-  st.task_id = std::move(task_id);
-  st.attempt = attempt;
+  st.msg = std::move(t.msg);
+  st.task_id = std::move(t.task_id);
+  st.attempt = t.attempt;
   st.dispatcher = dispatcher;
   self->attach_functor([dispatcher, answered = st.answered](const caf::error&) {
     caf::anon_send(dispatcher, done_atom::value, *answered);
@@ -327,12 +337,10 @@ int64_t heartbeat_period_ms(const config::settings& cfg) {
   return std::max<int64_t>(cfg.lease_ttl_ms / 3, 50);
 }
 
-job_actor spawn_job_actor(std::shared_ptr<const job_deps> deps, std::string model,
-                          runtime::delivery d, std::string task_id, int attempt,
+job_actor spawn_job_actor(std::shared_ptr<const job_deps> deps, std::string model, woken_task t,
                           model_dispatcher_actor dispatcher) {
   auto& sys = deps->at->sys;
-  return sys.spawn(job, std::move(deps), std::move(model), std::move(d), std::move(task_id),
-                   attempt, std::move(dispatcher));
+  return sys.spawn(job, std::move(deps), std::move(model), std::move(t), std::move(dispatcher));
 }
 
 }  // namespace sy::actors

@@ -9,7 +9,9 @@
 /// its start commits, it gives the owner the job's deadline to watch. The request runs on the
 /// gateway client's executor; its outcome comes back as a message. Commits go through the storage
 /// writer with lease fencing, so a job actor that dies with the process loses nothing: the lease
-/// expires and the reaper queues the task again. When it ends it tells its dispatcher
+/// expires and the reaper queues the task again. Its message is settled when the start commits
+/// (acked once every task the message names is: DESIGN rule 3), not when the attempt ends. When it
+/// ends it tells its dispatcher
 /// (`done`, answered); once the exchange is over, before the commit, it sends `answered` so the
 /// request's slot serves the next one.
 
@@ -18,6 +20,7 @@
 #include <string>
 
 #include "actors/dispatch_deps.hpp"
+#include "actors/dispatch_state.hpp"
 #include "actors/job_registry.hpp"
 #include "actors/model_dispatcher.hpp"
 #include "runtime/jetstream.hpp"
@@ -28,10 +31,9 @@ namespace sy::actors {
 /// The registry ticks twice per period (spawn_job_registry's `beat_tick_ms`).
 int64_t heartbeat_period_ms(const config::settings& cfg);
 
-/// `task_id` and `attempt`: what the delivery's payload names (parse_task_message,
-/// actors/event_json.hpp).
-job_actor spawn_job_actor(std::shared_ptr<const job_deps> deps, std::string model,
-                          runtime::delivery d, std::string task_id, int attempt,
+/// `t`: one task its message names (actors/dispatch_state.hpp); the job actor settles it in the
+/// message once the start committed (or found the task stale, or asked for a redelivery).
+job_actor spawn_job_actor(std::shared_ptr<const job_deps> deps, std::string model, woken_task t,
                           model_dispatcher_actor dispatcher);
 
 }  // namespace sy::actors

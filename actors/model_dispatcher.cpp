@@ -107,10 +107,12 @@ task_fetcher_actor::behavior_type fetcher(fetcher_ptr self, fetch_deps deps, std
 struct dispatcher_state {
   dispatcher_deps d;
   std::string model;
-  task_fetcher_actor fetcher;             ///< set once it takes the model's queue
-  std::optional<dispatch_state> logic;    ///< the decisions (actors/dispatch_state.hpp)
-  bool fetch_scheduled = false;           ///< a `fetch` to self is on its way
-  std::shared_ptr<runtime::timer> pause;  ///< the wait after a failed fetch
+  task_fetcher_actor fetcher;                  ///< set once it takes the model's queue
+  std::optional<dispatch_state> logic;         ///< the decisions (actors/dispatch_state.hpp)
+  bool fetch_scheduled = false;                ///< a `fetch` to self is on its way
+  std::shared_ptr<runtime::timer> pause;       ///< the wait after a failed fetch
+  std::shared_ptr<runtime::timer> keep_alive;  ///< in_progress for the kept tasks' messages
+  bool keep_alive_armed = false;
   // The model's budget (its owner) and the global slots behind it (their holder).
   std::optional<detail::slot_book> slots;  ///< model slots: its attempts and batch lanes
   uint64_t own_key = next_slot_key();      ///< its attempts' key in `slots`
@@ -134,32 +136,27 @@ void schedule_fetch(dispatcher_ptr self) {
 
 /// Starts one attempt as a job actor holding one model slot. The slot goes back when the
 /// gateway has answered (`answered`), or when the attempt ends if it never sent (`done`, false);
-/// an answered attempt ends with `done`, true.
-void launch(dispatcher_ptr self, runtime::delivery d) {
+/// an answered attempt ends with `done`, true. The job actor settles the task in its message.
+void launch(dispatcher_ptr self, woken_task t) {
   auto& st = self->state;
-  const auto& deps = st.d;
-  auto parsed = parse_task_message(d.data);
-  if (!parsed) {
-    log::error("dispatcher", "not a task message; terminated", {{"subject", d.subject}});
-    (void)deps.fetch.js->term(d);
+  if (*st.d.fetch.stopping) {
+    t.msg->redeliver(0);  // shutdown began after the fetch: leave it to the next run
     st.logic->on_done(false);
     return;
   }
-  if (*deps.fetch.stopping) {
-    (void)deps.fetch.js->nak(d, 0);  // shutdown began after the fetch: leave it to the next run
-    st.logic->on_done(false);
-    return;
-  }
-  spawn_job_actor(deps.job, st.model, std::move(d), std::move(parsed->first), parsed->second,
-                  model_dispatcher_actor{self});
+  spawn_job_actor(st.d.job, st.model, std::move(t), model_dispatcher_actor{self});
 }
 
 /// Carries out what the logic decided.
 void carry_out(dispatcher_ptr self, dispatch_actions a) {
   auto& st = self->state;
   if (a.fetch > 0) self->send(st.fetcher, fetch_atom::value, static_cast<int32_t>(a.fetch));
-  for (auto& d : a.hand_back) (void)st.d.fetch.js->nak(d, 0);
-  for (auto& d : a.start) launch(self, std::move(d));
+  for (auto& d : a.term) {
+    log::error("dispatcher", "not a task message; terminated", {{"subject", d.subject}});
+    (void)st.d.fetch.js->term(d);
+  }
+  for (auto& t : a.hand_back) t.msg->redeliver(0);
+  for (auto& t : a.start) launch(self, std::move(t));
 }
 
 /// Looks for work: what a `fetch` message does, and what a slot handed to its attempts does.
@@ -188,6 +185,14 @@ void deliver(dispatcher_ptr self, const std::vector<slot_grant>& grants) {
 /// waiters need.
 void settle(dispatcher_ptr self) {
   auto& st = self->state;
+  if (st.logic->kept() > 0 && !st.keep_alive_armed) {
+    // Kept tasks' messages stay ours while they wait for a slot: in_progress every third of
+    // the consumer's AckWait.
+    st.keep_alive_armed = true;
+    detail::arm_on<tick_atom>(st.keep_alive, st.d.fetch.at->clock, st.d.fetch.at->exec,
+                              std::max<int64_t>(st.d.fetch.js->layout().ack_wait_ms / 3, 50),
+                              model_dispatcher_actor{self});
+  }
   auto& ledger = st.slots->ledger;
   if (st.credit > 0 && !st.fetch_scheduled) {  // else the coming `fetch` takes them
     (void)ledger.want(st.own_key, 0);
@@ -270,7 +275,14 @@ model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, dispatcher
   const int concurrency = concurrency_for(st.d.fetch.at->cfg, st.model);
   st.slots.emplace(concurrency);
   (void)st.slots->ledger.set_cap(0);  // no model slot without a global slot behind it
-  st.logic.emplace(concurrency, slots_of(self));
+  st.logic.emplace(concurrency, slots_of(self),
+                   [js = st.d.fetch.js](const runtime::delivery& d, std::optional<int64_t> again) {
+                     if (again) {
+                       (void)js->nak(d, *again);
+                     } else {
+                       (void)js->ack(d);
+                     }
+                   });
   if (sub != nullptr) take_queue(self, sub, generation, fetcher_on);
   self->set_down_handler([self](caf::down_msg& m) {
     deliver(self, self->state.slots->holder_down(m.source));
@@ -287,6 +299,13 @@ model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, dispatcher
       },
       [=](fetched_tasks& r) {
         on_fetched(self, r);
+        settle(self);
+      },
+      [=](tick_atom) {
+        auto& s = self->state;
+        s.keep_alive_armed = false;
+        for (const auto& m : s.logic->kept_messages())
+          (void)s.d.fetch.js->in_progress(m->delivery());
         settle(self);
       },
       [=](answered_atom) {

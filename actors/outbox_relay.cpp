@@ -1,6 +1,8 @@
 #include "actors/outbox_relay.hpp"
 
 #include <array>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include <caf/actor_system.hpp>
@@ -9,6 +11,7 @@
 
 #include "actors/detail/actor_timer.hpp"
 #include "actors/event_json.hpp"
+#include "actors/runtime_names.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/thread_name.hpp"
@@ -31,7 +34,6 @@ using relay_ptr = outbox_relay_actor::stateful_pointer<relay_state>;
 /// Counts the acked records by kind: task, event, task_event, dlq (the variant's order; a
 /// previous build's rendered record by its message id).
 void count_published(const std::vector<storage::outbox_record>& records,
-                     const std::vector<runtime::pub_msg>& msgs,
                      const std::vector<uint64_t>& acked) {
   if (acked.empty()) return;
   std::array<int64_t, 4> n{};
@@ -40,15 +42,36 @@ void count_published(const std::vector<storage::outbox_record>& records,
   for (size_t i = 0; i < records.size() && next < acked.size(); ++i) {
     if (records[i].seq != acked[next]) continue;
     ++next;
-    const std::string_view id = msgs[i].msg_id;
     const size_t kind = records[i].what.index();
-    ++n[kind < kinds.size()             ? kind
-        : id.starts_with("event:")      ? 1
+    if (kind < kinds.size()) {
+      ++n[kind];
+      continue;
+    }
+    const std::string_view id = std::get<storage::rendered_message>(records[i].what).msg_id;
+    ++n[id.starts_with("event:")        ? 1
         : id.starts_with("task-event:") ? 2
         : id.starts_with("dlq:")        ? 3
                                         : 0];
   }
   for (size_t k = 0; k < kinds.size(); ++k) metrics::outbox_published(kinds[k], n[k]);
+}
+
+/// A first publication of a model queue's task: it may share a message (group_outbox).
+const storage::task_message* groupable(const storage::outbox_record& r) {
+  const auto* m = std::get_if<storage::task_message>(&r.what);
+  if (m == nullptr || m->attempt != 1 || m->republished_at_ms != 0 || is_runtime_queue(m->queue))
+    return nullptr;
+  return m;
+}
+
+/// FNV-1a 64 of a grouped payload, for its message id.
+std::string payload_hash(std::string_view s) {
+  uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<size_t>(i)] = hex[h & 0xf];
+  return out;
 }
 
 /// Publishes batches until the outbox is empty (true) or a publish fails (false).
@@ -65,12 +88,14 @@ bool drain(relay_ptr self) {
       metrics::set_outbox_blocked(false);
       return true;
     }
+    auto grouped = group_outbox(records, st.js->layout());
     std::vector<runtime::pub_msg> msgs;
-    msgs.reserve(records.size());
-    for (const auto& r : records) msgs.push_back(outbox_message(r, st.js->layout()));
-    auto sorted = sort_acks(records, st.js->publish_batch(msgs, st.opts.publish_timeout_ms));
+    msgs.reserve(grouped.size());
+    for (auto& g : grouped) msgs.push_back(std::move(g.msg));
+    const auto acked = st.js->publish_batch(msgs, st.opts.publish_timeout_ms);
+    auto sorted = sort_acks(records, acked_records(grouped, records.size(), acked));
     st.cursor = sorted.next_cursor;
-    count_published(records, msgs, sorted.acked_seqs);
+    count_published(records, sorted.acked_seqs);
     storage::outbox_ack_op done;
     done.seqs = std::move(sorted.acked_seqs);
     if (!done.seqs.empty()) {
@@ -167,6 +192,48 @@ runtime::pub_msg outbox_message(const storage::outbox_record& r, const runtime::
   }
   const auto& m = std::get<storage::rendered_message>(r.what);
   return {m.subject, m.msg_id, m.payload};
+}
+
+std::vector<outbox_publish> group_outbox(const std::vector<storage::outbox_record>& records,
+                                         const runtime::js_layout& layout, size_t cap) {
+  std::vector<outbox_publish> out;
+  out.reserve(records.size());
+  std::unordered_map<std::string_view, size_t> open;  // queue -> its group still filling
+  for (size_t i = 0; i < records.size(); ++i) {
+    const auto* m = groupable(records[i]);
+    if (m == nullptr) {
+      out.push_back({outbox_message(records[i], layout), {i}});
+      continue;
+    }
+    const std::string line = task_message_payload(m->task_id, m->attempt);
+    if (auto it = open.find(m->queue); it != open.end()) {
+      auto& g = out[it->second];
+      if (g.covers.size() < cap && g.msg.payload.size() + 1 + line.size() <= task_group_bytes) {
+        g.msg.payload += '\n';
+        g.msg.payload += line;
+        g.covers.push_back(i);
+        continue;
+      }
+    }
+    open[m->queue] = out.size();
+    out.push_back({outbox_message(records[i], layout), {i}});
+  }
+  for (auto& g : out) {
+    if (g.covers.size() < 2) continue;
+    const auto& first = std::get<storage::task_message>(records[g.covers.front()].what);
+    g.msg.msg_id = "tasks:" + first.task_id + ":" + std::to_string(g.covers.size()) + ":" +
+                   payload_hash(g.msg.payload);
+  }
+  return out;
+}
+
+std::vector<bool> acked_records(const std::vector<outbox_publish>& msgs, size_t records,
+                                const std::vector<bool>& acked) {
+  std::vector<bool> out(records, false);
+  for (size_t i = 0; i < msgs.size() && i < acked.size(); ++i)
+    if (acked[i])
+      for (size_t r : msgs[i].covers) out[r] = true;
+  return out;
 }
 
 outbox_relay_actor spawn_outbox_relay(caf::actor_system& sys, storage::environment& env,

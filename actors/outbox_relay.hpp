@@ -62,6 +62,33 @@ inline constexpr std::string_view dlq_ingest_token = "_ingest";
 /// - a message a previous build rendered, as it is.
 runtime::pub_msg outbox_message(const storage::outbox_record& r, const runtime::js_layout& layout);
 
+/// How many tasks, and payload bytes, one task message names at most (DESIGN rule 3).
+inline constexpr size_t task_group_cap = 64;
+inline constexpr size_t task_group_bytes = 8 * 1024;
+
+/// One message the relay publishes and the records it covers (indices into the records read).
+struct outbox_publish {
+  runtime::pub_msg msg;
+  std::vector<size_t> covers;
+};
+/// The messages one read of `records` (in sequence order) is published as. A first publication
+/// of a model queue's task (attempt 1, not republished) is grouped with the others of that pass
+/// for the same queue, up to `cap` tasks or task_group_bytes: ONE message, at the place of its
+/// first record, whose payload lists `<task>:<attempt>` lines and whose id is
+/// `tasks:<first task>:<n>:<hash of the payload>` — derived from the records it covers, so a
+/// re-publish of the same grouping is a duplicate JetStream drops, and a different grouping
+/// after a crash wakes tasks already leased or finished, which the start's fencing drops. A group
+/// of one is the single-task message (`outbox_message`). Every other record — retries
+/// (attempt > 1) and republished copies, which a `nak` with a delay may have to hold back alone,
+/// a runtime's tasks (its queue hands one message to one worker), events, dead letters — is its
+/// own message. Pure; unit-tested.
+std::vector<outbox_publish> group_outbox(const std::vector<storage::outbox_record>& records,
+                                         const runtime::js_layout& layout,
+                                         size_t cap = task_group_cap);
+/// Which records were acked, given which messages were (`acked[i]` for `msgs[i]`).
+std::vector<bool> acked_records(const std::vector<outbox_publish>& msgs, size_t records,
+                                const std::vector<bool>& acked);
+
 outbox_relay_actor spawn_outbox_relay(caf::actor_system& sys, storage::environment& env,
                                       storage_writer_actor writer, runtime::js_client& js,
                                       outbox_relay_options opts,

@@ -389,12 +389,17 @@ status list_task_finished(op_ctx& c, job_record& job, task_record& task,
       ++job.counts.queued;
       announce_task(c, job, task, now);
       return publish_task(c, task, now);
-    case attempt_end::released:  // shutdown: the nak'ed message runs it again, uncounted
+    case attempt_end::released:  // shutdown: queued again, uncounted, with a fresh message
       task.state = task_state::queued;
       task.status = job_status::queued;
       task.queued_at_ms = now;
       ++job.counts.queued;
-      return c.txn.put(db::queued, task.id, "");
+      SY_TRY(c.txn.put(db::queued, task.id, ""));
+      // Its first message was acked when the lease was taken; a new id (`:r<now>`), as that
+      // one may still sit in the duplicate window.
+      append_outbox(c.txn, outbox_record{0, task_message{task.model, task.id, task.attempt, now}});
+      c.reply.outbox_appended = true;
+      return ok;
   }
   announce_task(c, job, task, now);
   SY_TRY(spill_result(c, job, task));

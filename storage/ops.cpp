@@ -313,9 +313,14 @@ result<op_reply> apply_finish(op_ctx& c, const finish_attempt_op& op) {
         }
         break;
       case attempt_end::released:
+        // Shutdown: queued again, uncounted, with a fresh message (its first one was acked when
+        // the lease was taken; a new id, as the first may still sit in the duplicate window).
         task->state = task_state::queued;
         SY_TRY(txn.put(db::queued, task->id, ""));
         task->queued_at_ms = now;
+        append_outbox(txn,
+                      outbox_record{0, task_message{task->model, task->id, task->attempt, now}});
+        c.reply.outbox_appended = true;
         job->attempts = op.attempt - 1;
         SY_TRY(set_status(c, *job, job_status::queued, now,
                           job_error{op.error_code, op.error_message}));

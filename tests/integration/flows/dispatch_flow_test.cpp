@@ -7,6 +7,9 @@
 //    actors/slots.hpp as a batch's actor does) holds the model's only slot and keeps it for its
 //    next lines; when a job of the model arrives, the dispatcher asks the lane to yield, the job
 //    runs on the slot, and the slot then goes back to the lane, which was waiting.
+//  - A message that wakes many tasks (DESIGN rule 3): one slot runs them one after the other from
+//    the one delivery, and the message is acked once the last of them is leased, while its
+//    request still runs.
 
 #include <gtest/gtest.h>
 #include <caf/typed_event_based_actor.hpp>
@@ -15,6 +18,7 @@
 
 #include "actors/global_budget.hpp"
 #include "actors/model_dispatcher.hpp"
+#include "actors/outbox_relay.hpp"
 #include "tests/integration/flows/flow_env.hpp"
 
 namespace sy::test {
@@ -130,6 +134,41 @@ TEST(dispatch_flow, a_batch_lane_yields_its_slot_to_a_job_of_its_model_and_gets_
   EXPECT_EQ(env.gateway().requests(), 1);
   EXPECT_TRUE(env.step_until([&] { return lane.regained == 1 && lane.held == 1; }))
       << "the slot did not go back to the lane that was waiting";
+}
+
+TEST(dispatch_flow, one_message_of_three_tasks_runs_them_on_one_slot_and_is_acked_once_all_leased) {
+  flow_env env(/*global_concurrency=*/4, /*per_model_concurrency=*/1);
+  const std::string model = "grouped-model";
+  auto sub = env.js().subscribe_tasks(model);
+  ASSERT_TRUE(sub);
+  auto j1 = env.create_job("job_g1", nullptr, 0, 3, model);
+  auto j2 = env.create_job("job_g2", nullptr, 0, 3, model);
+  auto j3 = env.create_job("job_g3", {{"latency_ms", 600'000}}, 0, 3, model);
+  // As the relay publishes them: one message naming the three.
+  std::vector<storage::outbox_record> records;
+  for (const auto* j : {&j1, &j2, &j3})
+    records.push_back({records.size() + 1, storage::task_message{model, j->task_id, 1, 0}});
+  auto grouped = actors::group_outbox(records, env.js().layout());
+  ASSERT_EQ(grouped.size(), 1u);
+  ASSERT_TRUE(env.js().publish_batch({grouped[0].msg}, 5'000).at(0));
+
+  env.keep(caf::actor_cast<caf::actor>(
+      actors::spawn_model_dispatcher(env.ctx().dispatcher(), model, std::move(sub.value()),
+                                     env.js().layout_generation(), actors::runs_on::scheduler)));
+  ASSERT_TRUE(env.step_until([&] {
+    return env.job(j1.id)->status == job_status::completed &&
+           env.job(j2.id)->status == job_status::completed && env.gateway().requests() == 3;
+  })) << "the kept tasks did not run on the freed slot";
+  EXPECT_EQ(request_order(env), (std::vector<std::string>{"job_g1", "job_g2", "job_g3"}));
+  EXPECT_EQ(env.job(j3.id)->status, job_status::in_progress);
+  EXPECT_TRUE(env.step_until([&] {
+    auto n = env.js().task_backlog(model);
+    return n && *n == 0;
+  })) << "not acked although every task it names is leased";
+  EXPECT_EQ(env.job(j3.id)->status, job_status::in_progress) << "acked at the lease, not the end";
+  std::optional<actors::write_reply> cancelled;
+  env.start_cancel(j3.id, &cancelled);
+  EXPECT_TRUE(env.step_until([&] { return env.job(j3.id)->status == job_status::cancelled; }));
 }
 
 }  // namespace SY_UNITY_ID

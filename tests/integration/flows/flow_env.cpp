@@ -57,6 +57,7 @@ actors::model_dispatcher_actor::behavior_type recorder(actors::model_dispatcher_
       [=](actors::wake_atom) { log->push_back("wake"); },
       [=](actors::fetch_atom) { log->push_back("fetch"); },
       [=](actors::fetched_tasks&) { log->push_back("fetched"); },
+      [=](actors::tick_atom) { log->push_back("tick"); },
       [=](actors::answered_atom) { log->push_back("answered"); },
       [=](actors::done_atom, bool answered) {
         log->push_back(answered ? "done:true" : "done:false");
@@ -277,7 +278,16 @@ actors::job_actor flow_env::spawn_job(const runtime::delivery& d,
                                       actors::model_dispatcher_actor disp) {
   auto parsed = actors::parse_task_message(d.data);
   if (!parsed) throw std::runtime_error("not a task message");
-  return actors::spawn_job_actor(ctx_->job(), model, d, parsed->first, parsed->second,
+  // The message's hold, as the dispatcher makes it: acked or nak'ed once its task settled.
+  auto hold = std::make_shared<actors::task_message_hold>(
+      d, 1, [js = js_.get()](const runtime::delivery& m, std::optional<int64_t> again) {
+        if (again) {
+          (void)js->nak(m, *again);
+        } else {
+          (void)js->ack(m);
+        }
+      });
+  return actors::spawn_job_actor(ctx_->job(), model, {hold, parsed->first, parsed->second},
                                  std::move(disp));
 }
 

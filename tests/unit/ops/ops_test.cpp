@@ -168,9 +168,13 @@ TEST_F(ops_test, rejected_fails_at_once_with_the_gateway_answer) {
 TEST_F(ops_test, released_attempt_runs_again_without_counting) {
   run(make_job("j1"));
   run(start("task-j1", 1, "a"));
-  run(finish("task-j1", 1, "a", attempt_end::released));
+  const size_t before = outbox_size();
+  EXPECT_TRUE(run(finish("task-j1", 1, "a", attempt_end::released)).outbox_appended);
   EXPECT_EQ(job("j1")->status, job_status::queued);
   EXPECT_EQ(job("j1")->attempts, 0);
+  // Its first message was acked when the lease was taken (DESIGN rule 3): a fresh one, with a
+  // new message id (republished_at), runs it again.
+  EXPECT_EQ(outbox_size(), before + 1);
   EXPECT_EQ(run(start("task-j1", 1, "b")).what, op_reply::kind::done);
 }
 
