@@ -64,7 +64,7 @@ runtime::pub_msg outbox_message(const storage::outbox_record& r, const runtime::
 
 /// How many tasks, and payload bytes, one task message names at most (DESIGN rule 3).
 inline constexpr size_t task_group_cap = 64;
-inline constexpr size_t task_group_bytes = 8 * 1024;
+inline constexpr size_t task_group_bytes = size_t{8} * 1024;
 
 /// One message the relay publishes and the records it covers (indices into the records read).
 struct outbox_publish {
