@@ -53,6 +53,22 @@ std::string private_nats_url(const std::string& engine_log) {
 }
 
 /// Whether a process with this pid exists (a zombie counts: it has not been reaped).
+/// Waits (up to 30 s) until the model's JetStream consumer holds no message: every task message
+/// was acked or dropped.
+void expect_task_queue_drains(system_env& env, const std::string& model) {
+  auto nats_url = private_nats_url(env.engine_log());
+  ASSERT_FALSE(nats_url.empty()) << env.engine_log();
+  auto js = runtime::js_client::connect(nats_url, "crash-test", runtime::js_layout{}, 5'000);
+  ASSERT_TRUE(js.ok()) << js.error().message;
+  EXPECT_TRUE(wait_for(
+      [&] {
+        auto backlog = (*js)->task_backlog(model);
+        return backlog.ok() && *backlog == 0;
+      },
+      std::chrono::seconds(30)))
+      << "the consumer of " << model << " still holds messages";
+}
+
 bool process_exists(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
 
 std::string read_text(const std::string& path) {
@@ -143,16 +159,7 @@ TEST(system, kill9_after_the_result_commit_never_runs_the_job_again) {
   // The JetStream message was acked when the lease was taken (DESIGN rule 3), before the
   // request: the consumer holds nothing, and nothing runs the finished job again. (A message
   // still unacked would be redelivered after the ack wait and dropped as stale.)
-  auto nats_url = private_nats_url(env.engine_log());
-  ASSERT_FALSE(nats_url.empty()) << env.engine_log();
-  auto js = runtime::js_client::connect(nats_url, "crash-test", runtime::js_layout{}, 5'000);
-  ASSERT_TRUE(js.ok()) << js.error().message;
-  EXPECT_TRUE(wait_for(
-      [&] {
-        auto backlog = (*js)->task_backlog("sys-model");
-        return backlog.ok() && *backlog == 0;
-      },
-      std::chrono::seconds(30)));
+  expect_task_queue_drains(env, "sys-model");
   EXPECT_EQ(env.gateway_counts()["after-commit"], 1);
   job = c.get("/v1/jobs/" + id).json();
   EXPECT_EQ(job["status"], "completed") << job.dump();
@@ -286,16 +293,7 @@ TEST(system, a_job_whose_attempts_keep_dying_fails_at_max_attempts) {
   // Each attempt's JetStream message was acked when its lease was taken (DESIGN rule 3): once
   // the consumer holds nothing, the finished job must not have been sent to the gateway a third
   // time.
-  auto nats_url = private_nats_url(env.engine_log());
-  ASSERT_FALSE(nats_url.empty()) << env.engine_log();
-  auto js = runtime::js_client::connect(nats_url, "crash-test", runtime::js_layout{}, 5'000);
-  ASSERT_TRUE(js.ok()) << js.error().message;
-  EXPECT_TRUE(wait_for(
-      [&] {
-        auto backlog = (*js)->task_backlog("sys-model");
-        return backlog.ok() && *backlog == 0;
-      },
-      std::chrono::seconds(30)));
+  expect_task_queue_drains(env, "sys-model");
   EXPECT_EQ(env.gateway_counts()["doomed"], 2);
   EXPECT_EQ(c.get("/v1/jobs/" + id).json()["status"], "failed");
 }
