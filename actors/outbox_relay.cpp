@@ -12,6 +12,7 @@
 #include "actors/detail/actor_timer.hpp"
 #include "actors/event_json.hpp"
 #include "actors/runtime_names.hpp"
+#include "runtime/fnv.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/thread_name.hpp"
@@ -64,10 +65,9 @@ const storage::task_message* groupable(const storage::outbox_record& r) {
   return m;
 }
 
-/// FNV-1a 64 of a grouped payload, for its message id.
+/// FNV-1a 64 of a grouped payload (runtime/fnv.hpp), in hex, for its message id.
 std::string payload_hash(std::string_view s) {
-  uint64_t h = 14695981039346656037ULL;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  uint64_t h = runtime::fnv1a64(s);
   static constexpr char hex[] = "0123456789abcdef";
   std::string out(16, '0');
   for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<size_t>(i)] = hex[h & 0xf];
