@@ -81,6 +81,11 @@ bool attempt_state::on_abort(abort_reason why) {
   return phase_ == phase::sending;
 }
 
+bool attempt_state::on_leased() {
+  phase_ = phase::leased;
+  return reason_ != abort_reason::none;
+}
+
 bool attempt_state::on_sending() {
   phase_ = phase::sending;
   return reason_ != abort_reason::none;

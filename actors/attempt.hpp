@@ -57,18 +57,23 @@ class attempt_state {
  public:
   enum class phase {
     starting,    ///< the start is being committed
+    leased,      ///< the lease is committed; waiting for a slot (an abort withdraws it)
     sending,     ///< the request is with the gateway (abortable)
     committing,  ///< the gateway exchange is over; the outcome is being committed
   };
 
   phase now() const { return phase_; }
   /// An abort arrived. True when the request in flight is to be aborted now; an abort that
-  /// arrives while starting is kept and applied when sending begins (on_sending); one that
-  /// arrives after the exchange is over changes nothing. The first reason wins, except that a
+  /// arrives while starting is kept and applied once the lease is committed (on_leased); one that
+  /// arrives while leased (now() == leased) withdraws the attempt, which the job actor does; one
+  /// that arrives after the exchange is over changes nothing. The first reason wins, except that a
   /// shutdown always marks the attempt released (its outcome then gives the task back).
   bool on_abort(abort_reason why);
-  /// The start committed and the request goes out. True when it is to be aborted at once (an
-  /// abort came while starting).
+  /// The start committed; the attempt waits for a slot. True when it is to be withdrawn at once
+  /// (an abort came while starting).
+  bool on_leased();
+  /// It got its slot and the request goes out. True when it is to be aborted at once (an abort
+  /// came before).
   bool on_sending();
   /// The gateway exchange is over (answered, failed or aborted).
   void on_answered() { phase_ = phase::committing; }
@@ -76,8 +81,11 @@ class attempt_state {
   abort_reason reason() const { return reason_; }
   /// The engine's shutdown aborted the request: its outcome is `released`.
   bool released() const { return released_; }
-  /// Heartbeats keep the lease while the request is out, not before or after.
-  bool beating() const { return phase_ == phase::sending && !lease_lost_; }
+  /// Heartbeats keep the lease while it waits for a slot and while the request is out, not
+  /// before or after.
+  bool beating() const {
+    return (phase_ == phase::leased || phase_ == phase::sending) && !lease_lost_;
+  }
   /// A heartbeat found the lease gone (another attempt was started): beat no more.
   void on_lease_lost() { lease_lost_ = true; }
 

@@ -46,89 +46,115 @@ std::vector<woken_task> dispatch_state::tasks_of(std::vector<runtime::delivery> 
   return out;
 }
 
-void dispatch_state::start_kept(int n, dispatch_actions& a) {
-  for (; n > 0 && !kept_.empty(); --n) {
+int dispatch_state::room() const { return limit_ - starting_ - static_cast<int>(ready_.size()); }
+
+void dispatch_state::start_kept(dispatch_actions& a) {
+  int n = std::min(room(), static_cast<int>(kept_.size()));
+  if (n > 0 && !leasing_ahead()) {
+    n = slots_.take(n);  // a slot first, then the lease (none: woken when one is handed over)
+    pregranted_ += n;
+  }
+  for (; n > 0; --n) {
     a.start.push_back(std::move(kept_.front()));
     kept_.pop_front();
+    ++starting_;
   }
-}
-
-dispatch_actions dispatch_state::ask(int max, int held) {
-  fetch_out_ = true;
-  held_ = held;
-  dispatch_actions a;
-  a.fetch = max;
-  return a;
 }
 
 dispatch_actions dispatch_state::on_fetch(bool stopping) {
   dispatch_actions a;
-  if (fetch_out_) return a;  // its answer looks again
+  a.go = std::exchange(go_now_, {});
   if (stopping) {
+    // Leased attempts are released by their owners (the engine's `release`), not here.
     a.hand_back.assign(std::make_move_iterator(kept_.begin()),
                        std::make_move_iterator(kept_.end()));
     kept_.clear();
     return a;
   }
-  if (finishing_ >= limit_) return a;  // woken by the next `done`
-  if (!kept_.empty()) {
-    // Kept tasks first, without a fetch: as many as there are slots.
-    const int want = static_cast<int>(std::min<size_t>(kept_.size(), static_cast<size_t>(limit_)));
-    start_kept(slots_.take(want), a);  // none: woken when a slot frees up
-    return a;
+  if (!ready_.empty()) {
+    // Leased attempts get the slots in turn; none free: woken when one is handed over.
+    const int want = static_cast<int>(std::min<size_t>(ready_.size(), static_cast<size_t>(limit_)));
+    for (int n = slots_.take(want); n > 0; --n) {  // leasing ahead
+      a.go.push_back(ready_.front());
+      ready_.pop_front();
+    }
   }
-  // Idle: wait for one message without holding a slot, so a model with nothing to do keeps no
-  // slot from batches or other models. A message that arrives when no slot is free waits here.
-  if (last_fetch_empty_) return ask(1, 0);
-  // Busy: take slots first, then fetch at most that many.
-  const int got = slots_.take(limit_);
-  if (got == 0) return a;  // woken when a slot frees up
-  return ask(got, got);
+  if (finishing_ >= limit_) return a;  // woken by the next `done`
+  start_kept(a);
+  if (fetch_out_ || !kept_.empty() || room() <= 0) return a;  // its answer, or room, looks again
+  // Idle: wait for one message, so a model with nothing to do asks for little. Busy and leasing
+  // ahead: as many messages as the lookahead has room for. Busy with long exchanges: one (a
+  // message may wake many tasks; what has no slot waits here, so little is held back from other
+  // nodes).
+  a.fetch = last_fetch_empty_ || !leasing_ahead() ? 1 : room();
+  fetch_out_ = true;
+  return a;
 }
 
 dispatch_actions dispatch_state::on_fetched(std::vector<runtime::delivery> got,
                                             const std::string& error, bool stopping) {
   dispatch_actions a;
   fetch_out_ = false;
-  const int held = std::exchange(held_, 0);
   if (!error.empty()) {
-    slots_.release(held);
     a.pause = true;
     return a;
   }
   error_logged_ = false;
-  const bool none = got.empty();
+  last_fetch_empty_ = got.empty();
   auto tasks = tasks_of(std::move(got), a);
   if (stopping) {
     // Fetched while shutdown began: hand the messages straight back for the next run.
     a.hand_back = std::move(tasks);
-    slots_.release(held);
     return a;
   }
   for (auto& t : tasks) kept_.push_back(std::move(t));
-  const int n = static_cast<int>(kept_.size());
-  if (held == 0) {  // an idle fetch of one message
-    if (none) return a;
-    last_fetch_empty_ = false;
-    if (n > 0) start_kept(slots_.take(std::min(n, limit_)), a);  // none free: they wait here
-    return a;
-  }
-  last_fetch_empty_ = none;
-  slots_.release(held - std::min(held, n));
-  start_kept(std::min(held, n), a);
+  if (finishing_ < limit_) start_kept(a);
   return a;
 }
 
-void dispatch_state::on_answered() {
+void dispatch_state::on_ready(uint64_t id) {
+  --starting_;
+  if (pregranted_ > 0) {  // its slot was taken before it started
+    --pregranted_;
+    go_now_.push_back(id);
+    return;
+  }
+  ready_.push_back(id);
+}
+
+void dispatch_state::note_exchange_ms(int64_t ms) {
+  const auto x = static_cast<double>(std::max<int64_t>(ms, 0));
+  exchange_ms_ = exchange_ms_ < 0 ? x : exchange_ms_ + (x - exchange_ms_) / 8;
+}
+
+void dispatch_state::on_answered(int64_t exchange_ms) {
+  note_exchange_ms(exchange_ms);
   slots_.release(1);
   ++finishing_;
 }
 
-void dispatch_state::on_done(bool answered) {
-  if (answered) {
-    --finishing_;
-  } else {
-    slots_.release(1);
+void dispatch_state::on_done(attempt_stage stage, uint64_t id) {
+  switch (stage) {
+    case attempt_stage::starting:
+      --starting_;
+      if (pregranted_ > starting_) {  // one of the slots taken for starting attempts is unused
+        --pregranted_;
+        slots_.release(1);
+      }
+      return;
+    case attempt_stage::ready:
+      if (auto it = std::find(ready_.begin(), ready_.end(), id); it != ready_.end()) {
+        ready_.erase(it);
+        return;
+      }
+      slots_.release(1);  // a `go` was on its way: the slot it carried comes back
+      return;
+    case attempt_stage::granted:
+      slots_.release(1);
+      return;
+    case attempt_stage::answered:
+      --finishing_;
+      return;
   }
 }
 

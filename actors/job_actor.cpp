@@ -39,7 +39,8 @@ struct job_state {
   std::shared_ptr<runtime::abort_handle> abort;
   int64_t lease_from_ms = 0;  ///< when the lease was last committed (its expiry: + the TTL)
   bool extending = false;     ///< an extension is being committed
-  std::shared_ptr<bool> answered = std::make_shared<bool>(false);  ///< read when it ends
+  /// How far it got, for its dispatcher's `done` (read when it ends).
+  std::shared_ptr<attempt_stage> stage = std::make_shared<attempt_stage>(attempt_stage::starting);
   // Tracing (runtime/trace.hpp): the job's span, this attempt's under it, the gateway call's
   // under that (its id goes to the gateway in `traceparent`), and when each began.
   std::optional<trace::stored> trace;
@@ -149,10 +150,8 @@ void send_request(job_ptr self) {
     return;
   }
   st.abort = std::make_shared<runtime::abort_handle>();
-  if (st.at.on_sending()) st.abort->abort();  // cancelled or expired while starting
+  if (st.at.on_sending()) st.abort->abort();  // cannot be: an abort while leased withdraws it
   job_actor me = self;
-  // The job's timeout is its owner's to watch: it sends `expire` when it passes.
-  if (job.deadline_ms > 0) self->send(d.jobs, deadline_atom::value, job.id, job.deadline_ms);
   log::debug("attempt", "sending", [&] {
     return nlohmann::json{{"job_id", job.id}, {"attempt", st.attempt}, {"trace_id", trace_id(st)}};
   });
@@ -182,8 +181,11 @@ void send_request(job_ptr self) {
 void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
   auto& st = self->state;
   const auto& d = *st.d;
-  *st.answered = true;
-  self->send(st.dispatcher, answered_atom::value);
+  if (*st.stage == attempt_stage::granted) {  // its slot serves the next request now
+    *st.stage = attempt_stage::answered;
+    self->send(st.dispatcher, answered_atom::value,
+               st.sent_ms > 0 ? d.at->clock.now_ms() - st.sent_ms : int64_t{0});
+  }
   trace_call(st, outcome, d.at->clock.now_ms());
   runtime::failpoint("attempt_response_received");
   auto verdict = judge(outcome, st.at.released(), st.job->endpoint == http_endpoint);
@@ -243,6 +245,34 @@ void settle(job_state& st, std::optional<int64_t> again) {
   st.msg.reset();
 }
 
+/// Cancelled, expired or released while it waited for a slot: nothing was sent; the outcome is
+/// committed at once as an aborted exchange (judged as any abort: the cancel, the expiry or the
+/// release decides it).
+void withdraw(job_ptr self) {
+  auto& st = self->state;
+  log::info("attempt", "withdrawn before it was sent",
+            {{"task_id", st.task_id},
+             {"attempt", st.attempt},
+             {"why", to_string(st.at.reason())},
+             {"trace_id", trace_id(st)}});
+  st.at.on_answered();
+  runtime::gateway_outcome o;
+  o.error = "aborted";
+  commit_outcome(self, o);
+}
+
+/// The lease is committed: give the owner the deadline to watch, and wait for a slot from the
+/// dispatcher (`start`), unless an abort came while starting.
+void leased(job_ptr self) {
+  auto& st = self->state;
+  // The job's timeout is its owner's to watch: it sends `expire` when it passes.
+  if (st.job->deadline_ms > 0)
+    self->send(st.d->jobs, deadline_atom::value, st.job->id, st.job->deadline_ms);
+  if (st.at.on_leased()) return withdraw(self);
+  *st.stage = attempt_stage::ready;
+  self->send(st.dispatcher, lease_atom::value, self->id(), job_actor{self});
+}
+
 void on_started(job_ptr self, write_reply& r) {
   auto& st = self->state;
   if (!r.reply) {
@@ -270,7 +300,7 @@ void on_started(job_ptr self, write_reply& r) {
       st.attempt_span = st.trace->self.child();
       st.call_span = st.attempt_span.child();
       if (st.job->task_list && r.reply->task) st.list_body = std::move(r.reply->task->body);
-      return send_request(self);
+      return leased(self);
   }
 }
 
@@ -303,6 +333,8 @@ void abort_for(job_ptr self, abort_reason why) {
                {"why", to_string(why)},
                {"trace_id", trace_id(st)}});
     st.abort->abort();
+  } else if (st.at.now() == attempt_state::phase::leased) {
+    withdraw(self);
   }
 }
 
@@ -315,8 +347,8 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<const job_deps> deps,
   st.task_id = std::move(t.task_id);
   st.attempt = t.attempt;
   st.dispatcher = dispatcher;
-  self->attach_functor([dispatcher, answered = st.answered](const caf::error&) {
-    caf::anon_send(dispatcher, done_atom::value, *answered);
+  self->attach_functor([dispatcher, stage = st.stage, id = self->id()](const caf::error&) {
+    caf::anon_send(dispatcher, done_atom::value, static_cast<int32_t>(*stage), id);
   });
   begin(self);
   return {
@@ -324,6 +356,12 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<const job_deps> deps,
       [=](expire_atom) { abort_for(self, abort_reason::deadline); },
       [=](release_atom) { abort_for(self, abort_reason::shutdown); },
       [=](beat_atom) { heartbeat(self); },
+      [=](start_atom) {
+        auto& s = self->state;
+        if (s.at.now() != attempt_state::phase::leased) return;  // withdrawn: the slot goes back
+        *s.stage = attempt_stage::granted;
+        send_request(self);
+      },
       [=](runtime::gateway_outcome& o) {
         self->state.at.on_answered();
         commit_outcome(self, o);

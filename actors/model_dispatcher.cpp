@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
@@ -113,6 +114,7 @@ struct dispatcher_state {
   std::shared_ptr<runtime::timer> pause;       ///< the wait after a failed fetch
   std::shared_ptr<runtime::timer> keep_alive;  ///< in_progress for the kept tasks' messages
   bool keep_alive_armed = false;
+  std::unordered_map<uint64_t, job_actor> ready;  ///< leased attempts waiting for a slot, by id
   // The model's budget (its owner) and the global slots behind it (their holder).
   std::optional<detail::slot_book> slots;  ///< model slots: its attempts and batch lanes
   uint64_t own_key = next_slot_key();      ///< its attempts' key in `slots`
@@ -128,20 +130,19 @@ using dispatcher_ptr = model_dispatcher_actor::stateful_pointer<dispatcher_state
 
 void schedule_fetch(dispatcher_ptr self) {
   auto& st = self->state;
-  if (!st.fetcher || st.fetch_scheduled || st.logic->fetch_outstanding() || *st.d.fetch.stopping)
-    return;
+  if (!st.fetcher || st.fetch_scheduled || *st.d.fetch.stopping) return;
   st.fetch_scheduled = true;
   self->send(self, fetch_atom::value);
 }
 
-/// Starts one attempt as a job actor holding one model slot. The slot goes back when the
-/// gateway has answered (`answered`), or when the attempt ends if it never sent (`done`, false);
-/// an answered attempt ends with `done`, true. The job actor settles the task in its message.
+/// Starts one attempt as a job actor: it commits its lease, then reports `lease` and waits for
+/// a slot. The slot goes back when the gateway has answered (`answered`), or when the attempt
+/// ends if it never sent (`done`, stage). The job actor settles the task in its message.
 void launch(dispatcher_ptr self, woken_task t) {
   auto& st = self->state;
   if (*st.d.fetch.stopping) {
     t.msg->redeliver(0);  // shutdown began after the fetch: leave it to the next run
-    st.logic->on_done(false);
+    st.logic->on_done(attempt_stage::starting, 0);
     return;
   }
   spawn_job_actor(st.d.job, st.model, std::move(t), model_dispatcher_actor{self});
@@ -156,16 +157,21 @@ void carry_out(dispatcher_ptr self, dispatch_actions a) {
     (void)st.d.fetch.js->term(d);
   }
   for (auto& t : a.hand_back) t.msg->redeliver(0);
+  for (auto id : a.go) {
+    auto it = st.ready.find(id);
+    if (it == st.ready.end()) continue;  // cannot be: a ready id is forgotten only once granted
+    self->send(it->second, start_atom::value);
+    st.ready.erase(it);
+  }
   for (auto& t : a.start) launch(self, std::move(t));
 }
 
 /// Looks for work: what a `fetch` message does, and what a slot handed to its attempts does.
 void look(dispatcher_ptr self) {
   auto& st = self->state;
-  auto a = st.logic->on_fetch(*st.d.fetch.stopping);
-  const bool started = !a.start.empty();
-  carry_out(self, std::move(a));
-  if (started) schedule_fetch(self);  // else: its answer, a slot or a `done` wakes us
+  if (!st.fetcher) return;  // not taking the model's queue yet: no attempt, nothing to fetch
+  carry_out(self, st.logic->on_fetch(*st.d.fetch.stopping));
+  // Nothing more until its answer, a slot, a `lease`, an `answered` or a `done` wakes us.
 }
 
 /// Sends the grants and yields of the model's budget; slots handed to its own attempts' key
@@ -308,14 +314,22 @@ model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, dispatcher
           (void)s.d.fetch.js->in_progress(m->delivery());
         settle(self);
       },
-      [=](answered_atom) {
-        self->state.logic->on_answered();
-        schedule_fetch(self);
+      [=](lease_atom, uint64_t id, job_actor& a) {
+        self->state.ready.emplace(id, std::move(a));
+        self->state.logic->on_ready(id);
+        look(self);
         settle(self);
       },
-      [=](done_atom, bool answered) {
-        self->state.logic->on_done(answered);
-        schedule_fetch(self);
+      [=](answered_atom, int64_t exchange_ms) {
+        self->state.logic->on_answered(exchange_ms);
+        look(self);
+        settle(self);
+      },
+      [=](done_atom, int32_t stage, uint64_t id) {
+        auto& s = self->state;
+        s.ready.erase(id);
+        s.logic->on_done(static_cast<attempt_stage>(stage), id);
+        look(self);
         settle(self);
       },
       [=](slot_update& u, slot_holder_actor& h) {

@@ -7,13 +7,15 @@
 /// them, keeps what it has while nobody else waits, and gives back what the global budget asks
 /// for as soon as a slot is not in use.
 ///
-/// It takes from the model's JetStream pull consumer only as many messages as it has slots for;
-/// a message may name many tasks (DESIGN rule 3): it spawns a job actor for as many of them as it
-/// has slots (actors/job_actor.hpp) and keeps the rest, starting them as slots free before it
-/// fetches again, and sending in_progress for their messages every third of the AckWait. A
-/// message is acked once every task it names is leased or stale (actors/dispatch_state.hpp,
-/// `task_message_hold`). The job actor sends `answered` once the gateway exchange is over, which
-/// frees its slot, and `done` when it ends.
+/// It takes from the model's JetStream pull consumer only as many messages as its lookahead has
+/// room for; a message may name many tasks (DESIGN rule 3): it spawns a job actor for as many of
+/// them as the lookahead allows (actors/job_actor.hpp) and keeps the rest, starting them as room
+/// frees before it fetches again, and sending in_progress for their messages every third of the
+/// AckWait. A message is acked once every task it names is leased or stale
+/// (actors/dispatch_state.hpp, `task_message_hold`). A job actor commits its lease first and then
+/// reports (`lease`, id, itself); the dispatcher grants it a slot (`start`) in turn. It sends
+/// `answered` once the gateway exchange is over, which frees its slot, and (`done`, stage, id)
+/// when it ends.
 ///
 /// No handler blocks: the blocking JetStream fetch runs in the model's task fetcher, a detached
 /// actor (its own thread) linked to the dispatcher, which owns the pull subscription. The
@@ -33,6 +35,7 @@
 #include "actors/atoms.hpp"
 #include "actors/dispatch_deps.hpp"
 #include "actors/http_task.hpp"
+#include "actors/job_registry.hpp"
 #include "actors/slots.hpp"
 
 namespace sy::actors {
@@ -57,14 +60,16 @@ typename Inspector::result_type inspect(Inspector& f, fetched_tasks& x) {
 
 /// Receives: `wake` (take the model's JetStream queue from now on; until then it only hands
 /// out the model's budget, to batch lanes), `fetch` (look for work now), `fetched_tasks` (its
-/// fetcher's answer), `tick` (keep the kept tasks' messages alive), `answered` (an attempt's
-/// gateway exchange is over: its slot is free) and
-/// (`done`, answered) (an attempt ended; when it never sent, its slot is freed now). As the owner
-/// of its model's budget: `slot_update`s from batch lanes. As a holder of global slots: grants and
-/// yields from the global budget (actors/slots.hpp).
+/// fetcher's answer), `tick` (keep the kept tasks' messages alive), (`lease`, id, attempt) (an
+/// attempt's lease is committed: it waits for a slot), (`answered`, ms) (an attempt's gateway
+/// exchange is over after that long: its slot is free) and (`done`, stage, id) (an attempt ended at
+/// that `attempt_stage`; what it still held is freed now). As the owner of its model's budget:
+/// `slot_update`s from batch lanes. As a holder of global slots: grants and yields from the global
+/// budget (actors/slots.hpp).
 using model_dispatcher_actor = caf::typed_actor<
     caf::reacts_to<wake_atom>, caf::reacts_to<fetch_atom>, caf::reacts_to<fetched_tasks>,
-    caf::reacts_to<tick_atom>, caf::reacts_to<answered_atom>, caf::reacts_to<done_atom, bool>,
+    caf::reacts_to<tick_atom>, caf::reacts_to<lease_atom, uint64_t, job_actor>,
+    caf::reacts_to<answered_atom, int64_t>, caf::reacts_to<done_atom, int32_t, uint64_t>,
     caf::reacts_to<slot_update, slot_holder_actor>, caf::reacts_to<slot_atom, uint64_t, int32_t>,
     caf::reacts_to<yield_atom, uint64_t, int32_t>>;
 

@@ -15,6 +15,7 @@
 #   bench/task_list.sh [BUILD_DIR]        (default BUILD_DIR: build next to this folder)
 #
 # Environment: N (1000000), RUN_N (1000000), SINGLE_N (100000), BIG_N (200000), PER_MODEL (64), GLOBAL (100),
+# INFLIGHT (the run phase's max_inflight; default PER_MODEL),
 # SWITCHYARD (the binary to measure; default BUILD_DIR/switchyard), PHASES (which of "ingest run
 # fair" to run; default all three).
 set -euo pipefail
@@ -159,7 +160,7 @@ if want run; then
 gen "$work/run.jsonl" "$RUN_N" r
 file=$(upload "$work/run.jsonl")
 t0=$(now_ms)
-job=$(create "$file" "$PER_MODEL")
+job=$(create "$file" "${INFLIGHT:-$PER_MODEL}")
 final=$(wait_not "$job" ingesting queued in_progress)
 t1=$(now_ms)
 list_rate=$(python3 -c "print(f'{$RUN_N/max(($t1-$t0)/1000,1e-3):,.0f}')")

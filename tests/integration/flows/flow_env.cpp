@@ -51,16 +51,21 @@ caf::behavior drain_asker(caf::event_based_actor* self, actors::job_registry_act
   return {};
 }
 
-actors::model_dispatcher_actor::behavior_type recorder(actors::model_dispatcher_actor::pointer,
-                                                       dispatcher_log* log) {
+actors::model_dispatcher_actor::behavior_type recorder(actors::model_dispatcher_actor::pointer self,
+                                                       dispatcher_log* log, bool grant) {
   return {
       [=](actors::wake_atom) { log->push_back("wake"); },
       [=](actors::fetch_atom) { log->push_back("fetch"); },
       [=](actors::fetched_tasks&) { log->push_back("fetched"); },
       [=](actors::tick_atom) { log->push_back("tick"); },
-      [=](actors::answered_atom) { log->push_back("answered"); },
-      [=](actors::done_atom, bool answered) {
-        log->push_back(answered ? "done:true" : "done:false");
+      [=](actors::lease_atom, uint64_t, actors::job_actor& a) {
+        log->push_back("lease");
+        if (grant) self->send(a, actors::start_atom::value);
+      },
+      [=](actors::answered_atom, int64_t) { log->push_back("answered"); },
+      [=](actors::done_atom, int32_t stage, uint64_t) {
+        static constexpr const char* names[] = {"starting", "ready", "granted", "answered"};
+        log->push_back(std::string("done:") + names[stage]);
       },
       [=](actors::slot_update&, actors::slot_holder_actor&) { log->push_back("slot_update"); },
       [=](actors::slot_atom, uint64_t, int32_t) { log->push_back("slot"); },
@@ -268,8 +273,8 @@ int64_t flow_env::backlog() {
   return n ? static_cast<int64_t>(*n) : -1;
 }
 
-actors::model_dispatcher_actor flow_env::recording_dispatcher(dispatcher_log* log) {
-  auto d = sys_->spawn(recorder, log);
+actors::model_dispatcher_actor flow_env::recording_dispatcher(dispatcher_log* log, bool grant) {
+  auto d = sys_->spawn(recorder, log, grant);
   long_lived_.push_back(caf::actor_cast<caf::actor>(d));
   return d;
 }

@@ -102,8 +102,9 @@ class flow_env {
   /// Messages of `model`'s consumer not yet acked (waiting or delivered), -1 on error.
   int64_t backlog();
 
-  /// A stand-in for the model dispatcher that records what job actors tell it.
-  actors::model_dispatcher_actor recording_dispatcher(dispatcher_log* log);
+  /// A stand-in for the model dispatcher that records what job actors tell it ("lease",
+  /// "answered", "done:<stage>"). `grant`: a leased attempt gets its slot at once (else it waits).
+  actors::model_dispatcher_actor recording_dispatcher(dispatcher_log* log, bool grant = true);
   /// Ends `a` when the environment ends (before the actor system goes).
   void keep(caf::actor a) { long_lived_.push_back(std::move(a)); }
   /// Spawns the job actor for `d`, as the dispatcher does.

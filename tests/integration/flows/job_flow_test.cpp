@@ -47,7 +47,7 @@ struct job_flow : ::testing::Test {
 
 TEST_F(job_flow, an_answered_attempt_commits_the_result_acks_and_frees_its_slot_first) {
   auto job = run_attempt("job_ok", nullptr);
-  EXPECT_EQ(seen, (dispatcher_log{"answered", "done:true"}))
+  EXPECT_EQ(seen, (dispatcher_log{"lease", "answered", "done:answered"}))
       << "the slot is freed (answered) before the actor ends";
   auto j = env.job(job.id);
   ASSERT_TRUE(j);
@@ -62,7 +62,7 @@ TEST_F(job_flow, an_answered_attempt_commits_the_result_acks_and_frees_its_slot_
 
 TEST_F(job_flow, a_rejected_attempt_fails_the_job_and_acks) {
   auto job = run_attempt("job_rejected", {{"status", 400}});
-  EXPECT_EQ(seen, (dispatcher_log{"answered", "done:true"}));
+  EXPECT_EQ(seen, (dispatcher_log{"lease", "answered", "done:answered"}));
   auto j = env.job(job.id);
   EXPECT_EQ(j->status, job_status::failed);
   ASSERT_TRUE(j->error);
@@ -73,7 +73,7 @@ TEST_F(job_flow, a_rejected_attempt_fails_the_job_and_acks) {
 
 TEST_F(job_flow, a_retryable_failure_queues_the_next_attempt_through_the_outbox_and_acks) {
   auto job = run_attempt("job_retry", {{"status", 503}});
-  EXPECT_EQ(seen, (dispatcher_log{"answered", "done:true"}));
+  EXPECT_EQ(seen, (dispatcher_log{"lease", "answered", "done:answered"}));
   auto t = env.task(job.task_id);
   EXPECT_EQ(t->state, task_state::queued);
   EXPECT_EQ(t->attempt, 2);
@@ -97,7 +97,7 @@ TEST_F(job_flow, a_delivery_before_its_backoff_is_naked_and_one_for_a_finished_t
   ASSERT_TRUE(early);
   env.spawn_job(*early, dispatcher);
   ASSERT_TRUE(run_to_end());
-  EXPECT_EQ(seen, (dispatcher_log{"done:false"})) << "never sent: the slot is freed at the end";
+  EXPECT_EQ(seen, (dispatcher_log{"done:starting"})) << "never sent: the slot is freed at the end";
   EXPECT_EQ(env.gateway().requests(), 1) << "too early: not sent";
   EXPECT_EQ(env.task(job.task_id)->state, task_state::queued);
   EXPECT_FALSE(env.lease(job.task_id));
@@ -110,7 +110,7 @@ TEST_F(job_flow, a_delivery_before_its_backoff_is_naked_and_one_for_a_finished_t
   seen.clear();
   env.spawn_job(*again, dispatcher);
   ASSERT_TRUE(run_to_end());
-  EXPECT_EQ(seen, (dispatcher_log{"answered", "done:true"}));
+  EXPECT_EQ(seen, (dispatcher_log{"lease", "answered", "done:answered"}));
   EXPECT_EQ(env.job(job.id)->status, job_status::completed);
 
   // A copy of attempt 2's message (JetStream redelivers after AckWait) finds the task done.
@@ -121,7 +121,7 @@ TEST_F(job_flow, a_delivery_before_its_backoff_is_naked_and_one_for_a_finished_t
   seen.clear();
   env.spawn_job(*stale, dispatcher);
   ASSERT_TRUE(run_to_end());
-  EXPECT_EQ(seen, (dispatcher_log{"done:false"}));
+  EXPECT_EQ(seen, (dispatcher_log{"done:starting"}));
   EXPECT_EQ(env.gateway().requests(), 2) << "a finished task is never sent again";
   EXPECT_TRUE(acked()) << "a stale delivery is acked and dropped";
 }
@@ -139,7 +139,7 @@ TEST_F(job_flow, a_cancel_committed_while_queued_makes_the_start_drop_the_delive
   ASSERT_TRUE(run_to_end());
   ASSERT_TRUE(cancelled && cancelled->reply);
   EXPECT_FALSE(cancelled->reply->abort_inflight) << "nothing was running";
-  EXPECT_EQ(seen, (dispatcher_log{"done:false"}));
+  EXPECT_EQ(seen, (dispatcher_log{"done:starting"}));
   EXPECT_EQ(env.job(job.id)->status, job_status::cancelled);
   EXPECT_FALSE(env.lease(job.task_id));
   EXPECT_EQ(env.gateway().requests(), 0);
@@ -155,7 +155,7 @@ TEST_F(job_flow, a_cancel_committed_right_after_the_start_aborts_before_the_requ
   ASSERT_TRUE(run_to_end());
   ASSERT_TRUE(cancelled && cancelled->reply);
   EXPECT_TRUE(cancelled->reply->abort_inflight);
-  EXPECT_EQ(seen, (dispatcher_log{"answered", "done:true"}));
+  EXPECT_EQ(seen, (dispatcher_log{"lease", "answered", "done:answered"}));
   auto j = env.job(job.id);
   EXPECT_EQ(j->status, job_status::cancelled);
   EXPECT_EQ(j->error->code, "cancelled");
@@ -168,14 +168,14 @@ TEST_F(job_flow, a_cancel_while_running_aborts_the_request_in_flight) {
   auto job = env.create_job("job_cancel_running", {{"latency_ms", 600'000}});
   env.spawn_job(env.deliver(job), dispatcher);
   ASSERT_TRUE(env.drive_until([&] { return env.gateway().requests() == 1; }));
-  EXPECT_TRUE(seen.empty()) << "still waiting for the gateway";
+  EXPECT_EQ(seen, dispatcher_log{"lease"}) << "still waiting for the gateway";
   EXPECT_EQ(env.job(job.id)->status, job_status::in_progress);
 
   auto r = env.cancel(job.id);
   ASSERT_TRUE(r.reply);
   EXPECT_TRUE(r.reply->abort_inflight);
   ASSERT_TRUE(run_to_end()) << "the request was not aborted (the fake answers in 10 minutes)";
-  EXPECT_EQ(seen, (dispatcher_log{"answered", "done:true"}));
+  EXPECT_EQ(seen, (dispatcher_log{"lease", "answered", "done:answered"}));
   EXPECT_EQ(env.job(job.id)->status, job_status::cancelled);
   EXPECT_FALSE(env.lease(job.task_id));
   EXPECT_TRUE(acked());
@@ -195,12 +195,12 @@ TEST_F(job_flow, the_deadline_timer_aborts_the_request_when_the_manual_clock_rea
     return env.lease(job.task_id)->expires_at_ms > flow_env::start_ms + 30'000;
   })) << "a heartbeat extended the lease";
   env.settle();
-  EXPECT_TRUE(seen.empty()) << "aborted before the deadline";
+  EXPECT_EQ(seen, dispatcher_log{"lease"}) << "aborted before the deadline";
   EXPECT_EQ(env.job(job.id)->status, job_status::in_progress);
 
   env.clock().advance(1);
   ASSERT_TRUE(run_to_end()) << "the deadline did not abort the request";
-  EXPECT_EQ(seen, (dispatcher_log{"answered", "done:true"}));
+  EXPECT_EQ(seen, (dispatcher_log{"lease", "answered", "done:answered"}));
   auto j = env.job(job.id);
   EXPECT_EQ(j->status, job_status::expired);
   EXPECT_EQ(j->error->code, "deadline_exceeded");
@@ -214,11 +214,12 @@ TEST_F(job_flow, a_release_while_starting_is_kept_and_gives_the_task_back_uncoun
   auto job = env.create_job("job_release", {{"latency_ms", 600'000}});
   env.spawn_job(env.deliver(job), dispatcher);
   // One step: the job actor registers and asks the writer to commit its start. The release
-  // reaches it through the registry before the start's answer does.
+  // goes to the registry at once; it reaches the attempt (registry, owner, attempt) once the
+  // start has committed and before the dispatcher's `start` does: it is withdrawn unsent.
   ASSERT_TRUE(env.sched().try_run_once());
   caf::anon_send(env.ctx().jobs, actors::release_atom::value);
   ASSERT_TRUE(run_to_end());
-  EXPECT_EQ(seen, (dispatcher_log{"answered", "done:true"}));
+  EXPECT_EQ(seen, (dispatcher_log{"lease", "done:ready"}));
   EXPECT_EQ(env.gateway().requests(), 0) << "aborted before it was sent";
   auto t = env.task(job.task_id);
   EXPECT_EQ(t->state, task_state::queued);
@@ -233,6 +234,48 @@ TEST_F(job_flow, a_release_while_starting_is_kept_and_gives_the_task_back_uncoun
   EXPECT_TRUE(std::any_of(ids.begin(), ids.end(), [&](const std::string& id) {
     return id.starts_with(fresh);
   })) << "a released task is not published again";
+}
+
+// --- leased ahead of its slot (DESIGN rule 3)
+
+TEST_F(job_flow, a_leased_attempt_waiting_for_a_slot_heartbeats_and_a_cancel_withdraws_it) {
+  dispatcher_log held;
+  auto no_slot = env.recording_dispatcher(&held, false);  // every slot is busy
+  auto job = env.create_job("job_waits", {{"latency_ms", 600'000}});
+  env.spawn_job(env.deliver(job), no_slot);
+  ASSERT_TRUE(env.drive_until([&] { return held == dispatcher_log{"lease"}; }));
+  EXPECT_EQ(env.job(job.id)->status, job_status::in_progress) << "leased: it is this node's";
+  EXPECT_TRUE(acked()) << "its message is done with once the lease is committed";
+  env.clock().advance(29'000);  // the lease would run out at 30 s: heartbeats keep it
+  ASSERT_TRUE(env.drive_until([&] {
+    return env.lease(job.task_id)->expires_at_ms > flow_env::start_ms + 30'000;
+  })) << "a leased attempt waiting for a slot did not extend its lease";
+  EXPECT_EQ(env.gateway().requests(), 0);
+
+  auto r = env.cancel(job.id);
+  ASSERT_TRUE(r.reply);
+  ASSERT_TRUE(env.drive_until([&] { return held.size() == 2; }))
+      << "the cancel did not withdraw the waiting attempt";
+  EXPECT_EQ(held, (dispatcher_log{"lease", "done:ready"})) << "it leaves its turn, no slot used";
+  EXPECT_EQ(env.job(job.id)->status, job_status::cancelled);
+  EXPECT_FALSE(env.lease(job.task_id));
+  EXPECT_EQ(env.gateway().requests(), 0) << "never sent";
+}
+
+TEST_F(job_flow, a_release_while_waiting_for_a_slot_gives_the_task_back_uncounted) {
+  dispatcher_log held;
+  auto no_slot = env.recording_dispatcher(&held, false);
+  auto job = env.create_job("job_waits_release", {{"latency_ms", 600'000}});
+  env.spawn_job(env.deliver(job), no_slot);
+  ASSERT_TRUE(env.drive_until([&] { return held == dispatcher_log{"lease"}; }));
+  caf::anon_send(env.ctx().jobs, actors::release_atom::value);
+  ASSERT_TRUE(env.drive_until([&] { return held.size() == 2; }));
+  EXPECT_EQ(held, (dispatcher_log{"lease", "done:ready"}));
+  auto t = env.task(job.task_id);
+  EXPECT_EQ(t->state, task_state::queued);
+  EXPECT_EQ(t->attempt, 1) << "a released attempt is not counted";
+  EXPECT_FALSE(env.lease(job.task_id));
+  EXPECT_EQ(env.gateway().requests(), 0);
 }
 
 }  // namespace SY_UNITY_ID
