@@ -272,9 +272,8 @@ void take_queue(dispatcher_ptr self, runtime::pull_subscription* sub, uint64_t g
   schedule_fetch(self);
 }
 
-model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, dispatcher_deps deps,
-                                                 std::string model, runtime::pull_subscription* sub,
-                                                 uint64_t generation, runs_on fetcher_on) {
+/// The model's budget and the decisions' state; a message's hold acks or naks through `js`.
+void set_up(dispatcher_ptr self, dispatcher_deps deps, std::string model) {
   auto& st = self->state;
   st.d = std::move(deps);
   st.model = std::move(model);
@@ -289,6 +288,12 @@ model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, dispatcher
                        (void)js->ack(d);
                      }
                    });
+}
+
+model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, dispatcher_deps deps,
+                                                 std::string model, runtime::pull_subscription* sub,
+                                                 uint64_t generation, runs_on fetcher_on) {
+  set_up(self, std::move(deps), std::move(model));
   if (sub != nullptr) take_queue(self, sub, generation, fetcher_on);
   self->set_down_handler([self](caf::down_msg& m) {
     deliver(self, self->state.slots->holder_down(m.source));
