@@ -46,7 +46,9 @@ std::vector<woken_task> dispatch_state::tasks_of(std::vector<runtime::delivery> 
   return out;
 }
 
-int dispatch_state::room() const { return limit_ - starting_ - static_cast<int>(ready_.size()); }
+int dispatch_state::room() const {
+  return lookahead_ - starting_ - static_cast<int>(ready_.size());
+}
 
 void dispatch_state::start_kept(dispatch_actions& a) {
   int n = std::min(room(), static_cast<int>(kept_.size()));

@@ -13,8 +13,9 @@
 /// slot may start a task it already knows of ... provided the lease is committed first"): an
 /// attempt commits its start (its lease) *before* it holds a slot, then reports `ready` and
 /// waits; a slot is granted to the ready attempts in turn (`go`), and held only while the request
-/// is with the gateway. Up to the model's limit of attempts may be starting or ready at once (the
-/// lookahead), so when a request is answered, the next one is already leased and goes out at once:
+/// is with the gateway. Up to lookahead_per_slot × the model's limit of attempts may be starting or
+/// ready at once (the lookahead), so when a request is answered, the next one is already leased
+/// and goes out at once:
 /// a slot is not held through a commit's fsync (as a batch lane's window of lines is leased
 /// ahead). This holds while the model's recent exchanges are short (an average under
 /// `lease_ahead_below_ms`), so an attempt waits milliseconds for its slot. While they are long
@@ -29,6 +30,7 @@
 /// while it is sent; `take` gets up to N and `release` gives N back (the dispatcher owns the
 /// budget: actors/slot_ledger.hpp). Owner: the model's dispatcher (one thread at a time).
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -105,6 +107,10 @@ struct dispatch_actions {
 
 /// A model leases ahead of its slots while its exchanges average less than this.
 constexpr double lease_ahead_below_ms = 50;
+/// Attempts starting or leased (waiting for a slot) per slot of the model's limit, at most: the
+/// lookahead covers a start commit's latency at the rate the slots take requests (measured:
+/// docs/benchmarks.md, "Leases ahead of slots").
+constexpr int lookahead_per_slot = 4;
 
 class dispatch_state {
  public:
@@ -116,8 +122,13 @@ class dispatch_state {
   /// `limit`: the per-model concurrency (bounds the lookahead, one fetch and the attempts still
   /// committing).
   /// `finish`: what a message's hold does once its tasks settled (the actor acks or naks).
-  dispatch_state(int limit, slot_source slots, task_message_hold::finish_fn finish)
-      : limit_(limit < 1 ? 1 : limit), slots_(std::move(slots)), finish_(std::move(finish)) {}
+  /// `per_slot`: the lookahead per slot of `limit` (lookahead_per_slot; tests choose 1).
+  dispatch_state(int limit, slot_source slots, task_message_hold::finish_fn finish,
+                 int per_slot = lookahead_per_slot)
+      : limit_(limit < 1 ? 1 : limit),
+        lookahead_(limit_ * std::max(per_slot, 1)),
+        slots_(std::move(slots)),
+        finish_(std::move(finish)) {}
   dispatch_state(const dispatch_state&) = delete;
   dispatch_state& operator=(const dispatch_state&) = delete;
   /// Tasks still kept go back to JetStream (`redeliver(0)`): the dispatcher is gone.
@@ -165,6 +176,7 @@ class dispatch_state {
   int room() const;
 
   const int limit_;
+  const int lookahead_;  ///< attempts starting or leased at most
   slot_source slots_;
   task_message_hold::finish_fn finish_;
   std::deque<woken_task> kept_;   ///< fetched, waiting for lookahead room (in delivery order)
@@ -177,8 +189,9 @@ class dispatch_state {
   bool last_fetch_empty_ = true;  ///< an idle model asks for one message at a time
   bool error_logged_ = false;
   /// Attempts whose gateway exchange is over and whose slots are back, waiting for their outcome
-  /// to commit. No start and no fetch while they reach the limit, so at most three times the
-  /// limit of this model's attempts are alive at once (starting or ready, sending, finishing).
+  /// to commit. No start and no fetch while they reach the limit, so at most
+  /// (lookahead_per_slot + 2) times the limit of this model's attempts are alive at once
+  /// (starting or ready, sending, finishing).
   int finishing_ = 0;
 };
 

@@ -39,9 +39,13 @@ std::vector<runtime::delivery> msgs(int n) {
 /// release become credit and wake it. `cap`: the global slots behind the model's (0: as many).
 struct rig {
   explicit rig(int per_model, int cap = 0)
-      : model(per_model), logic(per_model, slots(), [this](const runtime::delivery& d, auto again) {
-          finished.push_back(d.reply + (again ? " nak " + std::to_string(*again) : " ack"));
-        }) {
+      : model(per_model),
+        logic(
+            per_model, slots(),
+            [this](const runtime::delivery& d, auto again) {
+              finished.push_back(d.reply + (again ? " nak " + std::to_string(*again) : " ack"));
+            },
+            /*per_slot=*/1) {
     if (cap > 0) (void)model.set_cap(cap);
     logic.note_exchange_ms(1);  // a fast model leases ahead (one test below is slow)
   }
@@ -115,6 +119,21 @@ TEST(DispatchState, ABusyModelFetchesAsManyMessagesAsItsLookaheadHasRoom) {
   auto go = r.logic.on_fetch(false);
   EXPECT_EQ(go.go, (std::vector<uint64_t>{1, 2, 3}));  // in the order they became ready
   EXPECT_EQ(go.fetch, 4) << "ready attempts that went out leave the lookahead";
+}
+
+TEST(DispatchState, TheLookaheadIsFourAttemptsPerSlotByDefault) {
+  std::vector<std::string> acks;
+  dispatch_state d(2, {[](int want) { return want; }, [](int) {}},
+                   [&](const runtime::delivery& m, auto) { acks.push_back(m.reply); });
+  d.note_exchange_ms(1);
+  (void)d.on_fetch(false);
+  auto a = d.on_fetched(one_of(msg(0, 10)), "", false);
+  EXPECT_EQ(a.start.size(), 8u) << "2 slots, 4 attempts starting or leased per slot";
+  EXPECT_EQ(d.kept(), 2u);
+  for (uint64_t id = 1; id <= 8; ++id) d.on_ready(id);
+  auto go = d.on_fetch(false);
+  EXPECT_EQ(go.go.size(), 2u) << "the slot source grants what is asked: at most the limit";
+  EXPECT_EQ(go.start.size(), 2u) << "the two that went out made room for the kept two";
 }
 
 TEST(DispatchState, ALeasedAttemptWaitsForASlotAndGetsTheFirstOneFreed) {
@@ -340,10 +359,12 @@ TEST(DispatchState, KeptTasksAreHandedBackAtShutdownAndTheMessageNakedOnceTheRes
   // A dispatcher that goes with tasks still kept hands them back too.
   std::vector<std::string> gone;
   std::optional<dispatch_state> d;
-  d.emplace(1, dispatch_state::slot_source{[](int want) { return want; }, [](int) {}},
-            [&](const runtime::delivery& m, auto again) {
-              gone.push_back(m.reply + (again ? " nak " + std::to_string(*again) : " ack"));
-            });
+  d.emplace(
+      1, dispatch_state::slot_source{[](int want) { return want; }, [](int) {}},
+      [&](const runtime::delivery& m, auto again) {
+        gone.push_back(m.reply + (again ? " nak " + std::to_string(*again) : " ack"));
+      },
+      1);
   (void)d->on_fetch(false);
   auto started = d->on_fetched(one_of(msg(7, 2)), "", false);
   ASSERT_EQ(started.start.size(), 1u);
