@@ -46,9 +46,7 @@ std::vector<woken_task> dispatch_state::tasks_of(std::vector<runtime::delivery> 
   return out;
 }
 
-int dispatch_state::room() const {
-  return lookahead_ - starting_ - static_cast<int>(ready_.size());
-}
+int dispatch_state::room() const { return lookahead_ - starting_ - fresh_ready_; }
 
 void dispatch_state::start_kept(dispatch_actions& a) {
   int n = std::min(room(), static_cast<int>(kept_.size()));
@@ -77,7 +75,9 @@ dispatch_actions dispatch_state::on_fetch(bool stopping) {
     // Leased attempts get the slots in turn; none free: woken when one is handed over.
     const int want = static_cast<int>(std::min<size_t>(ready_.size(), static_cast<size_t>(limit_)));
     for (int n = slots_.take(want); n > 0; --n) {  // leasing ahead
-      a.go.push_back(ready_.front());
+      const auto [id, chained] = ready_.front();
+      if (!chained) --fresh_ready_;
+      a.go.push_back(id);
       ready_.pop_front();
     }
   }
@@ -121,7 +121,13 @@ void dispatch_state::on_ready(uint64_t id) {
     go_now_.push_back(id);
     return;
   }
-  ready_.push_back(id);
+  ready_.emplace_back(id, false);
+  ++fresh_ready_;
+}
+
+void dispatch_state::on_chained(uint64_t id) {
+  --finishing_;
+  ready_.emplace_back(id, true);
 }
 
 void dispatch_state::note_exchange_ms(int64_t ms) {
@@ -145,7 +151,10 @@ void dispatch_state::on_done(attempt_stage stage, uint64_t id) {
       }
       return;
     case attempt_stage::ready:
-      if (auto it = std::find(ready_.begin(), ready_.end(), id); it != ready_.end()) {
+      if (auto it = std::find_if(ready_.begin(), ready_.end(),
+                                 [id](const auto& r) { return r.first == id; });
+          it != ready_.end()) {
+        if (!it->second) --fresh_ready_;
         ready_.erase(it);
         return;
       }

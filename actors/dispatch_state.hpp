@@ -142,6 +142,9 @@ class dispatch_state {
                               bool stopping);
   /// Attempt `id`'s lease is committed: it waits for a slot (granted by a later on_fetch).
   void on_ready(uint64_t id);
+  /// An answered attempt's outcome committed and leased the next task of its list for it (a
+  /// chain): it is no longer finishing, and now waits for a slot as `id`.
+  void on_chained(uint64_t id);
   /// An attempt's gateway exchange is over after `exchange_ms`: its slot is free; it still
   /// commits its outcome.
   void on_answered(int64_t exchange_ms);
@@ -179,8 +182,13 @@ class dispatch_state {
   const int lookahead_;  ///< attempts starting or leased at most
   slot_source slots_;
   task_message_hold::finish_fn finish_;
-  std::deque<woken_task> kept_;   ///< fetched, waiting for lookahead room (in delivery order)
-  std::deque<uint64_t> ready_;    ///< leased attempts waiting for a slot, in turn
+  std::deque<woken_task> kept_;  ///< fetched, waiting for lookahead room (in delivery order)
+  /// Leased attempts waiting for a slot, in turn: (id, chained). A chained one (its list's next
+  /// task, leased with the outcome of the attempt before) does not take lookahead room, so
+  /// chains of one list do not keep other jobs' tasks from being fetched and started; they
+  /// queue for slots behind what is already waiting.
+  std::deque<std::pair<uint64_t, bool>> ready_;
+  int fresh_ready_ = 0;           ///< the ready attempts that are not chained
   std::vector<uint64_t> go_now_;  ///< ready attempts whose slot was taken before they started
   int starting_ = 0;              ///< attempts started, not yet ready or ended
   int pregranted_ = 0;  ///< slots taken for starting attempts (not leasing ahead); <= starting_

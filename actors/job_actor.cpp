@@ -32,7 +32,10 @@ struct job_state {
   model_dispatcher_actor dispatcher;
   std::string task_id;
   int attempt = 0;
-  std::string token;                       ///< the lease token of this attempt
+  std::string token;  ///< the lease token of this attempt
+  /// Its dispatcher leases ahead (`start`, true): a list's task may chain its next task.
+  bool may_chain = false;
+  std::string chain_token;  ///< the next task's lease token, asked for with the outcome
   std::optional<storage::job_record> job;  ///< as the start committed it
   std::string list_body;                   ///< a task-list task's request (a single job: job.body)
   attempt_state at;
@@ -93,6 +96,7 @@ void heartbeat(job_ptr self) {
 }
 
 void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome);
+void chain(job_ptr self, storage::task_record next, const storage::job_record& job);
 
 /// How an attempt ended, for `switchyard_attempts_total`: from its verdict and the job's status
 /// after the commit.
@@ -201,6 +205,12 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
   finish.backoff_ms = retry_backoff_ms(d.at->cfg, st.attempt);
   finish.now_ms = d.at->clock.now_ms();
   const bool released = verdict.end == storage::attempt_end::released;
+  if (st.may_chain && st.job->task_list && st.at.reason() == abort_reason::none && !released) {
+    st.chain_token = new_lease_token();
+    finish.chain_token = st.chain_token;
+    finish.chain_holder = d.holder;
+    finish.chain_lease_ttl_ms = d.at->cfg.lease_ttl_ms;
+  }
   auto failed = [self](const std::string& why) {
     // Not recorded: the lease will expire and the reaper queues the task again.
     auto& s = self->state;
@@ -229,6 +239,7 @@ void commit_outcome(job_ptr self, const runtime::gateway_outcome& outcome) {
                 static_cast<double>(s.d->at->clock.now_ms() - s.started_ms) / 1000);
             trace_attempt(s, outcome, s.d->at->clock.now_ms());
             runtime::failpoint("attempt_result_committed");
+            if (r.reply->chained) return chain(self, std::move(*r.reply->chained), *r.reply->job);
             end(self);
           },
           [self, failed](caf::error& e) { failed(self->system().render(e)); });
@@ -262,15 +273,38 @@ void withdraw(job_ptr self) {
 }
 
 /// The lease is committed: give the owner the deadline to watch, and wait for a slot from the
-/// dispatcher (`start`), unless an abort came while starting.
-void leased(job_ptr self) {
+/// dispatcher (`start`), unless an abort came while starting. `chained`: it follows the attempt
+/// this actor just finished (the dispatcher counted that one as finishing).
+void leased(job_ptr self, bool chained = false) {
   auto& st = self->state;
   // The job's timeout is its owner's to watch: it sends `expire` when it passes.
   if (st.job->deadline_ms > 0)
     self->send(st.d->jobs, deadline_atom::value, st.job->id, st.job->deadline_ms);
   if (st.at.on_leased()) return withdraw(self);
   *st.stage = attempt_stage::ready;
-  self->send(st.dispatcher, lease_atom::value, self->id(), job_actor{self});
+  self->send(st.dispatcher, lease_atom::value, self->id(), job_actor{self}, chained);
+}
+
+/// The outcome's commit also leased the list's next task for this actor (a chain: no message,
+/// no start commit, no new actor): it becomes that task's attempt, registers it with the job's
+/// owner and waits for a slot as any leased attempt.
+void chain(job_ptr self, storage::task_record next, const storage::job_record& job) {
+  auto& st = self->state;
+  const auto& d = *st.d;
+  st.task_id = std::move(next.id);
+  st.attempt = next.attempt;
+  st.token = std::exchange(st.chain_token, {});
+  st.list_body = std::move(next.body);
+  st.job = job;
+  st.at = attempt_state{};
+  st.abort.reset();
+  st.extending = false;
+  st.lease_from_ms = st.started_ms = d.at->clock.now_ms();
+  st.sent_ms = 0;
+  st.attempt_span = st.trace->self.child();
+  st.call_span = st.attempt_span.child();
+  self->send(d.jobs, register_atom::value, st.job->id, st.task_id, job_control_actor{self});
+  leased(self, true);
 }
 
 void on_started(job_ptr self, write_reply& r) {
@@ -356,10 +390,11 @@ job_actor::behavior_type job(job_ptr self, std::shared_ptr<const job_deps> deps,
       [=](expire_atom) { abort_for(self, abort_reason::deadline); },
       [=](release_atom) { abort_for(self, abort_reason::shutdown); },
       [=](beat_atom) { heartbeat(self); },
-      [=](start_atom) {
+      [=](start_atom, bool may_chain) {
         auto& s = self->state;
         if (s.at.now() != attempt_state::phase::leased) return;  // withdrawn: the slot goes back
         *s.stage = attempt_stage::granted;
+        s.may_chain = may_chain;
         send_request(self);
       },
       [=](runtime::gateway_outcome& o) {

@@ -43,10 +43,11 @@ namespace sy::actors {
 using job_control_actor = caf::typed_actor<caf::reacts_to<cancel_atom>, caf::reacts_to<expire_atom>,
                                            caf::reacts_to<release_atom>, caf::reacts_to<beat_atom>>;
 
-/// One attempt of a task on this node: the control messages, `start` (its dispatcher granted it
-/// a slot: send the request) and the gateway's outcome.
-using job_actor =
-    job_control_actor::extend<caf::reacts_to<start_atom>, caf::reacts_to<runtime::gateway_outcome>>;
+/// One attempt of a task on this node: the control messages, (`start`, may_chain) (its
+/// dispatcher granted it a slot: send the request; may_chain: a list's task may lease its next
+/// task with its outcome) and the gateway's outcome.
+using job_actor = job_control_actor::extend<caf::reacts_to<start_atom, bool>,
+                                            caf::reacts_to<runtime::gateway_outcome>>;
 
 /// A single job's or a task list's owner (actors/job_owner.hpp). From the registry: (`register`,
 /// task id, attempt) when an attempt of one of its tasks starts; (`deadline`, at_ms) the job's

@@ -160,7 +160,7 @@ void carry_out(dispatcher_ptr self, dispatch_actions a) {
   for (auto id : a.go) {
     auto it = st.ready.find(id);
     if (it == st.ready.end()) continue;  // cannot be: a ready id is forgotten only once granted
-    self->send(it->second, start_atom::value);
+    self->send(it->second, start_atom::value, st.logic->leasing_ahead());
     st.ready.erase(it);
   }
   for (auto& t : a.start) launch(self, std::move(t));
@@ -319,9 +319,19 @@ model_dispatcher_actor::behavior_type dispatcher(dispatcher_ptr self, dispatcher
           (void)s.d.fetch.js->in_progress(m->delivery());
         settle(self);
       },
-      [=](lease_atom, uint64_t id, job_actor& a) {
-        self->state.ready.emplace(id, std::move(a));
-        self->state.logic->on_ready(id);
+      [=](lease_atom, uint64_t id, job_actor& a, bool chained) {
+        auto& s = self->state;
+        s.ready.emplace(id, std::move(a));
+        if (chained) {
+          s.logic->on_chained(id);
+        } else {
+          s.logic->on_ready(id);
+        }
+        if (*s.d.fetch.stopping) {
+          // Leased after shutdown's release went out (a chain): it gives the task back at once.
+          self->send(s.ready[id], release_atom::value);
+          return;
+        }
         look(self);
         settle(self);
       },

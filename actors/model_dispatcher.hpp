@@ -60,15 +60,16 @@ typename Inspector::result_type inspect(Inspector& f, fetched_tasks& x) {
 
 /// Receives: `wake` (take the model's JetStream queue from now on; until then it only hands
 /// out the model's budget, to batch lanes), `fetch` (look for work now), `fetched_tasks` (its
-/// fetcher's answer), `tick` (keep the kept tasks' messages alive), (`lease`, id, attempt) (an
-/// attempt's lease is committed: it waits for a slot), (`answered`, ms) (an attempt's gateway
+/// fetcher's answer), `tick` (keep the kept tasks' messages alive), (`lease`, id, attempt,
+/// chained) (an attempt's lease is committed: it waits for a slot; chained: the attempt it
+/// finished before leased this one with its outcome), (`answered`, ms) (an attempt's gateway
 /// exchange is over after that long: its slot is free) and (`done`, stage, id) (an attempt ended at
 /// that `attempt_stage`; what it still held is freed now). As the owner of its model's budget:
 /// `slot_update`s from batch lanes. As a holder of global slots: grants and yields from the global
 /// budget (actors/slots.hpp).
 using model_dispatcher_actor = caf::typed_actor<
     caf::reacts_to<wake_atom>, caf::reacts_to<fetch_atom>, caf::reacts_to<fetched_tasks>,
-    caf::reacts_to<tick_atom>, caf::reacts_to<lease_atom, uint64_t, job_actor>,
+    caf::reacts_to<tick_atom>, caf::reacts_to<lease_atom, uint64_t, job_actor, bool>,
     caf::reacts_to<answered_atom, int64_t>, caf::reacts_to<done_atom, int32_t, uint64_t>,
     caf::reacts_to<slot_update, slot_holder_actor>, caf::reacts_to<slot_atom, uint64_t, int32_t>,
     caf::reacts_to<yield_atom, uint64_t, int32_t>>;

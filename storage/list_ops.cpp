@@ -39,8 +39,22 @@ int64_t& count_of(task_counts& c, job_status s) {
   return c.queued;
 }
 
-/// Publishes the next tasks of the list while the window has room.
-status refill(op_ctx& c, job_record& job, int64_t now_ms) {
+/// Leases `task` for the finishing attempt's chain (finish_attempt_op::chain_token) instead of
+/// publishing it: it is the chain's next task (the reply's `chained`).
+status chain_task(op_ctx& c, job_record& job, task_record& task, const finish_attempt_op& op) {
+  task.state = task_state::leased;
+  task.queued_at_ms = op.now_ms;
+  SY_TRY(put_lease(c.txn, lease_record{task.id, task.attempt, op.chain_token,
+                                       op.now_ms + op.chain_lease_ttl_ms, op.chain_holder}));
+  SY_TRY(list_task_started(c, job, task, op.now_ms));
+  c.reply.chained = task;
+  return ok;
+}
+
+/// Publishes the next tasks of the list while the window has room; with a chain (`chain` set,
+/// of a task of `model`), the first one for that model that is due is leased for it instead.
+status refill(op_ctx& c, job_record& job, int64_t now_ms, const finish_attempt_op* chain = nullptr,
+              std::string_view model = {}) {
   while (job.live < job.window && job.next_publish < job.ingested) {
     const auto id = list_task_id(job.id, job.next_publish);
     auto task = get_task(c.txn, id);
@@ -49,7 +63,11 @@ status refill(op_ctx& c, job_record& job, int64_t now_ms) {
                         "task list " + job.id + " has no task " + std::to_string(job.next_publish));
     ++job.next_publish;
     if (task->state != task_state::queued) continue;
-    SY_TRY(publish_task(c, *task, now_ms));
+    if (chain && !c.reply.chained && task->model == model && task->not_before_ms <= now_ms) {
+      SY_TRY(chain_task(c, job, *task, *chain));
+    } else {
+      SY_TRY(publish_task(c, *task, now_ms));
+    }
     SY_TRY(c.txn.put(db::list_live, task->id, ""));
     SY_TRY(put_task(c.txn, *task));
     ++job.live;
@@ -408,7 +426,7 @@ status list_task_finished(op_ctx& c, job_record& job, task_record& task,
     SY_TRY(put_task(c.txn, task));  // stop_list reads it back as finished
     return stop_list(c, job, job_status::expired, deadline_error(job, ""), now);
   }
-  SY_TRY(refill(c, job, now));
+  SY_TRY(refill(c, job, now, op.chain_token.empty() ? nullptr : &op, task.model));
   return complete_if_done(c, job, now);
 }
 

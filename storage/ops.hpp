@@ -150,6 +150,14 @@ struct finish_attempt_op {
   /// An external worker's outcome: refused with `lease_expired` once the lease has run out at
   /// `now_ms` (the reaper takes the task back; the late outcome is not recorded).
   bool live_lease_only = false;
+  /// A chain (task lists; DESIGN rule 3, "the lease is committed first"): when this outcome moves
+  /// the list's window, the first task it releases for the same model is leased under
+  /// `chain_token` and `chain_holder` in the same transaction, instead of being queued and
+  /// published; the reply's `chained` is that task, for the finishing attempt's actor to run
+  /// next. Empty: no chain.
+  std::string chain_token;
+  std::string chain_holder;
+  int64_t chain_lease_ttl_ms = 0;
 
   bool operator==(const finish_attempt_op&) const = default;
 };
@@ -308,6 +316,7 @@ struct op_reply {
   std::optional<batch_record> batch;      ///< batch operations: the batch after the operation
   size_t lines_added = 0;                 ///< batch_lines: lines that were new
   std::vector<status_change> changes;     ///< jobs and batches whose status changed
+  std::optional<task_record> chained;     ///< finish with a chain: the task leased next
 
   bool operator==(const op_reply&) const = default;
 };
@@ -358,7 +367,8 @@ typename Inspector::result_type inspect(Inspector& f, extend_lease_op& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, finish_attempt_op& x) {
   return f(x.task_id, x.attempt, x.token, x.end, optional_field{x.response}, x.error_code,
-           x.error_message, x.backoff_ms, x.now_ms, x.live_lease_only);
+           x.error_message, x.backoff_ms, x.now_ms, x.live_lease_only, x.chain_token,
+           x.chain_holder, x.chain_lease_ttl_ms);
 }
 
 template <class Inspector>
@@ -412,7 +422,7 @@ typename Inspector::result_type inspect(Inspector& f, op_reply& x) {
   return f(x.what, optional_field{x.job}, optional_field{x.task}, x.delay_ms, x.outbox_appended,
            x.webhooks_appended, x.abort_inflight, x.changed_jobs, x.purged, optional_field{x.file},
            optional_field{x.batch}, x.lines_added, x.abort_tasks, optional_field{x.refusal},
-           x.changes);
+           x.changes, optional_field{x.chained});
 }
 
 /// The Files and Batch API operations (storage/batch_ops.cpp), dispatched by `apply`.

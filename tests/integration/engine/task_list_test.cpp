@@ -202,6 +202,36 @@ TEST(task_list, max_inflight_caps_the_jobs_tasks_in_flight) {
   EXPECT_EQ(env.gateway().requests(), 12);
 }
 
+/// `switchyard_outbox_published_total{kind="task"}` as /metrics reads it now (0 if absent).
+double task_messages_published(http_client& c) {
+  const std::string name = R"(switchyard_outbox_published_total{kind="task"} )";
+  const auto text = c.get("/metrics").body;
+  const auto at = text.find("\n" + name);
+  return at == std::string::npos ? 0 : std::stod(text.substr(at + 1 + name.size()));
+}
+
+TEST(task_list, a_fast_lists_window_moves_by_chains_without_a_message_per_task) {
+  // Each finishing attempt leases the list's next task with its outcome and runs it (DESIGN
+  // rule 3: the lease is committed first), once the model is known to answer fast.
+  engine_env env;
+  env.settings().per_model_concurrency = 8;
+  env.start();
+  http_client c(env.port());
+  const double before = task_messages_published(c);
+  auto r = c.post_json("/v1/jobs", list_job(keyed_tasks(60, "chain"), {{"max_inflight", 2}}));
+  ASSERT_EQ(r.status, 201) << r.body;
+  ASSERT_EQ(env.wait_terminal(c, r.json()["id"])["status"], "completed");
+  EXPECT_EQ(env.gateway().requests(), 60) << "every task ran once";
+  EXPECT_LE(env.gateway().peak_in_flight(), 2) << "a chain stays inside the window";
+  const double published = task_messages_published(c) - before;
+  EXPECT_GE(published, 2) << "the first window is published";
+  EXPECT_LT(published, 20) << "the window moved by messages, not by chains";
+  for (const auto& t : all_tasks(c, r.json()["id"])) {
+    EXPECT_EQ(t["status"], "completed") << t.dump();
+    EXPECT_EQ(t["attempts"], 1) << t.dump();
+  }
+}
+
 TEST(task_list, a_small_job_is_not_starved_by_a_large_list_on_the_same_model) {
   engine_env env;
   env.settings().per_model_concurrency = 4;

@@ -58,9 +58,9 @@ actors::model_dispatcher_actor::behavior_type recorder(actors::model_dispatcher_
       [=](actors::fetch_atom) { log->push_back("fetch"); },
       [=](actors::fetched_tasks&) { log->push_back("fetched"); },
       [=](actors::tick_atom) { log->push_back("tick"); },
-      [=](actors::lease_atom, uint64_t, actors::job_actor& a) {
-        log->push_back("lease");
-        if (grant) self->send(a, actors::start_atom::value);
+      [=](actors::lease_atom, uint64_t, actors::job_actor& a, bool chained) {
+        log->push_back(chained ? "lease:chained" : "lease");
+        if (grant) self->send(a, actors::start_atom::value, false);
       },
       [=](actors::answered_atom, int64_t) { log->push_back("answered"); },
       [=](actors::done_atom, int32_t stage, uint64_t) {

@@ -156,7 +156,7 @@ job_actor::behavior_type recording_job(job_actor::pointer self, std::string name
         self->quit();
       },
       [=](beat_atom) { seen->push_back(name + ":beat"); },
-      [=](start_atom) {},
+      [=](start_atom, bool) {},
       [=](runtime::gateway_outcome&) {},
   };
 }

@@ -140,6 +140,60 @@ TEST_F(list_ops_test, a_finished_task_publishes_the_next_and_the_counts_follow_e
   EXPECT_EQ(count(db::list_live), 2u);
 }
 
+TEST_F(list_ops_test, a_finish_with_a_chain_leases_the_next_task_instead_of_publishing_it) {
+  run(make_list(4, 2));
+  start(0);
+  start(1);
+  const auto before = published();
+  finish_attempt_op f;
+  f.task_id = task(0);
+  f.attempt = 1;
+  f.token = "tok0";
+  f.end = attempt_end::succeeded;
+  f.now_ms = 3000;
+  f.response = gateway_result{200, "{}"};
+  f.chain_token = "chain0";
+  f.chain_holder = "local/a";
+  f.chain_lease_ttl_ms = 30'000;
+  auto r = run(f);
+  ASSERT_EQ(r.what, op_reply::kind::done);
+  ASSERT_TRUE(r.chained) << "the window moved: its next task is leased for the chain";
+  EXPECT_EQ(r.chained->id, task(2));
+  EXPECT_EQ(r.chained->body, R"({"model":"m","n":2})");  // what the attempt sends next
+  EXPECT_EQ(r.chained->state, task_state::leased);
+  EXPECT_EQ(published(), before) << "a chained task has no message";
+  EXPECT_EQ(get(2).status, job_status::in_progress);
+  EXPECT_EQ(r.job->counts.in_progress, 2);  // task 1, and task 2 in the chain
+  EXPECT_EQ(r.job->counts.completed, 1);
+  EXPECT_EQ(r.job->live, 2);
+  {
+    auto txn = env_->begin_read();
+    auto lease = get_lease(txn, task(2));
+    ASSERT_TRUE(lease) << "the chain's lease is committed with the outcome";
+    EXPECT_EQ(lease->token, "chain0");
+    EXPECT_EQ(lease->holder, "local/a");
+    EXPECT_EQ(lease->expires_at_ms, 33'000);
+  }
+  EXPECT_EQ(count(db::queued), 0u) << "never queued: a crash leaves a lease the reaper expires";
+  // The chained attempt finishes under the chain's token like any attempt; the last task is
+  // published when no chain is asked for.
+  finish_attempt_op g = f;
+  g.task_id = task(2);
+  g.token = "chain0";
+  g.chain_token.clear();
+  auto r2 = run(g);
+  ASSERT_EQ(r2.what, op_reply::kind::done);
+  EXPECT_FALSE(r2.chained);
+  EXPECT_EQ(published().back(), task(3) + ":1");
+  // A retry moves no window: nothing is chained.
+  f.task_id = task(1);
+  f.token = "tok1";
+  f.end = attempt_end::retry;
+  f.backoff_ms = 100;
+  f.chain_token = "chain1";
+  EXPECT_FALSE(run(f).chained);
+}
+
 TEST_F(list_ops_test, the_job_completes_once_when_every_task_has_finished) {
   run(make_list(3, 10));
   for (int i = 0; i < 3; ++i) start(i);
