@@ -3,6 +3,7 @@
 #include <utility>  // before any Asio header (Boost 1.74)
 
 #include <memory>
+#include <optional>
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
@@ -21,7 +22,11 @@ struct owner_state {
   job_registry_actor registry;
   std::string job_id;
   owner_book<job_control_actor> book;
-  int64_t deadline_ms = 0;                   ///< the job's deadline once an attempt read it
+  int64_t deadline_ms = 0;  ///< the job's deadline once an attempt read it
+  /// The last commit here cancelled (cancel_atom) or expired (expire_atom) the job: an attempt
+  /// that registers afterwards (a chain: its lease was committed with its predecessor's
+  /// outcome, after the commit named the running attempts) is told at once.
+  std::optional<caf::atom_value> stopped;
   std::shared_ptr<runtime::timer> deadline;  ///< armed while it has a deadline to watch
   static inline const char* name = "job_owner";
 
@@ -60,6 +65,14 @@ caf::typed_response_promise<write_reply> commit(owner_ptr self, write_request& r
           [self, p](write_reply& r) mutable {
             auto& s = self->state;
             s.book.commit_answered();
+            if (r.reply && r.reply->job) {
+              const auto status = r.reply->job->status;
+              const bool cancelled = status == storage::job_status::cancelling ||
+                                     status == storage::job_status::cancelled;
+              s.stopped.reset();
+              if (cancelled) s.stopped = cancel_atom::value;
+              if (status == storage::job_status::expired) s.stopped = expire_atom::value;
+            }
             if (r.reply) {
               const auto named = s.book.named_by(*r.reply);
               if (!named.empty())
@@ -105,6 +118,8 @@ job_owner_actor::behavior_type owner(owner_ptr self, const ambient* at, storage_
         self->state.book.received();
         self->monitor(a);
         const auto id = a.id();
+        if (self->state.stopped == cancel_atom::value) self->send(a, cancel_atom::value);
+        if (self->state.stopped == expire_atom::value) self->send(a, expire_atom::value);
         self->state.book.add(id, std::move(task_id), std::move(a));
       },
       [=](deadline_atom, int64_t at_ms) {

@@ -236,6 +236,43 @@ TEST_F(job_flow, a_release_while_starting_is_kept_and_gives_the_task_back_uncoun
   })) << "a released task is not published again";
 }
 
+// --- an attempt that registers after a cancel (a chain's next task)
+
+/// An attempt's stand-in that records the control messages it gets.
+actors::job_actor::behavior_type told_attempt(actors::job_actor::pointer,
+                                              std::vector<std::string>* told) {
+  return {
+      [=](actors::cancel_atom) { told->push_back("cancel"); },
+      [=](actors::expire_atom) { told->push_back("expire"); },
+      [=](actors::release_atom) { told->push_back("release"); },
+      [=](actors::beat_atom) {},
+      [=](actors::start_atom, bool) {},
+      [=](runtime::gateway_outcome&) {},
+  };
+}
+
+TEST_F(job_flow, an_attempt_that_registers_after_its_job_was_cancelled_is_told_at_once) {
+  // A chained task is leased with its predecessor's outcome and registered with the job's
+  // owner only then: a cancel committed in between has already named the running attempts.
+  auto job = env.create_job("job_late_register", {{"latency_ms", 600'000}});
+  std::vector<std::string> first, late;
+  auto running = env.sys().spawn(told_attempt, &first);
+  auto chained = env.sys().spawn(told_attempt, &late);
+  env.keep(caf::actor_cast<caf::actor>(running));
+  env.keep(caf::actor_cast<caf::actor>(chained));
+  caf::anon_send(env.ctx().jobs, actors::register_atom::value, job.id, job.task_id,
+                 actors::job_control_actor{running});  // keeps the owner alive
+  std::optional<actors::write_reply> cancelled;
+  env.start_cancel(job.id, &cancelled);
+  ASSERT_TRUE(env.drive_until([&] { return cancelled.has_value(); }));
+  ASSERT_TRUE(cancelled->reply);
+  caf::anon_send(env.ctx().jobs, actors::register_atom::value, job.id, std::string("next-task"),
+                 actors::job_control_actor{chained});
+  ASSERT_TRUE(env.drive_until([&] { return !late.empty(); }))
+      << "an attempt registered after the cancel was not told";
+  EXPECT_EQ(late, (std::vector<std::string>{"cancel"}));
+}
+
 // --- leased ahead of its slot (DESIGN rule 3)
 
 TEST_F(job_flow, a_leased_attempt_waiting_for_a_slot_heartbeats_and_a_cancel_withdraws_it) {

@@ -47,6 +47,18 @@ TEST(attempt_state, an_abort_while_starting_is_applied_when_sending_begins) {
   EXPECT_EQ(a.reason(), abort_reason::deadline);
 }
 
+TEST(attempt_state, a_leased_attempt_heartbeats_and_an_abort_before_its_lease_withdraws_it) {
+  attempt_state a;
+  EXPECT_FALSE(a.on_leased());
+  EXPECT_EQ(a.now(), phase::leased);
+  EXPECT_TRUE(a.beating()) << "it keeps its lease while it waits for a slot";
+  EXPECT_FALSE(a.on_abort(abort_reason::cancel)) << "nothing in flight: the actor withdraws it";
+  attempt_state early;
+  EXPECT_FALSE(early.on_abort(abort_reason::shutdown));
+  EXPECT_TRUE(early.on_leased()) << "an abort while starting withdraws it once leased";
+  EXPECT_TRUE(early.released());
+}
+
 TEST(attempt_state, an_abort_after_the_exchange_changes_nothing) {
   attempt_state a;
   (void)a.on_sending();
