@@ -130,16 +130,21 @@ void measure_queues(reaper_ptr self, int64_t now) {
   st.last_queue_gauges_ms = now;
   const int64_t t0 = st.d.at->clock.monotonic_us();
   std::map<std::string, metrics::queue_state> queues;
-  auto txn = st.d.env->begin_read();
-  txn.scan(storage::db::queued, "", [&](std::string_view task_id, std::string_view) {
-    auto t = storage::get_task(txn, task_id);
-    if (!t || t->state != storage::task_state::queued) return true;
-    auto& q = queues[t->model];
-    ++q.depth;
-    q.oldest_age_seconds =
-        std::max(q.oldest_age_seconds, static_cast<double>(now - t->queued_at_ms) / 1000.0);
-    return true;
-  });
+  {
+    auto txn = st.d.env->begin_read();
+    txn.scan(storage::db::queued, "", [&](std::string_view task_id, std::string_view) {
+      auto t = storage::get_task(txn, task_id);
+      if (!t || t->state != storage::task_state::queued) return true;
+      auto& q = queues[t->model];
+      ++q.depth;
+      q.oldest_age_seconds =
+          std::max(q.oldest_age_seconds, static_cast<double>(now - t->queued_at_ms) / 1000.0);
+      return true;
+    });
+  }
+  // Not under the read transaction: a scrape holds the metrics' lock while it reads the store
+  // (the engine's samplers), so holding both here in the other order could deadlock once the
+  // map grows (a writer waiting between the two readers).
   metrics::set_queues(queues);
   const int64_t took_ms = (st.d.at->clock.monotonic_us() - t0) / 1'000;
   st.queue_gauges_every_ms =
