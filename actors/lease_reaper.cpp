@@ -142,9 +142,7 @@ void measure_queues(reaper_ptr self, int64_t now) {
       return true;
     });
   }
-  // Not under the read transaction: a scrape holds the metrics' lock while it reads the store
-  // (the engine's samplers), so holding both here in the other order could deadlock once the
-  // map grows (a writer waiting between the two readers).
+  // After the read transaction: no lock is taken while it holds the store's reader slot.
   metrics::set_queues(queues);
   const int64_t took_ms = (st.d.at->clock.monotonic_us() - t0) / 1'000;
   st.queue_gauges_every_ms =

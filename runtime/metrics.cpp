@@ -176,9 +176,13 @@ struct registry {
       family(pm::BuildCounter(), "switchyard_trace_spans_dropped_total",
              "Spans dropped, by reason (queue_full, export_failed, shutdown).");
 
-  std::mutex mu;  ///< guards what follows
+  std::mutex mu;  ///< guards `models` and `queues_seen`
   std::unordered_map<std::string, std::unique_ptr<model_meters>> models;
   std::map<std::string, pm::Gauge*, std::less<>> queues_seen;
+  /// Guards `readers` and `next_reader`, and is held while a scrape calls the readers (which may
+  /// open LMDB read transactions): nothing else is done under it, so no caller that holds a
+  /// read transaction can wait on a scrape's lock.
+  std::mutex readers_mu;
   struct scraped {
     std::string name;
     std::string help;
@@ -392,7 +396,7 @@ std::string scrape() {
   }
   // Read under the lock: a handle's owner waits for a scrape in progress before the state the
   // reader reads goes away.
-  std::lock_guard lock(r.mu);
+  std::lock_guard lock(r.readers_mu);
   for (const auto& [id, rd] : r.readers) {
     const bool counter = rd.k == kind::counter;
     pm::MetricFamily f{
@@ -419,13 +423,13 @@ reader_handle& reader_handle::operator=(reader_handle&& o) noexcept {
 
 reader_handle::~reader_handle() {
   if (id_ == 0) return;
-  std::lock_guard lock(reg().mu);
+  std::lock_guard lock(reg().readers_mu);
   reg().readers.erase(id_);
 }
 
 reader_handle add_reader(std::string name, std::string help, reader read, kind k) {
   auto& r = reg();
-  std::lock_guard lock(r.mu);
+  std::lock_guard lock(r.readers_mu);
   const uint64_t id = r.next_reader++;
   r.readers.emplace(id, registry::scraped{std::move(name), std::move(help), std::move(read), k});
   return reader_handle(id);
