@@ -12,37 +12,12 @@
 #include <sstream>
 
 #include "config/sha256.hpp"
+#include "tests/support/metric_samples.hpp"
 #include "tests/support/wait.hpp"
 #include "tests/system/system_env.hpp"
 
 namespace sy::test {
 namespace SY_UNITY_ID {
-
-/// The values of the samples of `name` whose labels include every one of `labels` (`k="v"`).
-std::vector<double> samples(const std::string& text, const std::string& name,
-                            const std::vector<std::string>& labels = {}) {
-  std::vector<double> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const auto space = line.rfind(' ');
-    const std::string series = line.substr(0, space);
-    const std::string metric = series.substr(0, series.find('{'));
-    if (metric != name) continue;
-    bool all = true;
-    for (const auto& l : labels) all = all && series.find(l) != std::string::npos;
-    if (all) out.push_back(std::stod(line.substr(space + 1)));
-  }
-  return out;
-}
-
-/// The sum of the samples of `name` whose labels include every one of `labels`.
-double value(const std::string& text, const std::string& name,
-             const std::vector<std::string>& labels = {}) {
-  double sum = 0;
-  for (double v : samples(text, name, labels)) sum += v;
-  return sum;
-}
 
 /// A metric family as docs/operations.md lists it: its name and type (empty where the table
 /// leaves the type out, as the process row does).

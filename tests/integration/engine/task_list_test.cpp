@@ -7,6 +7,7 @@
 #include <set>
 
 #include "tests/integration/engine/engine_env.hpp"
+#include "tests/support/metric_samples.hpp"
 #include "tests/support/wait.hpp"
 
 namespace sy::test {
@@ -204,10 +205,7 @@ TEST(task_list, max_inflight_caps_the_jobs_tasks_in_flight) {
 
 /// `switchyard_outbox_published_total{kind="task"}` as /metrics reads it now (0 if absent).
 double task_messages_published(http_client& c) {
-  const std::string name = R"(switchyard_outbox_published_total{kind="task"} )";
-  const auto text = c.get("/metrics").body;
-  const auto at = text.find("\n" + name);
-  return at == std::string::npos ? 0 : std::stod(text.substr(at + 1 + name.size()));
+  return value(c.get("/metrics").body, "switchyard_outbox_published_total", {R"(kind="task")"});
 }
 
 TEST(task_list, a_fast_lists_window_moves_by_chains_without_a_message_per_task) {
