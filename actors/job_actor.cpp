@@ -277,8 +277,9 @@ void withdraw(job_ptr self) {
 /// this actor just finished (the dispatcher counted that one as finishing).
 void leased(job_ptr self, bool chained = false) {
   auto& st = self->state;
-  // The job's timeout is its owner's to watch: it sends `expire` when it passes.
-  if (st.job->deadline_ms > 0)
+  // The job's timeout is its owner's to watch: it sends `expire` when it passes (a chain's owner
+  // was told by the attempt before: same job, same deadline).
+  if (st.job->deadline_ms > 0 && !chained)
     self->send(st.d->jobs, deadline_atom::value, st.job->id, st.job->deadline_ms);
   if (st.at.on_leased()) return withdraw(self);
   *st.stage = attempt_stage::ready;
